@@ -1,0 +1,444 @@
+"""The collectives of MLIR's ``shard`` dialect on a :class:`MeshArray`, exact in NumPy.
+
+Group rule (shared by every op that takes ``mesh_axes``): devices whose coordinates
+agree on every mesh axis NOT in ``mesh_axes`` form one group; inside a group, devices
+are ordered row-major over their coordinates on ``mesh_axes`` in the listed order.
+``root``/``source`` arguments are in-group multi-indices (one coordinate per listed
+axis). Splitting ops cut with the ceil-div rule of :func:`chunk_bounds`, so sizes that
+do not divide work. Every op returns a new MeshArray without sharding; inputs are never
+mutated. Diagrams below use a 2x2 mesh, devices labelled ``(row, col)``.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from .mesh import AxisLike, DeviceLike, _is_int
+from .mesh_array import MeshArray, _frozen, window_slices
+from .reduction import check_reduction, reduce_arrays
+from .sharding import Sharding, chunk_bounds
+
+__all__ = ["all_gather", "all_reduce", "all_slice", "all_to_all", "broadcast", "gather",
+           "reduce", "reduce_scatter", "scatter", "permute", "shift", "update_halo"]
+
+
+# -- argument checks shared by every op ------------------------------------------------
+def _prep(op: str, x: MeshArray, mesh_axes: Iterable[AxisLike]) -> tuple[tuple[int, ...], np.ndarray]:
+    if not isinstance(x, MeshArray):
+        raise TypeError(f"{op}: expected a MeshArray, got {type(x).__name__}")
+    axes = x.mesh.axes_indices(mesh_axes, what=op)
+    return axes, x.mesh.group_array(axes)
+
+
+def _rank(op: str, x: MeshArray) -> int:
+    ranks = {a.ndim for a in x.locals}
+    if len(ranks) > 1:
+        raise ValueError(f"{op}: local arrays have different ranks {sorted(ranks)}")
+    return ranks.pop()
+
+
+def _tensor_axis(op: str, name: str, axis: int, x: MeshArray) -> int:
+    ndim = _rank(op, x)
+    if not _is_int(axis):
+        raise TypeError(f"{op}: {name} must be an int, got {axis!r}")
+    if not 0 <= axis < ndim:
+        raise ValueError(f"{op}: {name} {axis} out of range [0, {ndim})")
+    return int(axis)
+
+
+def _root(op: str, x: MeshArray, axes: tuple[int, ...], root: Sequence[int] | int) -> int:
+    """In-group multi-index -> position inside the group."""
+    if _is_int(root):
+        root = (root,)
+    root = tuple(root)
+    if len(root) != len(axes):
+        raise ValueError(f"{op}: root {list(root)} has {len(root)} coordinates, mesh_axes "
+                         f"{list(axes)} needs {len(axes)}")
+    pos = 0
+    for r, a in zip(root, axes):
+        size = x.mesh.shape[a]
+        if not _is_int(r) or not 0 <= r < size:
+            raise ValueError(f"{op}: root coordinate {r!r} on mesh axis {a} out of range "
+                             f"[0, {size})")
+        pos = pos * size + int(r)
+    return pos
+
+
+def _dtype(op: str, dtype, x: MeshArray) -> np.dtype:
+    if dtype is None:
+        return x.dtype
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"{op}: dtype {dtype!r} is not a NumPy dtype") from None
+
+
+def _same_shape(op: str, parts: Sequence[np.ndarray], group: Sequence[int], x: MeshArray,
+                except_axis: int | None = None) -> None:
+    ref = parts[0].shape
+    for p, dev in zip(parts, group):
+        a, b = list(p.shape), list(ref)
+        if except_axis is not None:
+            a[except_axis] = b[except_axis] = 0
+        if a != b:
+            what = "" if except_axis is None else f" outside axis {except_axis}"
+            raise ValueError(f"{op}: shapes disagree{what} inside a device group: device "
+                             f"{x.mesh.multi_index(group[0])} has {ref}, device "
+                             f"{x.mesh.multi_index(dev)} has {p.shape}")
+
+
+def _pieces(a: np.ndarray, axis: int, k: int) -> list[np.ndarray]:
+    b = chunk_bounds(a.shape[axis], k).tolist()
+    idx = [slice(None)] * a.ndim
+    out = []
+    for i in range(k):
+        idx[axis] = slice(b[i], b[i + 1])
+        out.append(a[tuple(idx)])
+    return out
+
+
+def _result(x: MeshArray, arrays: Sequence[np.ndarray]) -> MeshArray:
+    return MeshArray(x.mesh, [_frozen(np.asarray(a)) for a in arrays], None, None)
+
+
+# -- the ops ---------------------------------------------------------------------------
+def all_gather(x: MeshArray, mesh_axes: Iterable[AxisLike], gather_axis: int) -> MeshArray:
+    """Concatenate the group's locals along ``gather_axis``; every member gets the result.
+
+    Sizes along ``gather_axis`` may differ (uneven shards); other dims must agree.
+    ``mesh_axes=[1], gather_axis=1``::
+
+        (0,0) [1 2] (0,1) [5 6]    ->   (0,0),(0,1): [1 2 5 6]
+        (1,0) [9 10] (1,1) [13 14] ->   (1,0),(1,1): [9 10 13 14]
+
+    >>> from meshtensor import Mesh, Sharding, distribute
+    >>> a = distribute(np.arange(4), Sharding(Mesh([2]), [[0]]))
+    >>> all_gather(a, [0], 0).local(1).tolist()
+    [0, 1, 2, 3]
+    """
+    axes, groups = _prep("all_gather", x, mesh_axes)
+    ax = _tensor_axis("all_gather", "gather_axis", gather_axis, x)
+    out = list(x.locals)
+    for g in groups.tolist():
+        parts = [x.locals[i] for i in g]
+        _same_shape("all_gather", parts, g, x, except_axis=ax)
+        r = np.concatenate(parts, axis=ax)
+        for i in g:
+            out[i] = r
+    return _result(x, out)
+
+
+def all_reduce(x: MeshArray, mesh_axes: Iterable[AxisLike], reduction: str = "sum",
+               dtype=None) -> MeshArray:
+    """Reduce the group's locals element-wise; every member gets the result.
+
+    ``dtype`` is the accumulation and result type (may be wider than the input, as MLIR
+    allows); inputs are converted to it before reducing. ``mesh_axes=[0]``, sum::
+
+        (0,0) [1] (0,1) [2]   ->  (0,0) [4] (0,1) [6]
+        (1,0) [3] (1,1) [4]   ->  (1,0) [4] (1,1) [6]
+
+    >>> from meshtensor import Mesh, MeshArray
+    >>> a = MeshArray.from_locals(Mesh([2]), [np.int8([100]), np.int8([100])])
+    >>> all_reduce(a, [0], dtype=np.int16).local(0).tolist()
+    [200]
+    """
+    axes, groups = _prep("all_reduce", x, mesh_axes)
+    check_reduction("all_reduce", reduction)
+    dt = _dtype("all_reduce", dtype, x)
+    out = list(x.locals)
+    for g in groups.tolist():
+        parts = [x.locals[i] for i in g]
+        _same_shape("all_reduce", parts, g, x)
+        r = reduce_arrays(parts, reduction, dt)
+        for i in g:
+            out[i] = r
+    return _result(x, out)
+
+
+def all_slice(x: MeshArray, mesh_axes: Iterable[AxisLike], slice_axis: int) -> MeshArray:
+    """Each device keeps piece ``p`` (its in-group position) of its own local, cut
+    ceil-div along ``slice_axis``. No communication; the inverse of ``all_gather`` on
+    replicated data. ``mesh_axes=[1], slice_axis=0``::
+
+        every device [1 2 3 4]  ->  (r,0) [1 2]  (r,1) [3 4]
+
+    >>> from meshtensor import Mesh, Sharding, distribute
+    >>> a = distribute(np.arange(5), Sharding.replicated(Mesh([2])))
+    >>> [v.tolist() for v in all_slice(a, [0], 0).locals]
+    [[0, 1, 2], [3, 4]]
+    """
+    axes, groups = _prep("all_slice", x, mesh_axes)
+    ax = _tensor_axis("all_slice", "slice_axis", slice_axis, x)
+    k = groups.shape[1]
+    pos = x.mesh.in_group_index(axes)
+    out = [_pieces(a, ax, k)[p] for a, p in zip(x.locals, pos.tolist())]
+    return _result(x, out)
+
+
+def all_to_all(x: MeshArray, mesh_axes: Iterable[AxisLike], split_axis: int,
+               concat_axis: int) -> MeshArray:
+    """Each device cuts its local into ``k`` pieces along ``split_axis`` (ceil-div) and
+    sends piece ``j`` to the group's ``j``-th device, which concatenates what it gets in
+    group order along ``concat_axis``. 1-D mesh of 2, ``split_axis=1, concat_axis=0``::
+
+        dev 0 [[1 2 3 4]]   ->  dev 0 [[1 2] [5 6]]
+        dev 1 [[5 6 7 8]]   ->  dev 1 [[3 4] [7 8]]
+
+    >>> from meshtensor import Mesh, MeshArray
+    >>> a = MeshArray.from_locals(Mesh([2]), [np.array([[1, 2, 3, 4]]), np.array([[5, 6, 7, 8]])])
+    >>> all_to_all(a, [0], 1, 0).local(1).tolist()
+    [[3, 4], [7, 8]]
+    """
+    axes, groups = _prep("all_to_all", x, mesh_axes)
+    sa = _tensor_axis("all_to_all", "split_axis", split_axis, x)
+    ca = _tensor_axis("all_to_all", "concat_axis", concat_axis, x)
+    k = groups.shape[1]
+    out = list(x.locals)
+    for g in groups.tolist():
+        pieces = [_pieces(x.locals[i], sa, k) for i in g]
+        for j, dst in enumerate(g):
+            parts = [pieces[i][j] for i in range(k)]
+            _same_shape("all_to_all", parts, g, x, except_axis=ca)
+            out[dst] = np.concatenate(parts, axis=ca)
+    return _result(x, out)
+
+
+def broadcast(x: MeshArray, mesh_axes: Iterable[AxisLike], root: Sequence[int]) -> MeshArray:
+    """Copy the root's local to every device of its group (others' input is ignored).
+    ``mesh_axes=[0], root=[0]``::
+
+        (0,0) [1 2] (0,1) [3 4]   ->  (0,0) [1 2] (0,1) [3 4]
+        (1,0) [* *] (1,1) [* *]   ->  (1,0) [1 2] (1,1) [3 4]
+
+    >>> from meshtensor import Mesh, MeshArray
+    >>> a = MeshArray.from_locals(Mesh([2]), [np.array([7]), np.array([0])])
+    >>> broadcast(a, [0], [0]).local(1).tolist()
+    [7]
+    """
+    axes, groups = _prep("broadcast", x, mesh_axes)
+    r = _root("broadcast", x, axes, root)
+    out = list(x.locals)
+    for g in groups.tolist():
+        for i in g:
+            out[i] = x.locals[g[r]]
+    return _result(x, out)
+
+
+def gather(x: MeshArray, mesh_axes: Iterable[AxisLike], gather_axis: int,
+           root: Sequence[int]) -> MeshArray:
+    """Like :func:`all_gather`, but only the root of each group gets the concatenation;
+    other devices keep their input. ``mesh_axes=[1], root=[1]``::
+
+        (0,0) [1 2] (0,1) [5 6]   ->  (0,0) [1 2] (0,1) [1 2 5 6]
+
+    >>> from meshtensor import Mesh, MeshArray
+    >>> a = MeshArray.from_locals(Mesh([2]), [np.array([1]), np.array([2])])
+    >>> [v.tolist() for v in gather(a, [0], 0, [1]).locals]
+    [[1], [1, 2]]
+    """
+    axes, groups = _prep("gather", x, mesh_axes)
+    ax = _tensor_axis("gather", "gather_axis", gather_axis, x)
+    r = _root("gather", x, axes, root)
+    out = list(x.locals)
+    for g in groups.tolist():
+        parts = [x.locals[i] for i in g]
+        _same_shape("gather", parts, g, x, except_axis=ax)
+        out[g[r]] = np.concatenate(parts, axis=ax)
+    return _result(x, out)
+
+
+def reduce(x: MeshArray, mesh_axes: Iterable[AxisLike], root: Sequence[int],
+           reduction: str = "sum", dtype=None) -> MeshArray:
+    """Like :func:`all_reduce`, but only the root gets the result; other devices keep
+    their input (converted to ``dtype``, so every local shares one dtype).
+    ``mesh_axes=[0], root=[1]``, sum::
+
+        (0,0) [1] (0,1) [2]   ->  (0,0) [1] (0,1) [2]
+        (1,0) [3] (1,1) [4]   ->  (1,0) [4] (1,1) [6]
+
+    >>> from meshtensor import Mesh, MeshArray
+    >>> a = MeshArray.from_locals(Mesh([2]), [np.array([1]), np.array([2])])
+    >>> [v.tolist() for v in reduce(a, [0], [0]).locals]
+    [[3], [2]]
+    """
+    axes, groups = _prep("reduce", x, mesh_axes)
+    check_reduction("reduce", reduction)
+    r = _root("reduce", x, axes, root)
+    dt = _dtype("reduce", dtype, x)
+    out = [a.astype(dt, copy=False) for a in x.locals]
+    for g in groups.tolist():
+        parts = [x.locals[i] for i in g]
+        _same_shape("reduce", parts, g, x)
+        out[g[r]] = reduce_arrays(parts, reduction, dt)
+    return _result(x, out)
+
+
+def reduce_scatter(x: MeshArray, mesh_axes: Iterable[AxisLike], scatter_axis: int,
+                   reduction: str = "sum", dtype=None) -> MeshArray:
+    """Reduce the group's locals element-wise, then give piece ``p`` (ceil-div along
+    ``scatter_axis``) to the group's ``p``-th device. ``mesh_axes=[1], scatter_axis=0``::
+
+        (0,0) [[1 2] [3 4]]  (0,1) [[5 6] [7 8]]  ->  (0,0) [[6 8]]  (0,1) [[10 12]]
+
+    >>> from meshtensor import Mesh, MeshArray
+    >>> a = MeshArray.from_locals(Mesh([2]), [np.array([1, 2]), np.array([3, 4])])
+    >>> [v.tolist() for v in reduce_scatter(a, [0], 0).locals]
+    [[4], [6]]
+    """
+    axes, groups = _prep("reduce_scatter", x, mesh_axes)
+    ax = _tensor_axis("reduce_scatter", "scatter_axis", scatter_axis, x)
+    check_reduction("reduce_scatter", reduction)
+    dt = _dtype("reduce_scatter", dtype, x)
+    k = groups.shape[1]
+    out = list(x.locals)
+    for g in groups.tolist():
+        parts = [x.locals[i] for i in g]
+        _same_shape("reduce_scatter", parts, g, x)
+        pieces = _pieces(reduce_arrays(parts, reduction, dt), ax, k)
+        for p, i in enumerate(g):
+            out[i] = pieces[p]
+    return _result(x, out)
+
+
+def scatter(x: MeshArray, mesh_axes: Iterable[AxisLike], scatter_axis: int,
+            root: Sequence[int]) -> MeshArray:
+    """Cut the root's local into ``k`` pieces along ``scatter_axis`` (ceil-div) and give
+    piece ``p`` to the group's ``p``-th device (others' input is ignored).
+    ``mesh_axes=[0], scatter_axis=0, root=[1]``::
+
+        (0,0) [* *]         ->  (0,0) [[1 2]]
+        (1,0) [[1 2] [3 4]] ->  (1,0) [[3 4]]
+
+    >>> from meshtensor import Mesh, MeshArray
+    >>> a = MeshArray.from_locals(Mesh([2]), [np.zeros(3, int), np.array([1, 2, 3])])
+    >>> [v.tolist() for v in scatter(a, [0], 0, [1]).locals]
+    [[1, 2], [3]]
+    """
+    axes, groups = _prep("scatter", x, mesh_axes)
+    ax = _tensor_axis("scatter", "scatter_axis", scatter_axis, x)
+    r = _root("scatter", x, axes, root)
+    k = groups.shape[1]
+    out = list(x.locals)
+    for g in groups.tolist():
+        pieces = _pieces(x.locals[g[r]], ax, k)
+        for p, i in enumerate(g):
+            out[i] = pieces[p]
+    return _result(x, out)
+
+
+def permute(x: MeshArray, pairs: Iterable[tuple[DeviceLike, DeviceLike]]) -> MeshArray:
+    """Point-to-point sends: each ``(source, destination)`` pair gives the destination
+    the source's input. A destination may appear once; a source may send to several; a
+    device that receives nothing keeps its input. Devices are coordinates or linear
+    indices. ``pairs=[((0,0), (1,1))]``::
+
+        (0,0) [1] (0,1) [2]   ->  (0,0) [1] (0,1) [2]
+        (1,0) [3] (1,1) [4]   ->  (1,0) [3] (1,1) [1]
+
+    >>> from meshtensor import Mesh, MeshArray
+    >>> a = MeshArray.from_locals(Mesh([2]), [np.array([1]), np.array([2])])
+    >>> [v.tolist() for v in permute(a, [(0, 1), (1, 0)]).locals]
+    [[2], [1]]
+    """
+    if not isinstance(x, MeshArray):
+        raise TypeError(f"permute: expected a MeshArray, got {type(x).__name__}")
+    out = list(x.locals)
+    seen: dict[int, int] = {}
+    for n, pair in enumerate(pairs):
+        try:
+            src, dst = pair
+        except (TypeError, ValueError):
+            raise ValueError(f"permute: pairs[{n}] must be (source, destination), got "
+                             f"{pair!r}") from None
+        s, d = x.mesh.linear_index(src), x.mesh.linear_index(dst)
+        if d in seen:
+            raise ValueError(f"permute: destination {x.mesh.multi_index(d)} receives from "
+                             f"both {x.mesh.multi_index(seen[d])} and {x.mesh.multi_index(s)}")
+        seen[d] = s
+        out[d] = x.locals[s]
+    return _result(x, out)
+
+
+def shift(x: MeshArray, mesh_axes: Iterable[AxisLike], shift_axis: AxisLike, offset: int,
+          rotate: bool = False) -> MeshArray:
+    """Move locals along mesh axis ``shift_axis`` toward higher coordinates: the device
+    at coordinate ``c`` receives from ``c - offset``. With ``rotate`` indices wrap (like
+    ``numpy.roll``); without, devices with no source keep their input.
+    ``shift_axis`` must be among ``mesh_axes``. 1x4 mesh, ``offset=2, rotate``::
+
+        [1] [2] [3] [4]  ->  [3] [4] [1] [2]
+
+    >>> from meshtensor import Mesh, MeshArray
+    >>> a = MeshArray.from_locals(Mesh([4]), [np.array([v]) for v in [1, 2, 3, 4]])
+    >>> [v.item() for v in shift(a, [0], 0, 1).locals]
+    [1, 1, 2, 3]
+    """
+    axes, _ = _prep("shift", x, mesh_axes)
+    sa = x.mesh.axis_index(shift_axis, what="shift")
+    if sa not in axes:
+        raise ValueError(f"shift: shift_axis {shift_axis!r} is not among mesh_axes "
+                         f"{list(mesh_axes)}")
+    if not _is_int(offset):
+        raise TypeError(f"shift: offset must be an int, got {offset!r}")
+    size = x.mesh.shape[sa]
+    coords = x.mesh.coords
+    src_c = coords[:, sa] - int(offset)
+    if rotate:
+        src_c = src_c % size
+    valid = (src_c >= 0) & (src_c < size)
+    stride = int(np.prod(x.mesh.shape[sa + 1:], dtype=np.int64))
+    src = np.arange(x.mesh.size) + (src_c - coords[:, sa]) * stride
+    out = [x.locals[s] if ok else a
+           for a, s, ok in zip(x.locals, src.tolist(), valid.tolist())]
+    return _result(x, out)
+
+
+def update_halo(x: MeshArray, sharding: Sharding) -> MeshArray:
+    """Refill every halo cell inside the tensor from the device whose core holds that
+    position (lower halo from the previous device's last cells, upper halo from the
+    next device's first cells, corners included); halo cells outside the tensor keep
+    their values (no wraparound). ``x``'s locals must be laid out as ``sharding`` says.
+    1-D mesh of 2, ``halo_sizes=[1, 1]`` on ``[0 1 2 3]``::
+
+        dev 0 [0 | 0 1 | *]   ->  dev 0 [0 | 0 1 | 2]
+        dev 1 [* | 2 3 | 0]   ->  dev 1 [1 | 2 3 | 0]
+
+    >>> from meshtensor import Mesh, Sharding, MeshArray
+    >>> s = Sharding(Mesh([2]), [[0]], halo_sizes=[1, 1])
+    >>> a = MeshArray.from_locals(Mesh([2]), [np.array([0, 0, 1, 9]), np.array([9, 2, 3, 0])])
+    >>> [v.tolist() for v in update_halo(a, s).locals]
+    [[0, 0, 1, 2], [1, 2, 3, 0]]
+    """
+    if not isinstance(x, MeshArray):
+        raise TypeError(f"update_halo: expected a MeshArray, got {type(x).__name__}")
+    if not isinstance(sharding, Sharding):
+        raise TypeError(f"update_halo: sharding must be a Sharding, got "
+                        f"{type(sharding).__name__}")
+    try:
+        arr = x.with_sharding(sharding, x.global_shape)
+    except ValueError as e:
+        raise ValueError(f"update_halo: {e}") from None
+    shape = arr.global_shape
+    mesh = x.mesh
+    starts, stops = sharding.regions(shape)
+    w0, w1 = sharding.windows(shape)
+    split = tuple(a for axes in sharding.split_axes for a in axes)
+    out = list(x.locals)
+    # Devices that agree on every non-split axis see the same tensor (a replica, or one
+    # partial term); halos are refilled from within that class.
+    for g in mesh.group_array(split).tolist():
+        full = np.zeros(shape, dtype=x.dtype)
+        for i in g:
+            core = tuple(slice(int(a - w), int(b - w))
+                         for a, b, w in zip(starts[i], stops[i], w0[i]))
+            full[tuple(slice(int(a), int(b)) for a, b in zip(starts[i], stops[i]))] = \
+                x.locals[i][core]
+        for i in g:
+            gsl, lsl = window_slices(w0[i], w1[i], shape)
+            new = np.array(x.locals[i], copy=True)
+            new[lsl] = full[gsl]
+            out[i] = new
+    return _result(x, out)

@@ -1,0 +1,461 @@
+"""How a tensor is laid out over a mesh: split, replicated, partial, halos, offsets.
+
+Every shard-region computation of the package lives here (``chunk_bounds``,
+``Sharding.regions``, ``Sharding.windows``, ``local_region``, ``local_shape``,
+``tile_shape``): collectives, the planner, the visualizer and the TileLang front end
+ask a ``Sharding`` and never re-derive shapes or offsets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from .mesh import AxisLike, DeviceLike, Mesh, _is_int
+
+#: Reduction kinds of partial shardings and reducing collectives.
+REDUCTION_KINDS = ("sum", "max", "min", "prod")
+
+
+def chunk_bounds(n: int, k: int) -> np.ndarray:
+    """The ``k + 1`` boundaries of the ceil-div rule: shard ``i`` of a dim of size ``n``
+    split ``k`` ways covers ``[min(i*c, n), min((i+1)*c, n))`` with ``c = ceil(n/k)``.
+
+    Shards past the data are empty and start at ``n`` (as ``torch.chunk`` / DTensor).
+
+    >>> chunk_bounds(10, 4).tolist()
+    [0, 3, 6, 9, 10]
+    >>> chunk_bounds(2, 3).tolist()
+    [0, 1, 2, 2]
+    """
+    c = -(-n // k)
+    return np.minimum(np.arange(k + 1, dtype=np.int64) * c, n)
+
+
+def _shape_tuple(global_shape: Sequence[int], what: str) -> tuple[int, ...]:
+    if isinstance(global_shape, (int, np.integer)):
+        global_shape = (global_shape,)
+    try:
+        shape = tuple(global_shape)
+    except TypeError:
+        raise TypeError(f"{what}: global_shape must be a sequence of ints, got "
+                        f"{global_shape!r}") from None
+    for d, n in enumerate(shape):
+        if not _is_int(n):
+            raise TypeError(f"{what}: global_shape[{d}] must be an int, got {n!r}")
+        if n < 0:
+            raise ValueError(f"{what}: global_shape[{d}] must be >= 0, got {n}")
+    return tuple(int(n) for n in shape)
+
+
+def _normalize_split_axes(mesh: Mesh, split_axes: Any) -> tuple[tuple[int, ...], ...]:
+    if isinstance(split_axes, (str, bytes)) or not isinstance(split_axes, Sequence):
+        raise TypeError(f"Sharding: split_axes must be a list with one entry per tensor "
+                        f"dim, got {split_axes!r}")
+    out: list[tuple[int, ...]] = []
+    seen: dict[int, int] = {}
+    for d, entry in enumerate(split_axes):
+        # An entry is a list of mesh axes; like JAX's PartitionSpec, a bare axis or
+        # None is accepted for one axis or none.
+        if entry is None:
+            entry = ()
+        elif isinstance(entry, (str, int, np.integer)):
+            entry = (entry,)
+        axes = []
+        for a in entry:
+            ai = mesh.axis_index(a, what=f"Sharding: split_axes[{d}]")
+            if ai in seen:
+                raise ValueError(f"Sharding: mesh axis {mesh.axis_names[ai]!r} ({ai}) is "
+                                 f"used twice, by dims {seen[ai]} and {d}; a mesh axis "
+                                 f"may split one dim once")
+            seen[ai] = d
+            axes.append(ai)
+        out.append(tuple(axes))
+    while out and not out[-1]:
+        out.pop()
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class Sharding:
+    """The layout of a tensor over a mesh, as in MLIR's ``shard.sharding``.
+
+    Args:
+        mesh: the :class:`Mesh`.
+        split_axes: ``split_axes[d]`` lists the mesh axes (indices or names) that split
+            tensor dim ``d``, outer to inner; ``[]`` or ``None`` leaves it unsplit and
+            dims past the end are unsplit. A mesh axis that splits nothing replicates.
+        partial: ``{mesh_axis: kind}``, kind in ``sum, max, min, prod``: the devices
+            along those axes hold values whose reduction is the tensor.
+        halo_sizes: flattened ``(lo, hi)`` per split dim (MLIR format).
+        sharded_dims_offsets: flattened ``k + 1`` offsets per split dim (MLIR format).
+
+    Equal layouts compare and hash equal: axes are stored as indices, trailing unsplit
+    dims are dropped and all-zero halos are dropped.
+
+    Example:
+        >>> m = Mesh({"x": 2, "y": 3})
+        >>> s = Sharding(m, [["x"], ["y"]])
+        >>> s.local_region((6, 6), (1, 2))
+        (slice(3, 6, None), slice(4, 6, None))
+        >>> s == Sharding(m, [[0], [1], []])
+        True
+    """
+
+    mesh: Mesh
+    split_axes: tuple[tuple[int, ...], ...]
+    partial_axes: tuple[int, ...]
+    partial_kind: str | None
+    halo_sizes: tuple[int, ...]
+    sharded_dims_offsets: tuple[int, ...]
+
+    def __init__(self, mesh: Mesh, split_axes: Sequence[Any] = (), *,
+                 partial: Mapping[AxisLike, str] | None = None,
+                 halo_sizes: Sequence[int] | None = None,
+                 sharded_dims_offsets: Sequence[int] | None = None) -> None:
+        if not isinstance(mesh, Mesh):
+            raise TypeError(f"Sharding: mesh must be a Mesh, got {type(mesh).__name__}")
+        split = _normalize_split_axes(mesh, split_axes)
+        used = {a: d for d, axes in enumerate(split) for a in axes}
+
+        p_axes: list[int] = []
+        kind: str | None = None
+        if partial:
+            if not isinstance(partial, Mapping):
+                raise TypeError(f"Sharding: partial must be a mapping mesh axis -> kind, "
+                                f"got {partial!r}")
+            for a, k in partial.items():
+                ai = mesh.axis_index(a, what="Sharding: partial")
+                if k not in REDUCTION_KINDS:
+                    raise ValueError(f"Sharding: partial kind {k!r} on mesh axis {a!r} is "
+                                     f"not one of {list(REDUCTION_KINDS)}")
+                if kind is not None and k != kind:
+                    raise ValueError(f"Sharding: all partial axes share one kind, got "
+                                     f"{kind!r} and {k!r}")
+                kind = k
+                if ai in used:
+                    raise ValueError(f"Sharding: mesh axis {mesh.axis_names[ai]!r} ({ai}) "
+                                     f"is both split (dim {used[ai]}) and partial")
+                if ai in p_axes:
+                    raise ValueError(f"Sharding: mesh axis {mesh.axis_names[ai]!r} is "
+                                     f"partial twice")
+                p_axes.append(ai)
+
+        n_split = sum(1 for axes in split if axes)
+        halos = tuple(int(h) for h in (halo_sizes or ()))
+        offsets = tuple(int(o) for o in (sharded_dims_offsets or ()))
+        if halos and offsets:
+            raise ValueError("Sharding: halo_sizes and sharded_dims_offsets are "
+                             "mutually exclusive")
+        if halos:
+            if len(halos) != 2 * n_split:
+                raise ValueError(f"Sharding: halo_sizes needs 2 values per split dim "
+                                 f"({n_split} split dims -> {2 * n_split}), got "
+                                 f"{len(halos)}")
+            for i, h in enumerate(halos):
+                if h < 0:
+                    raise ValueError(f"Sharding: halo_sizes[{i}] must be >= 0, got {h}")
+            if not any(halos):
+                halos = ()
+        if offsets:
+            pos = 0
+            for d, axes in enumerate(split):
+                if not axes:
+                    continue
+                k = int(np.prod([mesh.shape[a] for a in axes]))
+                block = offsets[pos:pos + k + 1]
+                if len(block) < k + 1:
+                    break
+                if block[0] != 0:
+                    raise ValueError(f"Sharding: sharded_dims_offsets for dim {d} must "
+                                     f"start at 0, got {block[0]}")
+                for i in range(k):
+                    if block[i + 1] < block[i]:
+                        raise ValueError(f"Sharding: sharded_dims_offsets for dim {d} "
+                                         f"decrease at shard {i}: {block[i]} > "
+                                         f"{block[i + 1]}")
+                pos += k + 1
+            expected = sum(int(np.prod([mesh.shape[a] for a in axes])) + 1
+                           for axes in split if axes)
+            if len(offsets) != expected:
+                raise ValueError(f"Sharding: sharded_dims_offsets needs k+1 values per "
+                                 f"split dim ({expected} in all), got {len(offsets)}")
+
+        object.__setattr__(self, "mesh", mesh)
+        object.__setattr__(self, "split_axes", split)
+        object.__setattr__(self, "partial_axes", tuple(sorted(p_axes)))
+        object.__setattr__(self, "partial_kind", kind)
+        object.__setattr__(self, "halo_sizes", halos)
+        object.__setattr__(self, "sharded_dims_offsets", offsets)
+
+    # -- constructors ----------------------------------------------------------
+    @classmethod
+    def replicated(cls, mesh: Mesh) -> "Sharding":
+        """Every device holds the whole tensor.
+
+        >>> Sharding.replicated(Mesh([2])).is_replicated
+        True
+        """
+        return cls(mesh, [])
+
+    @classmethod
+    def from_seed(cls, mesh: Mesh, mapping: Mapping[str, int | None] | Sequence[int | None]
+                  ) -> "Sharding":
+        """From the seed format ``{"x": d0, "y": d1}``: mesh axis -> tensor dim it splits.
+
+        ``None`` or a missing axis means replicated along that axis; two axes naming the
+        same dim split it by both, in mesh-axis order. A sequence with one entry per
+        mesh axis (the seed's tuple form ``(x_dim, y_dim)``) is accepted too.
+
+        >>> m = Mesh({"x": 4, "y": 4})
+        >>> Sharding.from_seed(m, {"x": 0, "y": 0}).spec()
+        [['x', 'y']]
+        >>> Sharding.from_seed(m, {"x": None, "y": 1}).spec()
+        [[], ['y']]
+        """
+        if isinstance(mapping, Mapping):
+            for name in mapping:
+                mesh.axis_index(name, what="Sharding.from_seed")
+            dims = [mapping.get(name) for name in mesh.axis_names]
+        elif isinstance(mapping, Sequence) and not isinstance(mapping, (str, bytes)):
+            if len(mapping) != mesh.ndim:
+                raise ValueError(f"Sharding.from_seed: tuple form needs one entry per mesh "
+                                 f"axis ({mesh.ndim}), got {len(mapping)}: {tuple(mapping)}")
+            dims = list(mapping)
+        else:
+            raise TypeError(f"Sharding.from_seed: expected a dict mesh axis -> tensor dim, "
+                            f"got {mapping!r}")
+        split: list[list[int]] = []
+        for a, d in enumerate(dims):
+            if d is None:
+                continue
+            if not _is_int(d) or d < 0:
+                raise ValueError(f"Sharding.from_seed: mesh axis {mesh.axis_names[a]!r} "
+                                 f"maps to {d!r}; expected a tensor dim >= 0 or None")
+            while len(split) <= d:
+                split.append([])
+            split[d].append(a)
+        return cls(mesh, split)
+
+    # -- plain facts -----------------------------------------------------------
+    @property
+    def partial(self) -> dict[str, str]:
+        """``{axis name: kind}`` of the partial axes."""
+        return {self.mesh.axis_names[a]: self.partial_kind for a in self.partial_axes}
+
+    @property
+    def is_partial(self) -> bool:
+        return bool(self.partial_axes)
+
+    @property
+    def is_replicated(self) -> bool:
+        """No split, no partial: every device holds the whole tensor."""
+        return not self.split_axes and not self.partial_axes
+
+    @property
+    def split_dims(self) -> tuple[int, ...]:
+        """Tensor dims split by at least one mesh axis, in order."""
+        return tuple(d for d, axes in enumerate(self.split_axes) if axes)
+
+    @property
+    def replicated_axes(self) -> tuple[int, ...]:
+        """Mesh axes that neither split nor are partial."""
+        used = {a for axes in self.split_axes for a in axes} | set(self.partial_axes)
+        return tuple(a for a in range(self.mesh.ndim) if a not in used)
+
+    def axes_of(self, dim: int) -> tuple[int, ...]:
+        """Mesh axes splitting tensor dim ``dim`` (``()`` if unsplit)."""
+        return self.split_axes[dim] if dim < len(self.split_axes) else ()
+
+    def dim_of(self, axis: AxisLike) -> int | None:
+        """The tensor dim a mesh axis splits, or ``None``."""
+        a = self.mesh.axis_index(axis, what="Sharding.dim_of")
+        for d, axes in enumerate(self.split_axes):
+            if a in axes:
+                return d
+        return None
+
+    def shard_count(self, dim: int) -> int:
+        """Number of shards of tensor dim ``dim``."""
+        return int(np.prod([self.mesh.shape[a] for a in self.axes_of(dim)], dtype=np.int64))
+
+    def halo(self, dim: int) -> tuple[int, int]:
+        """``(lo, hi)`` halo of tensor dim ``dim`` (``(0, 0)`` when it has none)."""
+        if not self.halo_sizes or not self.axes_of(dim):
+            return (0, 0)
+        i = self.split_dims.index(dim)
+        return self.halo_sizes[2 * i], self.halo_sizes[2 * i + 1]
+
+    def offsets(self, dim: int) -> tuple[int, ...] | None:
+        """Explicit ``k + 1`` offsets of a split dim, or ``None`` for the ceil-div rule."""
+        if not self.sharded_dims_offsets or not self.axes_of(dim):
+            return None
+        pos = 0
+        for d in self.split_dims:
+            k = self.shard_count(d)
+            if d == dim:
+                return self.sharded_dims_offsets[pos:pos + k + 1]
+            pos += k + 1
+        return None  # pragma: no cover - dim is split, loop returns
+
+    def spec(self) -> list[list[str]]:
+        """``split_axes`` with axis names, e.g. ``[['x'], ['y']]``."""
+        return [[self.mesh.axis_names[a] for a in axes] for axes in self.split_axes]
+
+    # -- derived variants --------------------------------------------------------
+    def replace(self, *, split_axes: Sequence[Any] | None = None,
+                partial: Mapping[AxisLike, str] | None | bool = False,
+                halo_sizes: Sequence[int] | None | bool = False,
+                sharded_dims_offsets: Sequence[int] | None | bool = False) -> "Sharding":
+        """A copy with some fields replaced (``False`` keeps a field as it is).
+
+        >>> Sharding(Mesh([2]), [[0]], halo_sizes=[1, 1]).replace(halo_sizes=None).halo_sizes
+        ()
+        """
+        return Sharding(
+            self.mesh,
+            self.split_axes if split_axes is None else split_axes,
+            partial=self.partial if partial is False else partial,
+            halo_sizes=self.halo_sizes if halo_sizes is False else halo_sizes,
+            sharded_dims_offsets=(self.sharded_dims_offsets if sharded_dims_offsets is False
+                                  else sharded_dims_offsets))
+
+    # -- regions -------------------------------------------------------------------
+    def check_shape(self, global_shape: Sequence[int], what: str = "Sharding") -> tuple[int, ...]:
+        """Validate ``global_shape`` against this sharding and return it as a tuple."""
+        shape = _shape_tuple(global_shape, what)
+        if len(self.split_axes) > len(shape):
+            raise ValueError(f"{what}: sharding {self} splits dim {len(self.split_axes) - 1} "
+                             f"but the tensor has rank {len(shape)} (shape {shape})")
+        for d in self.split_dims:
+            off = self.offsets(d)
+            if off is not None and off[-1] != shape[d]:
+                raise ValueError(f"{what}: sharded_dims_offsets for dim {d} end at "
+                                 f"{off[-1]}, but the dim has size {shape[d]}")
+        return shape
+
+    def dim_bounds(self, global_shape: Sequence[int], dim: int) -> np.ndarray:
+        """The ``k + 1`` shard boundaries of tensor dim ``dim``.
+
+        >>> Sharding(Mesh([4]), [[0]]).dim_bounds((10,), 0).tolist()
+        [0, 3, 6, 9, 10]
+        """
+        shape = self.check_shape(global_shape)
+        off = self.offsets(dim)
+        if off is not None:
+            return np.asarray(off, dtype=np.int64)
+        return chunk_bounds(shape[dim], self.shard_count(dim))
+
+    def shard_index(self, dim: int) -> np.ndarray:
+        """For each device (linear order), its shard index along tensor dim ``dim``:
+        the row-major linearisation of its coordinates on the dim's split axes."""
+        return self.mesh.in_group_index(self.axes_of(dim))
+
+    def regions(self, global_shape: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Core regions of all devices: ``(starts, stops)``, each ``(mesh.size, rank)``.
+
+        Halos excluded. Read-only arrays, cached per ``(sharding, shape)``.
+        """
+        return _regions(self, self.check_shape(global_shape))
+
+    def windows(self, global_shape: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Global positions covered by each device's local array, halos included:
+        ``(starts, stops)``, each ``(mesh.size, rank)``; a halo may reach outside
+        ``[0, n)`` (those cells hold zero)."""
+        return _windows(self, self.check_shape(global_shape))
+
+    def local_region(self, global_shape: Sequence[int], device: DeviceLike
+                     ) -> tuple[slice, ...]:
+        """The device's core region of the global tensor, one slice per dim.
+
+        >>> Sharding(Mesh([3]), [[0]]).local_region((7, 2), 2)
+        (slice(6, 7, None), slice(0, 2, None))
+        """
+        starts, stops = self.regions(global_shape)
+        i = self.mesh.linear_index(device)
+        return tuple(slice(int(a), int(b)) for a, b in zip(starts[i], stops[i]))
+
+    def local_shape(self, global_shape: Sequence[int], device: DeviceLike) -> tuple[int, ...]:
+        """Shape of the device's local array (core plus halos).
+
+        >>> Sharding(Mesh([2]), [[0]], halo_sizes=[1, 2]).local_shape((8,), 0)
+        (7,)
+        """
+        starts, stops = self.windows(global_shape)
+        i = self.mesh.linear_index(device)
+        return tuple(int(b - a) for a, b in zip(starts[i], stops[i]))
+
+    def tile_shape(self, global_shape: Sequence[int]) -> tuple[int, ...]:
+        """Per-device tile shape: every split dim ceil-divided by its shard count
+        (the seed's ``get_tile_shape``); with explicit offsets, the largest shard.
+        Halos excluded.
+
+        >>> Sharding(Mesh({"x": 4, "y": 4}), [["x"], ["y"]]).tile_shape((10, 16))
+        (3, 4)
+        """
+        shape = self.check_shape(global_shape)
+        out = list(shape)
+        for d in self.split_dims:
+            off = self.offsets(d)
+            if off is None:
+                out[d] = -(-shape[d] // self.shard_count(d))
+            else:
+                out[d] = int(np.max(np.diff(off))) if len(off) > 1 else 0
+        return tuple(out)
+
+    # -- text ------------------------------------------------------------------------
+    def __str__(self) -> str:
+        names = self.mesh.axis_names
+        parts = ["S(" + ",".join(names[a] for a in axes) + ")" if axes else "R"
+                 for axes in self.split_axes] or ["R"]
+        s = "".join(parts)
+        if self.partial_axes:
+            s += f" P({self.partial_kind}:" + ",".join(names[a] for a in self.partial_axes) + ")"
+        if self.halo_sizes:
+            s += f" halo={list(self.halo_sizes)}"
+        if self.sharded_dims_offsets:
+            s += f" offsets={list(self.sharded_dims_offsets)}"
+        return s
+
+    def __repr__(self) -> str:
+        extra = ""
+        if self.partial_axes:
+            extra += f", partial={self.partial!r}"
+        if self.halo_sizes:
+            extra += f", halo_sizes={list(self.halo_sizes)}"
+        if self.sharded_dims_offsets:
+            extra += f", sharded_dims_offsets={list(self.sharded_dims_offsets)}"
+        return f"Sharding({self.mesh!r}, {self.spec()!r}{extra})"
+
+
+@lru_cache(maxsize=1024)
+def _regions(s: Sharding, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    ndev = s.mesh.size
+    starts = np.zeros((ndev, len(shape)), dtype=np.int64)
+    stops = np.tile(np.asarray(shape, dtype=np.int64), (ndev, 1))
+    for d in s.split_dims:
+        b = s.dim_bounds(shape, d)
+        idx = s.shard_index(d)
+        starts[:, d] = b[idx]
+        stops[:, d] = b[idx + 1]
+    starts.flags.writeable = False
+    stops.flags.writeable = False
+    return starts, stops
+
+
+@lru_cache(maxsize=1024)
+def _windows(s: Sharding, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    starts, stops = _regions(s, shape)
+    if not s.halo_sizes:
+        return starts, stops
+    starts, stops = starts.copy(), stops.copy()
+    for d in s.split_dims:
+        lo, hi = s.halo(d)
+        starts[:, d] -= lo
+        stops[:, d] += hi
+    starts.flags.writeable = False
+    stops.flags.writeable = False
+    return starts, stops
