@@ -5,7 +5,8 @@ import importlib
 import pytest
 
 MODULES = ["meshtensor", "meshtensor.mesh", "meshtensor.sharding", "meshtensor.mesh_array",
-           "meshtensor.collectives", "meshtensor.reduction"]
+           "meshtensor.collectives", "meshtensor.reduction", "meshtensor.cost",
+           "meshtensor.resharding"]
 
 
 @pytest.mark.parametrize("name", MODULES)

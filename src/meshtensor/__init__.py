@@ -15,6 +15,8 @@ Example:
 from . import collectives
 from .mesh import TARGETS, Mesh, default_axis_names
 from .mesh_array import MeshArray, distribute
+from .resharding import (CollectiveStep, ReshardPlan, Transfer, TransferStep, apply_step,
+                      plan_reshard, reshard)
 from .sharding import REDUCTION_KINDS, Sharding, chunk_bounds
 
 __version__ = "0.1.0"
@@ -22,4 +24,6 @@ __version__ = "0.1.0"
 __all__ = [
     "Mesh", "Sharding", "MeshArray", "distribute", "collectives", "chunk_bounds",
     "default_axis_names", "TARGETS", "REDUCTION_KINDS",
+    "plan_reshard", "reshard", "apply_step", "ReshardPlan", "CollectiveStep", "TransferStep",
+    "Transfer",
 ]

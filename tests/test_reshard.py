@@ -1,0 +1,265 @@
+"""The planner on MLIR's patterns and seed 001's examples, value by value."""
+import numpy as np
+import pytest
+
+from meshtensor import Mesh, MeshArray, Sharding, distribute, plan_reshard, reshard
+from meshtensor.cost import hops
+
+T66 = np.array([[10 * r + c for c in range(1, 7)] for r in range(1, 7)])
+
+
+def ops(plan):
+    return [(s.op, s.mesh_axes, s.kwargs) if s.op != "transfers" else ("transfers",)
+            for s in plan.steps]
+
+
+def check(x, src, tgt, itemsize=None):
+    got = reshard(distribute(x, src), tgt)
+    want = distribute(x, tgt)
+    assert all(np.array_equal(a, b) for a, b in zip(got.locals, want.locals))
+    return got, plan_reshard(src, tgt, x.shape, itemsize or x.dtype.itemsize)
+
+
+# -- MLIR's patterns: the op it emits ------------------------------------------------------
+def test_move_split_between_dims_is_one_all_to_all():
+    m = Mesh([2])
+    _, p = check(T66, Sharding(m, [[0]]), Sharding(m, [[], [0]]))
+    assert ops(p) == [("all_to_all", (0,), {"split_axis": 1, "concat_axis": 0})]
+    assert p.bytes_moved == p.lower_bound_bytes
+
+
+def test_seed_all_to_all_on_3_devices():
+    m = Mesh([3])
+    got, p = check(T66, Sharding(m, [[0]]), Sharding(m, [[], [0]]))
+    assert ops(p) == [("all_to_all", (0,), {"split_axis": 1, "concat_axis": 0})]
+    assert got.local(2).tolist() == [[15, 16], [25, 26], [35, 36], [45, 46], [55, 56], [65, 66]]
+
+
+def test_gather_then_slice_example_slices_first():
+    # [[0],[],[1,2]] -> [[],[],[1,2,3]] on 2x3x4x5: MLIR emits all_gather(axis 0) then
+    # all_slice(axis 3). Slicing first moves 5x fewer bytes and reaches the lower bound.
+    m = Mesh([2, 3, 4, 5])
+    x = np.arange(2 * 3 * 120).reshape(2, 3, 120)
+    _, p = check(x, Sharding(m, [[0], [], [1, 2]]), Sharding(m, [[], [], [1, 2, 3]]))
+    assert ops(p) == [("all_slice", (3,), {"slice_axis": 2}),
+                      ("all_gather", (0,), {"gather_axis": 0})]
+    assert p.bytes_moved == p.lower_bound_bytes
+    mlir = 120 * (x.nbytes // 2 // 12)  # all_gather first: every device gets the other half of its [[1,2]] slab
+    assert p.bytes_moved * 5 == mlir
+
+
+@pytest.mark.parametrize("src,tgt,want", [
+    ([[0]], [[0, 1]], [("all_slice", (1,), {"slice_axis": 0})]),
+    ([[0, 1]], [[0]], [("all_gather", (1,), {"gather_axis": 0})]),
+    ([], [[1], [0]], [("all_slice", (1,), {"slice_axis": 0}), ("all_slice", (0,), {"slice_axis": 1})]),
+    ([[0, 1]], [], [("all_gather", (0, 1), {"gather_axis": 0})]),
+    ([[0], [1]], [[0, 1]], [("all_to_all", (1,), {"split_axis": 0, "concat_axis": 1})]),
+])
+def test_split_unsplit_move(src, tgt, want):
+    m = Mesh([2, 2])
+    x = np.arange(64).reshape(8, 8)
+    _, p = check(x, Sharding(m, src), Sharding(m, tgt))
+    assert ops(p) == want and p.bytes_moved == p.lower_bound_bytes
+
+
+def test_halo_added_is_update_halo_and_changed_halo_moves_only_new_cells():
+    m = Mesh([4])
+    x = np.arange(32).reshape(16, 2)
+    _, p = check(x, Sharding(m, [[0]]), Sharding(m, [[0]], halo_sizes=[1, 2]))
+    assert ops(p) == [("update_halo", (), {})]
+    assert p.bytes_moved == p.lower_bound_bytes == (2 + 3 + 3 + 1) * 2 * 8  # edges have no outer halo
+    _, p2 = check(x, Sharding(m, [[0]], halo_sizes=[1, 1]), Sharding(m, [[0]], halo_sizes=[2, 0]))
+    assert ops(p2) == [("transfers",)]
+    assert p2.bytes_moved == p2.lower_bound_bytes == 3 * 2 * 8  # one new lower row each, not the edge
+    _, p3 = check(x, Sharding(m, [[0]], halo_sizes=[2, 2]), Sharding(m, [[0]]))
+    assert p3.bytes_moved == 0 and p3.steps[0].describe().startswith("local re-layout")
+
+
+# -- seed 001's TODO examples ----------------------------------------------------------------
+def test_seed_swap_axes_2x3_value_by_value():
+    m = Mesh([2, 3])
+    got, p = check(T66, Sharding(m, [[0], [1]]), Sharding(m, [[1], [0]]))
+    assert got.local((0, 0)).tolist() == [[11, 12, 13], [21, 22, 23]]
+    assert got.local((0, 1)).tolist() == [[31, 32, 33], [41, 42, 43]]
+    assert got.local((0, 2)).tolist() == [[51, 52, 53], [61, 62, 63]]
+    assert got.local((1, 0)).tolist() == [[14, 15, 16], [24, 25, 26]]
+    assert got.local((1, 2)).tolist() == [[54, 55, 56], [64, 65, 66]]
+    assert p.bytes_moved == p.lower_bound_bytes
+
+
+def test_seed_swap_axes_2x6():
+    m = Mesh([2, 6])
+    got, p = check(T66, Sharding(m, [[0], [1]]), Sharding(m, [[1], [0]]))
+    assert got.local((0, 3)).tolist() == [[41, 42, 43]] and got.local((1, 5)).tolist() == [[64, 65, 66]]
+    assert p.bytes_moved == p.lower_bound_bytes
+
+
+def test_seed_axis_reorder_on_one_dim():
+    m = Mesh([2, 3])
+    x = np.array([11, 12, 13, 21, 22, 23])
+    got, p = check(x, Sharding(m, [[0, 1]]), Sharding(m, [[1, 0]]))
+    assert [int(v[0]) for v in got.locals] == [11, 13, 22, 12, 21, 23]
+    # Devices whose index is the same in both orders keep their value.
+    assert p.bytes_moved == p.lower_bound_bytes == 4 * 8
+
+
+def test_seed_gather_one_of_two_axes_2x2x2():
+    # [[0], [1, 2]] -> [[0], [2]]: "can't be done with just an all-gather".
+    m = Mesh([2, 2, 2])
+    x = np.array([[10 * r + c for c in range(1, 9)] for r in range(1, 5)])
+    got, p = check(x, Sharding(m, [[0], [1, 2]]), Sharding(m, [[0], [2]]))
+    assert got.local((0, 1, 0)).tolist() == [[11, 12, 13, 14], [21, 22, 23, 24]]
+    assert got.local((1, 0, 1)).tolist() == [[35, 36, 37, 38], [45, 46, 47, 48]]
+    assert p.bytes_moved == p.lower_bound_bytes
+    # The seed's two-step route ([[0],[2,1]] then all_gather) moves as much, in two steps.
+    via = plan_reshard(Sharding(m, [[0], [1, 2]]), Sharding(m, [[0], [2, 1]]), x.shape, 8)
+    after = plan_reshard(Sharding(m, [[0], [2, 1]]), Sharding(m, [[0], [2]]), x.shape, 8)
+    assert p.bytes_moved <= via.bytes_moved + after.bytes_moved
+
+
+def test_seed_split_two_dims_2x2x2():
+    m = Mesh([2, 2, 2])
+    x = np.array([[10 * r + c for c in range(1, 5)] for r in range(1, 5)])
+    got, p = check(x, Sharding(m, [[0], [1, 2]]), Sharding(m, [[0, 1], [2]]))
+    assert got.local((0, 1, 0)).tolist() == [[21, 22]]
+    assert p.bytes_moved == p.lower_bound_bytes
+
+
+def test_seed_gather_examples():
+    m = Mesh([2, 3])
+    x = np.array([[11, 12, 13], [21, 22, 23]])
+    # One value per device -> columns: all_gather along mesh axis 0.
+    got, p = check(x, Sharding(m, [[0], [1]]), Sharding(m, [[], [1]]))
+    assert ops(p) == [("all_gather", (0,), {"gather_axis": 0})]
+    assert got.local((1, 2)).tolist() == [[13], [23]]
+    x2 = np.array([[11, 12, 13, 14, 15, 16], [21, 22, 23, 24, 25, 26]])
+    got, p = check(x2, Sharding(m, [[], [0, 1]]), Sharding(m, [[], [0]]))
+    assert ops(p) == [("all_gather", (1,), {"gather_axis": 1})]
+    assert got.local((1, 1)).tolist() == [[14, 15, 16], [24, 25, 26]]
+
+
+def test_seed_uneven_swap_and_index_maps():
+    # Seed's check: K=16, L=23 on a 3x4 mesh: t[13, 17] = d(2, 2)[1, 5].
+    x = np.arange(16 * 23).reshape(16, 23)
+    m = Mesh([3, 4])
+    a = distribute(x, Sharding(m, [[0], [1]]))
+    assert a.local((2, 2))[1, 5] == x[13, 17]
+    got, p = check(x, Sharding(m, [[0], [1]]), Sharding(m, [[1], [0]]))
+    assert p.bytes_moved == p.lower_bound_bytes
+    # [[1],[0]]: d(m, n)[k, l] = t[n * ceil(K/N) + k, m * ceil(L/M) + l]
+    assert got.local((1, 3))[2, 4] == x[3 * 4 + 2, 1 * 8 + 4]
+
+
+def test_sizes_that_do_not_divide_and_empty_shards():
+    m = Mesh([4, 2])
+    x = np.arange(3 * 5).reshape(3, 5)
+    for src, tgt in [([[0], [1]], [[1], [0]]), ([[0, 1]], [[1, 0]]), ([[0, 1]], [[], [1, 0]]),
+                     ([[1]], [[0]]), ([], [[0, 1], []])]:
+        _, p = check(x, Sharding(m, src), Sharding(m, tgt))
+        assert p.bytes_moved == p.lower_bound_bytes
+
+
+def test_explicit_offsets():
+    m = Mesh([4])
+    x = np.arange(14 * 2).reshape(14, 2)
+    src = Sharding(m, [[0]], sharded_dims_offsets=[0, 2, 5, 9, 14])
+    _, p = check(x, src, Sharding(m, [[0]]))
+    assert p.bytes_moved == p.lower_bound_bytes
+    _, p = check(x, Sharding(m, [[], [0]]), src)
+    assert p.bytes_moved == p.lower_bound_bytes
+
+
+# -- partial sources ------------------------------------------------------------------------
+def partial_terms(x, s, rng):
+    """Random integer terms whose sum over the partial axes is x, laid out as s."""
+    base = distribute(x, s.replace(partial=None))
+    m = s.mesh
+    terms = [np.array(v) for v in base.locals]
+    first = {}
+    for d in range(m.size):
+        c = list(m.multi_index(d))
+        for a in s.partial_axes:
+            c[a] = 0
+        first.setdefault(m.linear_index(c), []).append(d)
+    for lead, members in first.items():
+        for d in members:
+            if d != lead:
+                r = rng.integers(-5, 5, size=terms[d].shape)
+                terms[d] = r
+                terms[lead] = terms[lead] - r
+    return MeshArray.from_locals(m, terms, sharding=s)
+
+
+@pytest.mark.parametrize("tgt,first_op", [([], "all_reduce"), ([[0]], "reduce_scatter"),
+                                          ([[], [0]], "reduce_scatter"), ([[0, 1]], "reduce_scatter")])
+def test_partial_picks_the_cheaper_reduction(tgt, first_op, rng):
+    m = Mesh([4, 2])
+    x = rng.integers(-9, 9, size=(8, 6))
+    src = Sharding(m, [], partial={0: "sum"})
+    a = partial_terms(x, src, rng)
+    got = reshard(a, Sharding(m, tgt))
+    want = distribute(x, Sharding(m, tgt))
+    assert all(np.array_equal(u, v) for u, v in zip(got.locals, want.locals))
+    p = plan_reshard(src, Sharding(m, tgt), x.shape, 8)
+    assert p.steps[0].op == first_op
+    # Never more than MLIR's route: all_reduce, then the rest.
+    ar = plan_reshard(src, Sharding(m, []), x.shape, 8)
+    rest = plan_reshard(Sharding(m, []), Sharding(m, tgt), x.shape, 8)
+    assert p.bytes_moved <= ar.bytes_moved + rest.bytes_moved
+    assert p.bytes_moved >= p.lower_bound_bytes
+
+
+@pytest.mark.parametrize("kind", ["max", "min", "prod"])
+def test_partial_kinds(kind, rng):
+    m = Mesh([2, 2])
+    x = rng.integers(1, 5, size=(4, 4))
+    s = Sharding(m, [[1]], partial={0: kind})
+    got = reshard(distribute(x, s), Sharding(m, [[1], [0]]))
+    assert np.array_equal(got.to_global(), x)
+
+
+def test_all_reduce_cost_model():
+    m = Mesh([4])
+    p = plan_reshard(Sharding(m, [], partial={0: "sum"}), Sharding(m, []), (8, 8), 4)
+    assert p.steps[0].op == "all_reduce"
+    assert p.bytes_moved == 4 * 2 * (256 - 64)  # each device: 2 * (B - B/k)
+
+
+# -- cost numbers -------------------------------------------------------------------------------
+def test_nearest_replica_sends_and_link_bytes():
+    m = Mesh([4, 4])
+    x = np.zeros((16, 16), np.float32)
+    p = plan_reshard(Sharding(m, [[0]]), Sharding(m, [[1]]), x.shape, 4)
+    (step,) = p.steps
+    assert step.op == "transfers"
+    for t in step.transfers:  # the sender sits in the receiver's column
+        assert m.multi_index(t.src)[1] == m.multi_index(t.dst)[1]
+    f = step.flows
+    assert p.link_bytes == int((f.nbytes * hops(m, f.src, f.dst)).sum())
+    assert p.max_device_bytes == 4 * 16 * 4  # (i, j) holds row block i and needs block j
+    text = p.explain()
+    assert "transfers" in text and "lower bound 3072 (ratio 1.00)" in text and "(0, 0) -> (1, 0)   256 B" in text
+
+
+def test_same_sharding_is_empty_and_input_is_returned():
+    m = Mesh([2])
+    a = distribute(np.arange(4), Sharding(m, [[0]]))
+    assert reshard(a, Sharding(m, [[0]])) is a
+    p = plan_reshard(a.sharding, a.sharding, (4,))
+    assert p.steps == () and p.bytes_moved == 0 and "nothing to do" in p.explain()
+
+
+def test_errors():
+    m = Mesh([2, 2])
+    with pytest.raises(ValueError, match=r"cannot reshard S\(x\) into the partial sharding R P\(sum:y\)"):
+        plan_reshard(Sharding(m, [[0]]), Sharding(m, [], partial={1: "sum"}), (4,))
+    with pytest.raises(ValueError, match="src is on mesh"):
+        plan_reshard(Sharding(m, [[0]]), Sharding(Mesh([4]), [[0]]), (4,))
+    with pytest.raises(ValueError, match="itemsize must be a positive int, got 0"):
+        plan_reshard(Sharding(m, [[0]]), Sharding(m, [[1]]), (4,), itemsize=0)
+    with pytest.raises(ValueError, match=r"plan_reshard \(tgt\): sharding RS\(x\) splits dim 1 but the tensor has rank 1"):
+        plan_reshard(Sharding(m, [[0]]), Sharding(m, [[], [0]]), (4,))
+    with pytest.raises(TypeError, match="src must be a Sharding"):
+        plan_reshard([[0]], Sharding(m, [[0]]), (4,))
+    with pytest.raises(ValueError, match="has no sharding"):
+        reshard(MeshArray.from_locals(m, [np.zeros(1)] * 4), Sharding(m, [[0]]))
