@@ -30,6 +30,7 @@ from typing import Any, NamedTuple, Sequence, Union
 import numpy as np
 
 from . import collectives as C
+from .boxes import box_difference, clip_boxes, split_by_owner, volume
 from .cost import Flows, group_exchange
 from .mesh import Mesh, _is_int
 from .mesh_array import MeshArray, _frozen, window_slices
@@ -179,20 +180,10 @@ class ReshardPlan:
         return self.explain()
 
 
-# -- box arithmetic --------------------------------------------------------------------------
-def _vol(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    return np.prod(np.maximum(hi - lo, 0), axis=-1, dtype=np.int64)
-
-
-def _clip(lo: np.ndarray, hi: np.ndarray, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-    n = np.asarray(shape, dtype=np.int64)
-    lo2 = np.clip(lo, 0, n)
-    return lo2, np.maximum(np.clip(hi, 0, n), lo2)
-
-
+# -- layouts as boxes -------------------------------------------------------------------------
 def _held(s: Sharding, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
     """In-tensor cells each device's local array holds (core and halos)."""
-    return _clip(*s.windows(shape), shape)
+    return clip_boxes(*s.windows(shape), shape)
 
 
 def _same_layout(lo, hi, s: Sharding, shape) -> bool:
@@ -201,61 +192,8 @@ def _same_layout(lo, hi, s: Sharding, shape) -> bool:
     slo, shi = s.regions(shape)
     if not np.array_equal(hi - lo, shi - slo):
         return False
-    full = _vol(lo, hi) > 0
+    full = volume(lo, hi) > 0
     return bool(np.array_equal(lo[full], slo[full]))
-
-
-def _difference(t_lo, t_hi, h_lo, h_hi):
-    """Per row, ``[t_lo, t_hi) minus [h_lo, h_hi)`` as disjoint boxes: returns
-    ``(row, lo, hi)`` arrays (at most ``2 * rank`` boxes per row)."""
-    n, rank = t_lo.shape
-    i_lo, i_hi = np.maximum(t_lo, h_lo), np.minimum(t_hi, h_hi)
-    disjoint = np.any(i_lo >= i_hi, axis=1) if rank else np.zeros(n, dtype=bool)
-    nonempty = _vol(t_lo, t_hi) > 0
-    rows, los, his = [np.flatnonzero(disjoint & nonempty)], [t_lo[disjoint & nonempty]], \
-        [t_hi[disjoint & nonempty]]
-    ov = np.flatnonzero(~disjoint & nonempty)
-    c_lo, c_hi = t_lo[ov].copy(), t_hi[ov].copy()
-    for d in range(rank):
-        lower = c_lo[:, d] < i_lo[ov, d]
-        lo_b, hi_b = c_lo[lower].copy(), c_hi[lower].copy()
-        hi_b[:, d] = i_lo[ov[lower], d]
-        rows.append(ov[lower]); los.append(lo_b); his.append(hi_b)
-        upper = c_hi[:, d] > i_hi[ov, d]
-        lo_b, hi_b = c_lo[upper].copy(), c_hi[upper].copy()
-        lo_b[:, d] = i_hi[ov[upper], d]
-        rows.append(ov[upper]); los.append(lo_b); his.append(hi_b)
-        c_lo[:, d], c_hi[:, d] = i_lo[ov, d], i_hi[ov, d]
-    return (np.concatenate(rows).astype(np.int64),
-            np.concatenate(los).reshape(-1, rank), np.concatenate(his).reshape(-1, rank))
-
-
-def _cut_by_shards(src: Sharding, shape, recv, lo, hi):
-    """Cut needed boxes by the source's shards (interval arithmetic per dim) and pick
-    each piece's sender: the shard's holder that agrees with the receiver on every
-    replicated axis, which is the nearest one on the mesh."""
-    mesh = src.mesh
-    sender_coords = mesh.coords[recv].copy()
-    for d in src.split_dims:
-        b = src.dim_bounds(shape, d)
-        j0 = np.searchsorted(b, lo[:, d], side="right") - 1
-        j1 = np.searchsorted(b, hi[:, d] - 1, side="right") - 1
-        counts = np.maximum(j1 - j0 + 1, 0)
-        idx = np.repeat(np.arange(len(recv)), counts)
-        starts = np.cumsum(counts) - counts
-        j = j0[idx] + (np.arange(len(idx)) - starts[idx])
-        recv, lo, hi, sender_coords = recv[idx], lo[idx].copy(), hi[idx].copy(), sender_coords[idx]
-        lo[:, d] = np.maximum(lo[:, d], b[j])
-        hi[:, d] = np.minimum(hi[:, d], b[j + 1])
-        keep = lo[:, d] < hi[:, d]  # drops empty shards
-        recv, lo, hi, sender_coords, j = recv[keep], lo[keep], hi[keep], sender_coords[keep], j[keep]
-        axes = src.axes_of(d)
-        parts = np.unravel_index(j, [mesh.shape[a] for a in axes])
-        for a, c in zip(axes, parts):
-            sender_coords[:, a] = c
-    send = np.ravel_multi_index(sender_coords.T, mesh.shape) if mesh.ndim else \
-        np.zeros(len(recv), dtype=np.int64)
-    return np.asarray(send, dtype=np.int64), recv, lo, hi
 
 
 def _transfer_step(before: Sharding, after: Sharding, shape, itemsize, held=None) -> TransferStep:
@@ -263,8 +201,8 @@ def _transfer_step(before: Sharding, after: Sharding, shape, itemsize, held=None
     (default: its ``before`` array) does not cover."""
     t_lo, t_hi = _held(after, shape)
     h_lo, h_hi = held if held is not None else _held(before, shape)
-    rows, lo, hi = _difference(t_lo, t_hi, h_lo, h_hi)
-    send, recv, lo, hi = _cut_by_shards(before, shape, rows, lo, hi)
+    rows, lo, hi = box_difference(t_lo, t_hi, h_lo, h_hi)
+    send, recv, lo, hi = split_by_owner(before, shape, rows, lo, hi)
     for a in (send, recv, lo, hi):
         a.flags.writeable = False
     return TransferStep(before, after, send, recv, lo, hi, itemsize)
@@ -299,7 +237,7 @@ def _sim(op: str, mesh: Mesh, lo, hi, axes, itemsize, **kw):
     lo2[groups, cat] = glo[:, :1, cat]
     hi2[groups, cat] = ghi[:, -1:, cat]
     if op == "all_gather":
-        vol = _vol(glo, ghi) * itemsize  # (G, k): member i sends its whole box to all
+        vol = volume(glo, ghi) * itemsize  # (G, k): member i sends its whole box to all
         return lo2, hi2, group_exchange(groups, np.repeat(vol[:, :, None], k, axis=2))
     d = kw["split_axis"]  # all_to_all: member j gets piece j (along d) of every member
     n = hi[groups, d] - lo[groups, d]
@@ -401,7 +339,7 @@ def _plan_partial(src: Sharding, tgt: Sharding, shape, itemsize) -> tuple[Step, 
     groups = mesh.group_array(P)
     k = groups.shape[1]
     h_lo, h_hi = src.windows(shape)  # partial terms cover whole local arrays, halos too
-    local = _vol(h_lo, h_hi)
+    local = volume(h_lo, h_hi)
     # all_reduce = reduce_scatter + all_gather over the flattened local array
     a, b = _piece(local[groups], k, np.arange(k)[None, :])
     p = (b - a) * itemsize  # (G, k): piece j's bytes
@@ -434,11 +372,11 @@ def _plan_partial(src: Sharding, tgt: Sharding, shape, itemsize) -> tuple[Step, 
 
 def _lower_bound(src: Sharding, tgt: Sharding, shape, itemsize) -> int:
     t_lo, t_hi = _held(tgt, shape)
-    need = _vol(t_lo, t_hi)
+    need = volume(t_lo, t_hi)
     if src.partial_axes and any(src.mesh.shape[a] > 1 for a in src.partial_axes):
         return int(need.sum()) * itemsize  # a partial term is not the value
     h_lo, h_hi = _held(src, shape)
-    have = _vol(np.maximum(t_lo, h_lo), np.minimum(t_hi, h_hi))
+    have = volume(np.maximum(t_lo, h_lo), np.minimum(t_hi, h_hi))
     return int((need - have).sum()) * itemsize
 
 

@@ -1,0 +1,147 @@
+"""GEMM kernels for an n x n mesh of cores (default 4x4), one program per core.
+
+Each kernel is written with :func:`mesh_tensor_functions` and launched with
+``T.Kernel(n, n)``: program ``(bx, by)`` is core ``(x=bx, y=by)`` and computes C's tile
+``(bx, by)``.
+
+- ``local``: A row-sharded (``{"x": 0}``, replicated along y), B column-sharded
+  (``{"y": 1}``), C fully sharded: every operand a core reads is its own.
+- ``summa``: A, B, C fully sharded (``{"x": 0, "y": 1}``); at step ``k`` core
+  ``(i, j)`` reads A's block ``(i, k)`` and B's block ``(k, j)``: it streams its row
+  panel of A and its column panel of B.
+- ``cannon``: the same layout with Cannon's skewed order ``k = (i + j + s) mod n``,
+  so at every step each core serves exactly one reader of A and one of B.
+
+The inner product is a register-blocked micro-kernel (6x16 accumulators, unrolled by
+TVM) that gcc vectorises on the C backend; tiles are padded to multiples of it, and
+copies of edge blocks are guarded, so sizes need not divide by ``n``.
+"""
+# No `from __future__ import annotations`: TileLang evaluates kernel annotations.
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import tilelang
+import tilelang.language as T
+
+from .frontend import mesh_tensor_functions
+
+ALGORITHMS = ("local", "summa", "cannon")
+RB, CB = 6, 16  # micro-kernel: RB rows x CB columns of C held in registers
+CPU_FLAGS = ["-O3", "-march=native"]
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@T.macro
+def _block_mma(As, Bs, Cl, acc, rows, cols, depth):
+    """Cl[:rows, :cols] += As[:rows, :depth] @ Bs[:depth, :cols] (rows % RB == cols % CB == 0)."""
+    for i0 in T.serial(rows // RB):
+        for j0 in T.serial(cols // CB):
+            for ii in T.unroll(RB, explicit=True):
+                for jj in T.unroll(CB, explicit=True):
+                    acc[ii, jj] = Cl[i0 * RB + ii, j0 * CB + jj]
+            for k in T.serial(depth):
+                for ii in T.unroll(RB, explicit=True):
+                    for jj in T.unroll(CB, explicit=True):
+                        acc[ii, jj] += As[i0 * RB + ii, k] * Bs[k, j0 * CB + jj]
+            for ii in T.unroll(RB, explicit=True):
+                for jj in T.unroll(CB, explicit=True):
+                    Cl[i0 * RB + ii, j0 * CB + jj] = acc[ii, jj]
+
+
+def layouts(algorithm: str) -> dict[str, dict[str, Any]]:
+    """The seed-format shardings of A, B and C for an algorithm."""
+    if algorithm == "local":
+        return {"A": {"x": 0, "y": None}, "B": {"x": None, "y": 1}, "C": {"x": 0, "y": 1}}
+    if algorithm in ("summa", "cannon"):
+        full = {"x": 0, "y": 1}
+        return {"A": dict(full), "B": dict(full), "C": dict(full)}
+    raise ValueError(f"unknown GEMM algorithm {algorithm!r}; choose one of {list(ALGORITHMS)}")
+
+
+def build_gemm(algorithm: str, M: int, N: int, K: int, mesh: int = 4, dtype: str = "float32"):
+    """The PrimFunc computing ``C = A @ B`` (A: MxK, B: KxN) on an ``mesh x mesh`` mesh."""
+    lay = layouts(algorithm)
+    for name, v in (("M", M), ("N", N), ("K", K), ("mesh", mesh)):
+        if not isinstance(v, int) or v < 1:
+            raise ValueError(f"build_gemm: {name} must be a positive int, got {v!r}")
+    n = mesh
+    fns = mesh_tensor_functions({"x": n, "y": n})
+    annotate, mcopy, init = (fns["annotate_mesh_tensor_info"], fns["mesh_tensor_copy"],
+                             fns["init_mesh_tensor_info"])
+    tm, tn, tk = _ceil(M, n), _ceil(N, n), _ceil(K, n)
+    tmp, tnp = _ceil(tm, RB) * RB, _ceil(tn, CB) * CB  # padded to the micro-kernel
+    skew = 1 if algorithm == "cannon" else 0
+
+    @T.prim_func
+    def gemm(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+        annotate({A: init(lay["A"], (tm, tk)), B: init(lay["B"], (tk, tn)),
+                  C: init(lay["C"], (tm, tn))})
+        with T.Kernel(n, n, threads=1) as (bx, by):
+            As = T.alloc_local((tmp, tk), dtype)
+            Bs = T.alloc_local((tk, tnp), dtype)
+            Cl = T.alloc_local((tmp, tnp), dtype)
+            acc = T.alloc_local((RB, CB), dtype)
+            T.clear(As)
+            T.clear(Bs)
+            T.clear(Cl)
+            for s in T.serial(n):
+                kb = (bx * skew + by * skew + s) % n
+                mcopy(A, As[0:tm, 0:tk], src_coord=(bx, kb))
+                mcopy(B, Bs[0:tk, 0:tn], src_coord=(kb, by))
+                _block_mma(As, Bs, Cl, acc, tmp, tnp, tk)
+            mcopy(Cl[0:tm, 0:tn], C, dst_coord=(bx, by))
+
+    return gemm
+
+
+def compile_gemm(algorithm: str, M: int, N: int, K: int, mesh: int = 4, target: str = "c"):
+    """Build and compile (``target="c"`` on CPU with -O3 -march=native, or ``"cuda"``)."""
+    func = build_gemm(algorithm, M, N, K, mesh)
+    flags = CPU_FLAGS if target == "c" else None
+    return tilelang.compile(func, target=target, compile_flags=flags)
+
+
+@dataclass(frozen=True)
+class GemmRun:
+    """What :func:`run_gemm` measured."""
+
+    algorithm: str
+    shape: tuple[int, int, int]
+    max_abs_error: float
+    seconds: float
+    gflops: float
+    kernel: Any
+
+
+def run_gemm(algorithm: str, M: int, N: int, K: int, mesh: int = 4, target: str = "c",
+             repeat: int = 3, seed: int = 0, kernel: Any = None) -> GemmRun:
+    """Compile (unless ``kernel`` is given), run on random data, check against NumPy and
+    time it (median of ``repeat`` runs after one warm-up)."""
+    import torch
+    kernel = kernel or compile_gemm(algorithm, M, N, K, mesh, target)
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((M, K), dtype=np.float32)
+    b = rng.standard_normal((K, N), dtype=np.float32)
+    device = "cuda" if target == "cuda" else "cpu"
+    ta, tb = torch.from_numpy(a).to(device), torch.from_numpy(b).to(device)
+    tc = torch.zeros((M, N), dtype=torch.float32, device=device)
+    kernel(ta, tb, tc)
+    if device == "cuda":
+        torch.cuda.synchronize()
+    err = float(np.abs(tc.cpu().numpy() - a @ b).max()) if M * N else 0.0
+    times = []
+    for _ in range(max(repeat, 1)):
+        t0 = time.perf_counter()
+        kernel(ta, tb, tc)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - t0)
+    sec = float(np.median(times))
+    return GemmRun(algorithm, (M, N, K), err, sec, 2.0 * M * N * K / sec / 1e9 if sec else 0.0,
+                   kernel)
