@@ -55,10 +55,12 @@ def split_by_owner(src: Sharding, shape, recv, lo, hi):
     arithmetic per dim) and name each piece's owner: the holder of that shard that
     agrees with the receiver on every other mesh axis, the nearest one on the mesh.
 
-    Returns ``(owner, recv, lo, hi)`` with one row per non-empty piece.
+    Returns ``(owner, recv, lo, hi, rows)`` with one entry per non-empty piece;
+    ``rows`` says which input box each piece was cut from.
     """
     mesh = src.mesh
     sender_coords = mesh.coords[recv].copy()
+    rows = np.arange(len(recv))
     for d in src.split_dims:
         b = src.dim_bounds(shape, d)
         j0 = np.searchsorted(b, lo[:, d], side="right") - 1
@@ -67,15 +69,17 @@ def split_by_owner(src: Sharding, shape, recv, lo, hi):
         idx = np.repeat(np.arange(len(recv)), counts)
         starts = np.cumsum(counts) - counts
         j = j0[idx] + (np.arange(len(idx)) - starts[idx])
-        recv, lo, hi, sender_coords = recv[idx], lo[idx].copy(), hi[idx].copy(), sender_coords[idx]
+        recv, lo, hi, sender_coords, rows = (recv[idx], lo[idx].copy(), hi[idx].copy(),
+                                             sender_coords[idx], rows[idx])
         lo[:, d] = np.maximum(lo[:, d], b[j])
         hi[:, d] = np.minimum(hi[:, d], b[j + 1])
         keep = lo[:, d] < hi[:, d]  # drops empty shards
-        recv, lo, hi, sender_coords, j = recv[keep], lo[keep], hi[keep], sender_coords[keep], j[keep]
+        recv, lo, hi, sender_coords, j, rows = (recv[keep], lo[keep], hi[keep],
+                                                sender_coords[keep], j[keep], rows[keep])
         axes = src.axes_of(d)
         parts = np.unravel_index(j, [mesh.shape[a] for a in axes])
         for a, c in zip(axes, parts):
             sender_coords[:, a] = c
     send = np.ravel_multi_index(sender_coords.T, mesh.shape) if mesh.ndim else \
         np.zeros(len(recv), dtype=np.int64)
-    return np.asarray(send, dtype=np.int64), recv, lo, hi
+    return np.asarray(send, dtype=np.int64), recv, lo, hi, rows

@@ -1,5 +1,6 @@
 """``meshtensor`` on the command line.
 
+    meshtensor demo                     # SUMMA GEMM on a 4x4 mesh, on CPU
     meshtensor plan --mesh 2x3 --shape 6x6 --from "[[0],[1]]" --to "[[1],[0]]"
 
 Sharding specs are parsed with ``ast.literal_eval`` (never ``eval``): the ``split_axes``
@@ -68,6 +69,12 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from .tilelang.demo import main as demo  # imports tilelang only for this command
+    return demo(size=args.size, target=args.target, algorithm=args.algorithm,
+                repeat=args.repeat)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="meshtensor", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -84,6 +91,13 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--dtype", default="float32", help="element type (default float32)")
     plan.add_argument("--pairs", type=int, default=12, help="device pairs listed per step")
     plan.set_defaults(func=_cmd_plan)
+    demo = sub.add_parser("demo", help="SUMMA GEMM on a 4x4 mesh: compile, run, explain")
+    demo.add_argument("--size", type=int, default=512, help="M = N = K (default 512)")
+    demo.add_argument("--target", default="c", choices=["c", "cuda"],
+                      help="c: CPU through TileLang's C backend (default); cuda: a GPU")
+    demo.add_argument("--algorithm", default="summa", choices=["summa", "cannon", "local"])
+    demo.add_argument("--repeat", type=int, default=3, help="timed runs (median)")
+    demo.set_defaults(func=_cmd_demo)
     return p
 
 

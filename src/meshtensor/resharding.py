@@ -202,7 +202,7 @@ def _transfer_step(before: Sharding, after: Sharding, shape, itemsize, held=None
     t_lo, t_hi = _held(after, shape)
     h_lo, h_hi = held if held is not None else _held(before, shape)
     rows, lo, hi = box_difference(t_lo, t_hi, h_lo, h_hi)
-    send, recv, lo, hi = split_by_owner(before, shape, rows, lo, hi)
+    send, recv, lo, hi, _ = split_by_owner(before, shape, rows, lo, hi)
     for a in (send, recv, lo, hi):
         a.flags.writeable = False
     return TransferStep(before, after, send, recv, lo, hi, itemsize)

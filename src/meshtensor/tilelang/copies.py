@@ -22,11 +22,12 @@ class CopyRegion:
 @dataclass(frozen=True)
 class CopyCall:
     """A ``T.copy(src, dst)`` found in a kernel, with the loops that enclose it
-    (outermost first)."""
+    (outermost first) and the ``LetStmt`` bindings in scope (in order)."""
 
     src: CopyRegion
     dst: CopyRegion
     loops: tuple[tirx.For, ...] = ()
+    lets: tuple[tuple[tirx.Var, tirx.PrimExpr], ...] = ()
 
 
 def _region(arg: Any) -> CopyRegion:
@@ -51,28 +52,31 @@ def find_copies(func: tirx.PrimFunc | tirx.Stmt) -> list[CopyCall]:
     body = func.body if isinstance(func, tirx.PrimFunc) else func
     out: list[CopyCall] = []
 
-    def walk(node: Any, loops: tuple) -> None:
+    def walk(node: Any, loops: tuple, lets: tuple) -> None:
         if isinstance(node, tirx.For):
-            walk(node.body, loops + (node,))
+            walk(node.body, loops + (node,), lets)
         elif isinstance(node, tirx.SeqStmt):
             for s in node.seq:
-                walk(s, loops)
+                if isinstance(s, tirx.Bind):  # `v: T.int32 = e` scopes over later siblings
+                    lets = lets + ((s.var, s.value),)
+                else:
+                    walk(s, loops, lets)
         elif isinstance(node, tirx.Evaluate):
             v = node.value
             if isinstance(v, tirx.Call) and getattr(v.op, "name", None) == COPY_OP:
-                out.append(CopyCall(_region(v.args[0]), _region(v.args[1]), loops))
+                out.append(CopyCall(_region(v.args[0]), _region(v.args[1]), loops, lets))
         elif isinstance(node, tirx.IfThenElse):
-            walk(node.then_case, loops)
+            walk(node.then_case, loops, lets)
             if node.else_case is not None:
-                walk(node.else_case, loops)
+                walk(node.else_case, loops, lets)
         else:
             for attr in ("body", "block"):
                 child = getattr(node, attr, None)
-                if child is not None and isinstance(child, (tirx.Stmt,)):
-                    walk(child, loops)
+                if child is not None and isinstance(child, tirx.Stmt):
+                    walk(child, loops, lets)
                     break
 
-    walk(body, ())
+    walk(body, (), ())
     return out
 
 

@@ -1,0 +1,153 @@
+"""GEMM kernels on a 4x4 mesh and the passes that read mesh_tensor_info."""
+import numpy as np
+import pytest
+
+pytest.importorskip("tilelang")
+import tilelang  # noqa: E402
+import tilelang.language as T  # noqa: E402
+import tvm  # noqa: E402
+
+from meshtensor import Mesh, Sharding, chunk_bounds  # noqa: E402
+from meshtensor.tilelang import mesh_tensor_functions  # noqa: E402
+from meshtensor.tilelang.gemm import build_gemm, run_gemm  # noqa: E402
+from meshtensor.tilelang.passes import (AnalyzeMeshCommunication, VerifyMeshTensors,  # noqa: E402
+                                        analyze_mesh_communication, verify_mesh_tensors)
+
+MESH = Mesh({"x": 4, "y": 4})
+SIZES = [(64, 64, 64), (30, 22, 26), (50, 37, 19)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algorithm", ["local", "summa", "cannon"])
+@pytest.mark.parametrize("shape", SIZES, ids=["64", "30x22x26", "50x37x19"])
+def test_gemm_runs_and_matches_numpy(algorithm, shape):
+    r = run_gemm(algorithm, *shape, repeat=1)
+    assert r.max_abs_error < 1e-4
+
+
+def closed_form(algorithm, M, N, K, itemsize=4):
+    """Per core (linear order): (local read, remote read, write) bytes, by the algorithm's
+    definition, from the ceil-div blocks of A (MxK) and B (KxN)."""
+    rm, ck, rk, cn = (np.diff(chunk_bounds(v, 4)) for v in (M, K, K, N))
+    out = []
+    for i in range(4):
+        for j in range(4):
+            if algorithm == "local":
+                local, remote = rm[i] * K + K * cn[j], 0
+            else:  # core (i, j) reads A(i, k) for all k, B(k, j) for all k
+                local = rm[i] * ck[j] + rk[i] * cn[j]
+                remote = sum(rm[i] * ck[k] + rk[k] * cn[j] for k in range(4)) - local
+            out.append((local * itemsize, remote * itemsize, rm[i] * cn[j] * itemsize))
+    return out
+
+
+@pytest.mark.parametrize("algorithm", ["local", "summa", "cannon"])
+@pytest.mark.parametrize("shape", SIZES, ids=["64", "30x22x26", "50x37x19"])
+def test_communication_matches_closed_form(algorithm, shape):
+    r = analyze_mesh_communication(build_gemm(algorithm, *shape))
+    pc = r.per_core()
+    for c, (local, remote, write) in enumerate(closed_form(algorithm, *shape)):
+        assert pc["local_read"][c] == local
+        assert pc["remote_read"][c] == remote
+        assert pc["local_write"][c] == write and pc["remote_write"][c] == 0
+    if algorithm == "summa" and shape == (64, 64, 64):
+        # Each core receives (n-1)/n of its A row panel and B column panel.
+        panel = 16 * 64 * 4
+        assert all(pc["remote_read"] == 2 * panel * 3 // 4)
+        # Core (1, 2) reads A(1, k) from (1, k) and B(k, 2) from (k, 2), one block each.
+        assert r.by_peer((1, 2)) == {(0, 2): 1024, (1, 0): 1024, (1, 1): 1024, (1, 3): 1024,
+                                      (2, 2): 1024, (3, 2): 1024}
+        assert r.by_hops((0, 0)) == {0: 2048 + 1024, 1: 2048, 2: 2048, 3: 2048}
+
+
+def test_summa_and_cannon_move_the_same_bytes_in_another_order():
+    s = analyze_mesh_communication(build_gemm("summa", 64, 64, 64))
+    c = analyze_mesh_communication(build_gemm("cannon", 64, 64, 64))
+    assert s.by_hops() == c.by_hops()
+    assert np.array_equal(s.per_core()["remote_read"], c.per_core()["remote_read"])
+
+
+def test_gemm_kernels_verify_clean():
+    for alg in ["local", "summa", "cannon"]:
+        assert verify_mesh_tensors(build_gemm(alg, 30, 22, 26)) == []
+
+
+def misaligned_kernel():
+    f = mesh_tensor_functions({"x": 4, "y": 4})
+    annotate, mcopy, init = f["annotate_mesh_tensor_info"], f["mesh_tensor_copy"], f["init_mesh_tensor_info"]
+
+    @T.prim_func
+    def shifted(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64, 64), "float32")):
+        annotate({A: init({"x": 0, "y": 1}, (16, 16)), B: init({"x": 0, "y": 1}, (16, 16))})
+        with T.Kernel(4, 4, threads=1) as (bx, by):
+            S = T.alloc_shared((16, 16), "float32")
+            T.copy(A[bx * 16 + 8:bx * 16 + 24, by * 16:by * 16 + 16], S)  # half a block off
+            mcopy(S, B, dst_coord=(bx, by))
+
+    return shifted
+
+
+def test_misaligned_copy_is_reported():
+    issues = verify_mesh_tensors(misaligned_kernel())
+    kinds = {i.kind for i in issues}
+    assert kinds == {"misaligned", "crosses_cores", "outside"}
+    cross = next(i for i in issues if i.kind == "crosses_cores")
+    assert cross.buffer == "A" and cross.program == (0, 0) and cross.cores == ((0, 0), (1, 0))
+    assert cross.count == 12  # programs of rows 0-2 span two cores; row 3 runs off the tensor
+    assert "copy 0 reads A[8:24, 0:16] on program (0, 0)" in cross.message
+    mod = tvm.IRModule({"main": misaligned_kernel()})
+    with pytest.raises(ValueError, match=r"VerifyMeshTensors: copy 0 reads A\[8:24, 0:16\]"):
+        VerifyMeshTensors()(mod)
+    with pytest.warns(UserWarning, match="spans the shards of cores"):
+        out = VerifyMeshTensors(on_error="warn")(mod)
+    tvm.ir.assert_structural_equal(out["main"], mod["main"])
+
+
+def test_unannotated_kernel_is_a_no_op():
+    @T.prim_func
+    def plain(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32")):
+        with T.Kernel(1, threads=1) as (bx,):
+            T.copy(A, B)
+
+    mod = tvm.IRModule({"main": plain})
+    got = []
+    out = AnalyzeMeshCommunication(got.append)(VerifyMeshTensors()(mod))
+    tvm.ir.assert_structural_equal(out["main"], plain)
+    assert got == [] and analyze_mesh_communication(plain) is None
+    assert verify_mesh_tensors(plain) == []
+
+
+@pytest.mark.slow
+def test_passes_run_before_compile_and_attach_summary():
+    f = build_gemm("summa", 64, 64, 64)
+    reports = []
+    mod = AnalyzeMeshCommunication(reports.append)(VerifyMeshTensors()(tvm.IRModule({"gemm": f})))
+    (report,) = reports
+    attr = mod["gemm"].attrs["mesh_communication"]
+    assert int(attr["remote_bytes"]) == report.remote_bytes == 16 * 6144
+    kernel = tilelang.compile(mod["gemm"], target="c", compile_flags=["-O3", "-march=native"])
+    assert run_gemm("summa", 64, 64, 64, repeat=1, kernel=kernel).max_abs_error < 1e-4
+    assert "total" in report.table()
+
+
+def test_launch_grid_must_match_mesh():
+    f = mesh_tensor_functions({"x": 4, "y": 4})
+
+    @T.prim_func
+    def wrong(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64, 64), "float32")):
+        f["annotate_mesh_tensor_info"]({A: f["init_mesh_tensor_info"]({"x": 0}, (16, 64))})
+        with T.Kernel(2, 2, threads=1) as (bx, by):
+            S = T.alloc_shared((16, 64), "float32")
+            f["mesh_tensor_copy"](A, S, src_coord=(bx, 0))
+            T.copy(S, B[0, 0])
+
+    with pytest.raises(ValueError, match=r"launch grid \(2, 2\) does not match the mesh \(4, 4\)"):
+        analyze_mesh_communication(wrong)
+
+
+def test_demo_command_runs(capsys):
+    from meshtensor.cli import main
+    assert main(["demo", "--size", "64", "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "VerifyMeshTensors: ok" in out and "GFLOP/s" in out and "(ok)" in out
+    assert "A (64, 64) sharding [['x'], ['y']]" in out
