@@ -5,7 +5,7 @@ import importlib
 import pytest
 
 MODULES = ["meshtensor", "meshtensor.mesh", "meshtensor.sharding", "meshtensor.mesh_array",
-           "meshtensor.collectives", "meshtensor.reduction", "meshtensor.cost", "meshtensor.boxes",
+           "meshtensor.collectives", "meshtensor.reduction", "meshtensor.cost", "meshtensor.boxes", "meshtensor.visualize",
            "meshtensor.resharding"]
 
 

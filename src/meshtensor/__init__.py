@@ -18,6 +18,7 @@ from .mesh_array import MeshArray, distribute
 from .resharding import (CollectiveStep, ReshardPlan, Transfer, TransferStep, apply_step,
                       plan_reshard, reshard)
 from .sharding import REDUCTION_KINDS, Sharding, chunk_bounds
+from .visualize import save_plan_png, save_png, visualize, visualize_plan
 
 __version__ = "0.1.0"
 
@@ -25,5 +26,5 @@ __all__ = [
     "Mesh", "Sharding", "MeshArray", "distribute", "collectives", "chunk_bounds",
     "default_axis_names", "TARGETS", "REDUCTION_KINDS",
     "plan_reshard", "reshard", "apply_step", "ReshardPlan", "CollectiveStep", "TransferStep",
-    "Transfer",
+    "Transfer", "visualize", "visualize_plan", "save_png", "save_plan_png",
 ]

@@ -1,6 +1,7 @@
 """``meshtensor`` on the command line.
 
     meshtensor demo                     # SUMMA GEMM on a 4x4 mesh, on CPU
+    meshtensor show --mesh 4x4 --shape 8x12 --sharding '{"x": 0, "y": 1}'
     meshtensor plan --mesh 2x3 --shape 6x6 --from "[[0],[1]]" --to "[[1],[0]]"
 
 Sharding specs are parsed with ``ast.literal_eval`` (never ``eval``): the ``split_axes``
@@ -66,6 +67,27 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     tgt = parse_sharding(mesh, args.tgt, halo=args.to_halo, offsets=args.to_offsets)
     plan = plan_reshard(src, tgt, shape, np.dtype(args.dtype).itemsize)
     print(plan.explain(max_pairs=args.pairs))
+    if args.matrix or args.png:
+        from .visualize import save_plan_png, visualize_plan
+        if args.matrix:
+            print(visualize_plan(plan))
+        if args.png:
+            save_plan_png(plan, args.png)
+            print(f"saved {args.png}")
+    return 0
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    from .visualize import save_png, visualize
+    mesh = Mesh.parse(args.mesh)
+    shape = parse_shape(args.shape)
+    s = parse_sharding(mesh, args.sharding, partial=args.partial, halo=args.halo,
+                       offsets=args.offsets)
+    values = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape) if args.values else None
+    print(visualize(s, shape, values=values, max_width=args.width))
+    if args.png:
+        save_png(s, shape, args.png)
+        print(f"saved {args.png}")
     return 0
 
 
@@ -90,7 +112,22 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--to-offsets", help="target sharded_dims_offsets")
     plan.add_argument("--dtype", default="float32", help="element type (default float32)")
     plan.add_argument("--pairs", type=int, default=12, help="device pairs listed per step")
+    plan.add_argument("--matrix", action="store_true", help="also print sender x receiver bytes")
+    plan.add_argument("--png", help="save the plan's byte matrices as a PNG (needs matplotlib)")
     plan.set_defaults(func=_cmd_plan)
+    show = sub.add_parser("show", help="draw which part of a tensor sits on which device")
+    show.add_argument("--mesh", required=True, help="mesh sizes like 4x4, or a target (a4e)")
+    show.add_argument("--shape", required=True, help="global tensor shape like 8x12")
+    show.add_argument("--sharding", required=True,
+                      help='split_axes form "[[0],[1]]" or seed form \'{"x": 0, "y": 1}\'')
+    show.add_argument("--partial", help="partial axes, e.g. y:sum")
+    show.add_argument("--halo", help="halo_sizes, e.g. 1,1")
+    show.add_argument("--offsets", help="sharded_dims_offsets")
+    show.add_argument("--values", action="store_true",
+                      help="print local values of arange(size) instead of regions")
+    show.add_argument("--width", type=int, default=120, help="maximum width (default 120)")
+    show.add_argument("--png", help="also save a picture (needs matplotlib)")
+    show.set_defaults(func=_cmd_show)
     demo = sub.add_parser("demo", help="SUMMA GEMM on a 4x4 mesh: compile, run, explain")
     demo.add_argument("--size", type=int, default=512, help="M = N = K (default 512)")
     demo.add_argument("--target", default="c", choices=["c", "cuda"],
@@ -107,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (ValueError, TypeError) as e:
+    except (ValueError, TypeError, ImportError) as e:
         print(f"meshtensor {args.command}: error: {e}", file=sys.stderr)
         return 2
 

@@ -1,0 +1,105 @@
+"""Drawings: golden text for the seed's layouts, plans, PNG files, `meshtensor show`."""
+import io
+import pathlib
+from contextlib import redirect_stdout
+
+import numpy as np
+import pytest
+
+from meshtensor import Mesh, Sharding, plan_reshard, save_plan_png, save_png, visualize, visualize_plan
+from meshtensor.cli import main
+
+GOLDEN = pathlib.Path(__file__).parent / "golden"
+T66 = np.array([[10 * r + c for c in range(1, 7)] for r in range(1, 7)])
+
+CASES = {
+    "seed_2x3_6x6.txt": lambda: visualize(Sharding(Mesh([2, 3]), [[0], [1]]), (6, 6)),
+    "seed_2x3_6x6_values.txt": lambda: visualize(Sharding(Mesh([2, 3]), [[0], [1]]), (6, 6), values=T66),
+    "seed_2x2x2_4x8.txt": lambda: visualize(Sharding(Mesh([2, 2, 2]), [[0], [1, 2]]), (4, 8)),
+    "replicated_2x2_4x4.txt": lambda: visualize(Sharding(Mesh([2, 2]), [[], [1]]), (4, 4)),
+    "halo_4_6.txt": lambda: visualize(Sharding(Mesh([4]), [[0]], halo_sizes=[1, 1]), (6,)),
+    "partial_2x2.txt": lambda: visualize(Sharding(Mesh([2, 2]), [[1]], partial={0: "sum"}), (4, 8)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_golden(name):
+    assert CASES[name]() + "\n" == (GOLDEN / name).read_text()
+
+
+def test_drawings_say_what_they_show():
+    rep = CASES["replicated_2x2_4x4.txt"]()
+    assert rep.count("(0, 0) A") == 1 and rep.count("(1, 0) A") == 1  # replicas share a letter
+    assert "each on 2 devices (replicated along ['x'])" in rep
+    halo = CASES["halo_4_6.txt"]()
+    assert "empty [6:6]" in halo and "halo [-1:3]" in halo
+    part = CASES["partial_2x2.txt"]()
+    assert "sum term 1/2" in part and "sum terms along ['x']" in part
+    seed = CASES["seed_2x3_6x6_values.txt"]()
+    assert "│ 41 42          │ 43 44" in seed
+    assert "mesh axis y (1) --" in seed and "mesh axis x (0)" in seed
+
+
+def test_high_rank_and_width():
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["show", "--mesh", "4x4", "--shape", "8x12x5",
+                     "--sharding", '{"x": 0, "y": 1}']) == 0
+    lines = out.getvalue().splitlines()
+    assert max(len(line) for line in lines) <= 120
+    assert "[0:2, 0:3, 0:5]" in out.getvalue()
+    wide = visualize(Sharding(Mesh([2, 2]), [[0], [1]]), (4, 4), values=np.arange(16.0).reshape(4, 4) * 1e6,
+                     max_width=60)
+    assert max(len(line) for line in wide.splitlines()) <= 60
+    r4 = visualize(Sharding(Mesh([2]), [[0]]), (2, 2, 2, 2), values=np.arange(16).reshape(2, 2, 2, 2))
+    assert "[0, 1, :, :]" in r4  # rank > 2: one 2-D slice per leading index
+
+
+def test_plan_text():
+    m = Mesh([2, 3])
+    text = visualize_plan(plan_reshard(Sharding(m, [[0], [1]]), Sharding(m, [[1], [0]]), (6, 6)))
+    assert "bytes sent (row: sender, column: receiver)" in text
+    assert "   (0, 2)      .      .      .     16      8      ." in text
+    big = visualize_plan(plan_reshard(Sharding(Mesh([5, 5]), [[0]]), Sharding(Mesh([5, 5]), [[1]]), (25,)))
+    assert "->" in big and "bytes sent" not in big
+    free = visualize_plan(plan_reshard(Sharding(m, []), Sharding(m, [[0]]), (6,)))
+    assert "no communication" in free
+
+
+def test_png_files(tmp_path):
+    pytest.importorskip("matplotlib")
+    p = tmp_path / "layout.png"
+    save_png(Sharding(Mesh([2, 2, 2]), [[0], [1, 2]]), (4, 8), str(p))
+    q = tmp_path / "plan.png"
+    save_plan_png(plan_reshard(Sharding(Mesh([2, 3]), [[0], [1]]), Sharding(Mesh([2, 3]), [[1], [0]]), (6, 6)), str(q))
+    for f in (p, q):
+        data = f.read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
+    r = tmp_path / "cli.png"
+    with redirect_stdout(io.StringIO()):
+        assert main(["show", "--mesh", "2x3", "--shape", "6x6", "--sharding", "[[0],[1]]",
+                     "--png", str(r)]) == 0
+    assert r.stat().st_size > 5000
+
+
+def test_png_without_matplotlib(monkeypatch, tmp_path):
+    import builtins
+    real = builtins.__import__
+
+    def fake(name, *a, **k):
+        if name.startswith("matplotlib"):
+            raise ImportError(name)
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", fake)
+    with pytest.raises(ImportError, match=r"PNG output needs matplotlib: pip install 'meshtensor\[viz\]'"):
+        save_png(Sharding(Mesh([2]), [[0]]), (4,), str(tmp_path / "x.png"))
+
+
+def test_errors():
+    with pytest.raises(ValueError, match="meshes of 1 to 3 axes are drawn, this one has 4"):
+        visualize(Sharding(Mesh([1, 1, 1, 2]), [[3]]), (4,))
+    with pytest.raises(TypeError, match="sharding must be a Sharding"):
+        visualize([[0]], (4,))
+    with pytest.raises(ValueError, match="splits dim 1 but the tensor has rank 1"):
+        visualize(Sharding(Mesh([2]), [[], [0]]), (4,))
