@@ -40,7 +40,11 @@ def _rank(op: str, x: MeshArray) -> int:
 
 
 def _tensor_axis(op: str, name: str, axis: int, x: MeshArray) -> int:
-    ndim = _rank(op, x)
+    return check_tensor_axis(op, name, axis, _rank(op, x))
+
+
+def check_tensor_axis(op: str, name: str, axis: int, ndim: int) -> int:
+    """Validate a tensor axis argument of a collective (``[0, ndim)``)."""
     if not _is_int(axis):
         raise TypeError(f"{op}: {name} must be an int, got {axis!r}")
     if not 0 <= axis < ndim:
@@ -49,7 +53,12 @@ def _tensor_axis(op: str, name: str, axis: int, x: MeshArray) -> int:
 
 
 def _root(op: str, x: MeshArray, axes: tuple[int, ...], root: Sequence[int] | int) -> int:
-    """In-group multi-index -> position inside the group."""
+    return root_position(op, x.mesh, axes, root)
+
+
+def root_position(op: str, mesh, axes: tuple[int, ...], root: Sequence[int] | int) -> int:
+    """In-group multi-index ``root`` (one coordinate per axis of ``axes``) -> its
+    position inside the group."""
     if _is_int(root):
         root = (root,)
     root = tuple(root)
@@ -58,12 +67,32 @@ def _root(op: str, x: MeshArray, axes: tuple[int, ...], root: Sequence[int] | in
                          f"{list(axes)} needs {len(axes)}")
     pos = 0
     for r, a in zip(root, axes):
-        size = x.mesh.shape[a]
+        size = mesh.shape[a]
         if not _is_int(r) or not 0 <= r < size:
             raise ValueError(f"{op}: root coordinate {r!r} on mesh axis {a} out of range "
                              f"[0, {size})")
         pos = pos * size + int(r)
     return pos
+
+
+def shift_sources(op: str, mesh, mesh_axes, shift_axis, offset: int, rotate: bool
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """For :func:`shift`: each device's source (linear id) and whether it has one."""
+    axes = mesh.axes_indices(mesh_axes, what=op)
+    sa = mesh.axis_index(shift_axis, what=op)
+    if sa not in axes:
+        raise ValueError(f"{op}: shift_axis {shift_axis!r} is not among mesh_axes "
+                         f"{list(mesh_axes)}")
+    if not _is_int(offset):
+        raise TypeError(f"{op}: offset must be an int, got {offset!r}")
+    size = mesh.shape[sa]
+    coords = mesh.coords
+    src_c = coords[:, sa] - int(offset)
+    if rotate:
+        src_c = src_c % size
+    valid = (src_c >= 0) & (src_c < size)
+    stride = int(np.prod(mesh.shape[sa + 1:], dtype=np.int64))
+    return np.arange(mesh.size) + (src_c - coords[:, sa]) * stride, valid
 
 
 def _dtype(op: str, dtype, x: MeshArray) -> np.dtype:
@@ -89,7 +118,8 @@ def _same_shape(op: str, parts: Sequence[np.ndarray], group: Sequence[int], x: M
                              f"{x.mesh.multi_index(dev)} has {p.shape}")
 
 
-def _pieces(a: np.ndarray, axis: int, k: int) -> list[np.ndarray]:
+def _pieces(a, axis: int, k: int) -> list:
+    """The ``k`` ceil-div pieces of an array (NumPy or torch) along ``axis``."""
     b = chunk_bounds(a.shape[axis], k).tolist()
     idx = [slice(None)] * a.ndim
     out = []
@@ -376,21 +406,8 @@ def shift(x: MeshArray, mesh_axes: Iterable[AxisLike], shift_axis: AxisLike, off
     >>> [v.item() for v in shift(a, [0], 0, 1).locals]
     [1, 1, 2, 3]
     """
-    axes, _ = _prep("shift", x, mesh_axes)
-    sa = x.mesh.axis_index(shift_axis, what="shift")
-    if sa not in axes:
-        raise ValueError(f"shift: shift_axis {shift_axis!r} is not among mesh_axes "
-                         f"{list(mesh_axes)}")
-    if not _is_int(offset):
-        raise TypeError(f"shift: offset must be an int, got {offset!r}")
-    size = x.mesh.shape[sa]
-    coords = x.mesh.coords
-    src_c = coords[:, sa] - int(offset)
-    if rotate:
-        src_c = src_c % size
-    valid = (src_c >= 0) & (src_c < size)
-    stride = int(np.prod(x.mesh.shape[sa + 1:], dtype=np.int64))
-    src = np.arange(x.mesh.size) + (src_c - coords[:, sa]) * stride
+    _prep("shift", x, mesh_axes)
+    src, valid = shift_sources("shift", x.mesh, mesh_axes, shift_axis, offset, rotate)
     out = [x.locals[s] if ok else a
            for a, s, ok in zip(x.locals, src.tolist(), valid.tolist())]
     return _result(x, out)

@@ -33,7 +33,7 @@ from . import collectives as C
 from .boxes import box_difference, clip_boxes, split_by_owner, volume
 from .cost import Flows, group_exchange
 from .mesh import Mesh, _is_int
-from .mesh_array import MeshArray, _frozen, window_slices
+from .mesh_array import MeshArray, _frozen
 from .sharding import Sharding
 
 
@@ -289,8 +289,9 @@ def _collective_sequence(cur: Sharding, tgt: Sharding, shape, itemsize) -> tuple
                         break
                 if move:
                     break
-        if move is None:  # 3. unsplit the axes past the common prefix
-            for d in range(rank):
+        if move is None:  # 3. unsplit the axes past the common prefix; highest dim
+            # first, so the gathers along dim 0 (contiguous, no re-layout copy) come last
+            for d in reversed(range(rank)):
                 keep = 0
                 while keep < min(len(c[d]), len(t[d])) and c[d][keep] == t[d][keep]:
                     keep += 1
@@ -418,29 +419,47 @@ def plan_reshard(src: Sharding, tgt: Sharding, global_shape: Sequence[int],
 
 
 # -- execution on the simulator -------------------------------------------------------------------
+def box_slices(lo, hi, origin) -> tuple[slice, ...]:
+    """A global box ``[lo, hi)`` as slices of a local array whose cell 0 sits at ``origin``."""
+    return tuple(slice(int(a - w), int(b - w)) for a, b, w in zip(lo, hi, origin))
+
+
+def own_cells(step: TransferStep, shape, r: int) -> tuple[tuple[slice, ...], tuple[slice, ...]] | None:
+    """Where device ``r``'s own held cells go: ``(slices in its new array, slices in its
+    old array)``, or None when it keeps nothing."""
+    w0, w1 = step.after.windows(shape)
+    s0, _ = step.before.windows(shape)
+    h_lo, h_hi = _held(step.before, shape)
+    lo = np.maximum(h_lo[r], np.maximum(w0[r], 0))
+    hi = np.minimum(h_hi[r], np.minimum(w1[r], shape))
+    if not np.all(lo < hi):
+        return None
+    return box_slices(lo, hi, w0[r]), box_slices(lo, hi, s0[r])
+
+
+def new_local_shape(step: Step, shape, r: int) -> tuple[int, ...]:
+    """Shape of device ``r``'s array after ``step``."""
+    w0, w1 = step.after.windows(shape)
+    return tuple((w1[r] - w0[r]).tolist())
+
+
 def _run_transfers(arr: MeshArray, step: TransferStep, shape) -> MeshArray:
     """Build every device's ``after`` array: its own held cells, then what it receives."""
     mesh = arr.mesh
-    w0, w1 = step.after.windows(shape)
-    s0, s1 = step.before.windows(shape)
-    h_lo, h_hi = _held(step.before, shape)
-    out = []
+    w0, _ = step.after.windows(shape)
+    s0, _ = step.before.windows(shape)
     order = np.argsort(step.dst, kind="stable")
-    dst_sorted = step.dst[order]
-    bounds = np.searchsorted(dst_sorted, np.arange(mesh.size + 1))
+    bounds = np.searchsorted(step.dst[order], np.arange(mesh.size + 1))
+    out = []
     for r in range(mesh.size):
-        buf = np.zeros(tuple((w1[r] - w0[r]).tolist()), dtype=arr.dtype)
-        src_local = arr.locals[r]
-        lo = np.maximum(h_lo[r], np.maximum(w0[r], 0))
-        hi = np.minimum(h_hi[r], np.minimum(w1[r], shape))
-        if np.all(lo < hi):
-            buf[tuple(slice(int(a - w), int(b - w)) for a, b, w in zip(lo, hi, w0[r]))] = \
-                src_local[tuple(slice(int(a - w), int(b - w)) for a, b, w in zip(lo, hi, s0[r]))]
+        buf = np.zeros(new_local_shape(step, shape, r), dtype=arr.dtype)
+        own = own_cells(step, shape, r)
+        if own is not None:
+            buf[own[0]] = arr.locals[r][own[1]]
         for i in order[bounds[r]:bounds[r + 1]].tolist():
             s = int(step.src[i])
-            l, h = step.lo[i], step.hi[i]
-            buf[tuple(slice(int(a - w), int(b - w)) for a, b, w in zip(l, h, w0[r]))] = \
-                arr.locals[s][tuple(slice(int(a - w), int(b - w)) for a, b, w in zip(l, h, s0[s]))]
+            buf[box_slices(step.lo[i], step.hi[i], w0[r])] = \
+                arr.locals[s][box_slices(step.lo[i], step.hi[i], s0[s])]
         out.append(_frozen(buf))
     return MeshArray(mesh, out, step.after, shape)
 

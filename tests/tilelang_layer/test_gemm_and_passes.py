@@ -98,8 +98,9 @@ def test_misaligned_copy_is_reported():
     mod = tvm.IRModule({"main": misaligned_kernel()})
     with pytest.raises(ValueError, match=r"VerifyMeshTensors: copy 0 reads A\[8:24, 0:16\]"):
         VerifyMeshTensors()(mod)
-    with pytest.warns(UserWarning, match="spans the shards of cores"):
+    with pytest.warns(UserWarning) as caught:
         out = VerifyMeshTensors(on_error="warn")(mod)
+    assert len(caught) == 3 and any("spans the shards of cores" in str(w.message) for w in caught)
     tvm.ir.assert_structural_equal(out["main"], mod["main"])
 
 

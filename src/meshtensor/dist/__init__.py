@@ -1,0 +1,14 @@
+"""Execution on a real distributed engine: torch.distributed, one process per device.
+
+``DistMesh`` binds a :class:`meshtensor.Mesh` to the process group (rank = linear device
+index) and runs every collective of :mod:`meshtensor.collectives` on the calling rank's
+local tensor; ``dist_reshard`` executes a :class:`meshtensor.ReshardPlan`; ``run`` starts
+one process per device on this machine (or runs under ``torchrun``). This is the only
+part of meshtensor that imports torch.
+"""
+
+from .engine import DistCollectiveError, DistMesh, dist_reshard
+from .launch import DistRunError, init_from_env, local_part, run
+
+__all__ = ["DistMesh", "DistCollectiveError", "dist_reshard", "run", "init_from_env",
+           "DistRunError", "local_part"]

@@ -1,0 +1,166 @@
+"""Start one process per device and run a function on each: on this machine (loopback,
+``run``) or under ``torchrun`` across hosts (``init_from_env``)."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import queue as queue_mod
+import socket
+import time
+import traceback
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..mesh import Mesh
+
+
+class DistRunError(RuntimeError):
+    """One or more ranks failed; ``outcomes`` maps rank -> what happened to it."""
+
+    def __init__(self, message: str, outcomes: dict[int, str]):
+        super().__init__(message)
+        self.outcomes = outcomes
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _plain(x: Any) -> Any:
+    """Results cross process boundaries as NumPy / Python values."""
+    import torch
+    if isinstance(x, torch.Tensor):
+        return x.detach().cpu().numpy()
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return type(x)(_plain(v) for v in x)
+    return x
+
+
+def init_from_env(mesh_shape: Any, backend: str = "gloo", timeout: float = 60.0):
+    """Initialise torch.distributed from the environment (``torchrun`` sets ``RANK``,
+    ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``) and return a :class:`DistMesh`."""
+    import torch.distributed as dist
+
+    from .engine import DistMesh
+    td = datetime.timedelta(seconds=timeout)
+    if not dist.is_initialized():
+        dist.init_process_group(backend, timeout=td)
+    return DistMesh(Mesh(mesh_shape) if not isinstance(mesh_shape, Mesh) else mesh_shape, timeout=td)
+
+
+def _worker(rank: int, world: int, mesh_shape: Any, backend: str, port: int, timeout: float,
+            fn: Callable, args: tuple, results: Any) -> None:
+    import torch
+    import torch.distributed as dist
+
+    from .engine import DistMesh
+    torch.set_num_threads(1)
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
+                      WORLD_SIZE=str(world))
+    try:
+        td = datetime.timedelta(seconds=timeout)
+        dist.init_process_group(backend, rank=rank, world_size=world, timeout=td)
+        dm = DistMesh(mesh_shape, timeout=td)
+        results.put((rank, "ok", _plain(fn(dm, *args))))
+    except BaseException as e:  # report everything, including SystemExit
+        results.put((rank, "error", f"{type(e).__name__}: {e}\n{traceback.format_exc()}"))
+    finally:
+        try:
+            if dist.is_initialized():
+                dist.destroy_process_group()
+        except Exception:
+            pass
+
+
+def run(fn: Callable, mesh_shape: Any, *args: Any, backend: str = "gloo",
+        timeout: float = 60.0) -> list[Any]:
+    """Run ``fn(dist_mesh, *args)`` on one process per device and return each rank's
+    result (NumPy arrays for tensors), in rank order.
+
+    On this machine it spawns ``mesh.size`` processes talking over loopback. Under
+    ``torchrun`` (``RANK`` is set) it runs in the current process and returns
+    ``[this rank's result]``. ``fn`` must be a module-level function (it is pickled).
+
+    Every collective times out after ``timeout`` seconds. If a rank raises or dies, the
+    others fail with :class:`DistCollectiveError` within the timeout, every process is
+    stopped, and :class:`DistRunError` reports what happened to each rank.
+    """
+    mesh = mesh_shape if isinstance(mesh_shape, Mesh) else Mesh(mesh_shape)
+    if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
+        dm = init_from_env(mesh, backend, timeout)
+        return [_plain(fn(dm, *args))]
+    import torch.multiprocessing as mp
+    ctx = mp.get_context("spawn")
+    results = ctx.Queue()
+    port = _free_port()
+    procs = [ctx.Process(target=_worker, daemon=True,
+                         args=(r, mesh.size, mesh.as_dict, backend, port, timeout, fn, args, results))
+             for r in range(mesh.size)]
+    for p in procs:
+        p.start()
+    outcomes: dict[int, tuple[str, Any]] = {}
+    failed_at: float | None = None
+    start_grace = 60.0 + timeout  # process start-up (importing torch) counts too
+    deadline = time.monotonic() + start_grace + timeout * 4
+    try:
+        while len(outcomes) < mesh.size:
+            try:
+                rank, status, payload = results.get(timeout=0.2)
+                outcomes[rank] = (status, payload)
+                if status == "error" and failed_at is None:
+                    failed_at = time.monotonic()
+            except queue_mod.Empty:
+                pass
+            for r, p in enumerate(procs):
+                if r not in outcomes and p.exitcode is not None:
+                    time.sleep(0.2)  # its message may still be in the pipe
+                    try:
+                        while True:
+                            rank, status, payload = results.get_nowait()
+                            outcomes[rank] = (status, payload)
+                    except queue_mod.Empty:
+                        pass
+                    if r not in outcomes:
+                        outcomes[r] = ("died", f"exited with code {p.exitcode} without a result")
+                        failed_at = failed_at or time.monotonic()
+            now = time.monotonic()
+            if failed_at is not None and now - failed_at > timeout + 10:
+                break  # survivors had their timeout to notice; stop waiting
+            if now > deadline:
+                break
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+        for p in procs:
+            p.join(5)
+            if p.is_alive():
+                p.kill()
+                p.join(5)
+        results.close()
+    bad = {r: v for r, v in outcomes.items() if v[0] != "ok"}
+    missing = [r for r in range(mesh.size) if r not in outcomes]
+    if bad or missing:
+        lines = {r: "finished" if v[0] == "ok" else f"{v[0]}: {str(v[1]).splitlines()[0]}"
+                 for r, v in sorted(outcomes.items())}
+        for r in missing:
+            lines[r] = "stopped: no result before the deadline"
+        msg = "meshtensor.dist.run: " + "; ".join(f"rank {r} {mesh.multi_index(r)} {t}"
+                                                  for r, t in sorted(lines.items()))
+        raise DistRunError(msg, lines)
+    return [outcomes[r][1] for r in range(mesh.size)]
+
+
+def local_part(x: np.ndarray, sharding, rank: int):
+    """This rank's local array of ``x`` under ``sharding`` as a torch tensor (helper for
+    tests and examples that start from a global array on every rank)."""
+    import torch
+
+    from ..mesh_array import distribute
+    return torch.from_numpy(np.array(distribute(x, sharding).local(rank)))
