@@ -106,16 +106,22 @@ def _dtype(op: str, dtype, x: MeshArray) -> np.dtype:
 
 def _same_shape(op: str, parts: Sequence[np.ndarray], group: Sequence[int], x: MeshArray,
                 except_axis: int | None = None) -> None:
-    ref = parts[0].shape
-    for p, dev in zip(parts, group):
-        a, b = list(p.shape), list(ref)
+    check_same_shapes(op, x.mesh, [p.shape for p in parts], group, except_axis)
+
+
+def check_same_shapes(op: str, mesh, shapes: Sequence[Sequence[int]], group: Sequence[int],
+                      except_axis: int | None = None) -> None:
+    """The group's local shapes must agree (outside ``except_axis`` when given)."""
+    ref = tuple(shapes[0])
+    for shape, dev in zip(shapes, group):
+        a, b = list(shape), list(ref)
         if except_axis is not None:
             a[except_axis] = b[except_axis] = 0
         if a != b:
             what = "" if except_axis is None else f" outside axis {except_axis}"
             raise ValueError(f"{op}: shapes disagree{what} inside a device group: device "
-                             f"{x.mesh.multi_index(group[0])} has {ref}, device "
-                             f"{x.mesh.multi_index(dev)} has {p.shape}")
+                             f"{mesh.multi_index(group[0])} has {ref}, device "
+                             f"{mesh.multi_index(dev)} has {tuple(shape)}")
 
 
 def _pieces(a, axis: int, k: int) -> list:
@@ -376,20 +382,27 @@ def permute(x: MeshArray, pairs: Iterable[tuple[DeviceLike, DeviceLike]]) -> Mes
     if not isinstance(x, MeshArray):
         raise TypeError(f"permute: expected a MeshArray, got {type(x).__name__}")
     out = list(x.locals)
-    seen: dict[int, int] = {}
+    for d, s in permute_sources("permute", x.mesh, pairs).items():
+        out[d] = x.locals[s]
+    return _result(x, out)
+
+
+def permute_sources(op: str, mesh, pairs: Iterable[tuple[DeviceLike, DeviceLike]]) -> dict[int, int]:
+    """``{destination: source}`` (linear ids) of :func:`permute`'s pairs, checked: each
+    pair is two devices, and no destination receives twice."""
+    src_of: dict[int, int] = {}
     for n, pair in enumerate(pairs):
         try:
             src, dst = pair
         except (TypeError, ValueError):
-            raise ValueError(f"permute: pairs[{n}] must be (source, destination), got "
+            raise ValueError(f"{op}: pairs[{n}] must be (source, destination), got "
                              f"{pair!r}") from None
-        s, d = x.mesh.linear_index(src), x.mesh.linear_index(dst)
-        if d in seen:
-            raise ValueError(f"permute: destination {x.mesh.multi_index(d)} receives from "
-                             f"both {x.mesh.multi_index(seen[d])} and {x.mesh.multi_index(s)}")
-        seen[d] = s
-        out[d] = x.locals[s]
-    return _result(x, out)
+        s, d = mesh.linear_index(src), mesh.linear_index(dst)
+        if d in src_of:
+            raise ValueError(f"{op}: destination {mesh.multi_index(d)} receives from "
+                             f"both {mesh.multi_index(src_of[d])} and {mesh.multi_index(s)}")
+        src_of[d] = s
+    return src_of
 
 
 def shift(x: MeshArray, mesh_axes: Iterable[AxisLike], shift_axis: AxisLike, offset: int,

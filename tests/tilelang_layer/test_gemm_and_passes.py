@@ -152,3 +152,21 @@ def test_demo_command_runs(capsys):
     out = capsys.readouterr().out
     assert "VerifyMeshTensors: ok" in out and "GFLOP/s" in out and "(ok)" in out
     assert "A (64, 64) sharding [['x'], ['y']]" in out
+
+
+def test_symbolic_shapes_are_not_silently_skipped():
+    f = mesh_tensor_functions({"x": 4, "y": 4})
+    m = T.dynamic("m")
+
+    @T.prim_func
+    def dyn(A: T.Tensor((m, 16), "float32"), B: T.Tensor((m, 16), "float32")):
+        f["annotate_mesh_tensor_info"]({A: f["init_mesh_tensor_info"]({"x": 0}, (4, 16))})
+        with T.Kernel(4, 4, threads=1) as (bx, by):
+            S = T.alloc_shared((4, 16), "float32")
+            f["mesh_tensor_copy"](A, S, src_coord=(bx, 0))
+            T.copy(S, B[0, 0])
+
+    with pytest.warns(UserWarning, match="buffer 'A' has a symbolic shape .* its copies are not checked"):
+        assert verify_mesh_tensors(dyn) == []
+    with pytest.raises(ValueError, match="buffer 'A' has a symbolic shape .* analyse a specialised kernel"):
+        analyze_mesh_communication(dyn)

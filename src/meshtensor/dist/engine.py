@@ -16,7 +16,8 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from ..collectives import check_tensor_axis, root_position, shift_sources
+from ..collectives import (check_same_shapes, check_tensor_axis, permute_sources,
+                           root_position, shift_sources)
 from ..mesh import AxisLike, DeviceLike, Mesh
 from ..reduction import check_reduction
 from ..resharding import (CollectiveStep, TransferStep, _transfer_step, box_slices,
@@ -140,16 +141,7 @@ class DistMesh:
         return [tuple(int(v) for v in o[1:1 + x.ndim]) for o in outs]
 
     def _check_same(self, op: str, shapes, members, except_axis=None) -> None:
-        ref = list(shapes[0])
-        for s, r in zip(shapes, members):
-            a, b = list(s), list(ref)
-            if except_axis is not None:
-                a[except_axis] = b[except_axis] = 0
-            if a != b:
-                what = "" if except_axis is None else f" outside axis {except_axis}"
-                raise ValueError(f"{op}: shapes disagree{what} inside a device group: device "
-                                 f"{self.mesh.multi_index(members[0])} has {tuple(ref)}, device "
-                                 f"{self.mesh.multi_index(r)} has {tuple(s)}")
+        check_same_shapes(op, self.mesh, shapes, members, except_axis)
 
     @staticmethod
     def _pad(t: torch.Tensor, shape: Sequence[int]) -> torch.Tensor:
@@ -188,17 +180,22 @@ class DistMesh:
         return got
 
     # -- the collectives ---------------------------------------------------------------------
+    def _gather_shapes(self, op: str, x: torch.Tensor, pg, members, gather_axis: int):
+        """Checked gather axis, every member's shape, and the padded block shape."""
+        ax = check_tensor_axis(op, "gather_axis", gather_axis, x.ndim)
+        shapes = self._shapes(x, pg, members, op)
+        self._check_same(op, shapes, members, except_axis=ax)
+        big = list(shapes[0])
+        big[ax] = max(s[ax] for s in shapes)
+        return ax, shapes, big
+
     @_guard("all_gather")
     def all_gather(self, x: torch.Tensor, mesh_axes, gather_axis: int) -> torch.Tensor:
         """As :func:`meshtensor.collectives.all_gather`, on this rank's local tensor."""
         pg, members, _ = self.group(mesh_axes, "all_gather")
-        ax = check_tensor_axis("all_gather", "gather_axis", gather_axis, x.ndim)
-        shapes = self._shapes(x, pg, members, "all_gather")
-        self._check_same("all_gather", shapes, members, except_axis=ax)
+        ax, shapes, big = self._gather_shapes("all_gather", x, pg, members, gather_axis)
         if len(members) == 1:
             return x.clone()
-        big = list(shapes[0])
-        big[ax] = max(s[ax] for s in shapes)
         # One flat buffer: member i's (padded) block lands at row i, then one copy
         # moves the blocks into place along the gather axis.
         buf = torch.empty([len(members)] + big, dtype=x.dtype)
@@ -277,13 +274,9 @@ class DistMesh:
         """As :func:`meshtensor.collectives.gather`: the root gets the concatenation,
         others keep their input."""
         pg, members, pos, r = self._root_rank("gather", mesh_axes, root)
-        ax = check_tensor_axis("gather", "gather_axis", gather_axis, x.ndim)
-        shapes = self._shapes(x, pg, members, "gather")
-        self._check_same("gather", shapes, members, except_axis=ax)
+        ax, shapes, big = self._gather_shapes("gather", x, pg, members, gather_axis)
         if len(members) == 1:
             return x.clone()
-        big = list(shapes[0])
-        big[ax] = max(s[ax] for s in shapes)
         outs = [torch.empty(big, dtype=x.dtype) for _ in members] if pos == r else None
         dist.gather(self._pad(x, big), outs, dst=members[r], group=pg)
         if pos != r:
@@ -345,19 +338,7 @@ class DistMesh:
     @_guard("permute")
     def permute(self, x: torch.Tensor, pairs: Iterable[tuple[DeviceLike, DeviceLike]]) -> torch.Tensor:
         """As :func:`meshtensor.collectives.permute` (every rank passes the same pairs)."""
-        src_of: dict[int, int] = {}
-        for n, pair in enumerate(pairs):
-            try:
-                s, d = pair
-            except (TypeError, ValueError):
-                raise ValueError(f"permute: pairs[{n}] must be (source, destination), got "
-                                 f"{pair!r}") from None
-            s, d = self.mesh.linear_index(s), self.mesh.linear_index(d)
-            if d in src_of:
-                raise ValueError(f"permute: destination {self.mesh.multi_index(d)} receives "
-                                 f"from both {self.mesh.multi_index(src_of[d])} and "
-                                 f"{self.mesh.multi_index(s)}")
-            src_of[d] = s
+        src_of = permute_sources("permute", self.mesh, pairs)
         return self._move(x, src_of)
 
     def _move(self, x: torch.Tensor, src_of: dict[int, int]) -> torch.Tensor:

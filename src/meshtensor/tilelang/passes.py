@@ -133,6 +133,28 @@ def _mesh_of(info: dict[str, MeshTensorEntry], where: str) -> Mesh:
     return meshes.pop()
 
 
+def _annotated_sides(func: Any, where: str):
+    """``(mesh, copies, sides)`` of a kernel: its copies, and for every copy side that
+    touches an annotated buffer ``(copy index, space, region, write, entry)``; ``None``
+    when the kernel has no annotations."""
+    info = read_mesh_tensor_info(func)
+    if not info:
+        return None
+    pf = func if isinstance(func, tirx.PrimFunc) else func.prim_func
+    mesh = _mesh_of(info, where)
+    copies = find_copies(pf)
+
+    def sides():
+        for ci, c in enumerate(copies):
+            found = list(_sides(c, info))
+            if found:
+                space = _space(c, mesh, where)
+                for region, write, e in found:
+                    yield ci, space, region, write, e
+
+    return mesh, copies, sides()
+
+
 # -- verification --------------------------------------------------------------------------
 @dataclass(frozen=True)
 class MeshCopyIssue:
@@ -152,52 +174,48 @@ def verify_mesh_tensors(func: Any) -> list[MeshCopyIssue]:
     """Check that every copy touching an annotated buffer reads or writes whole blocks
     inside the buffer and stays inside one core's shard. Returns the issues found (an
     unannotated kernel has none)."""
-    info = read_mesh_tensor_info(func)
-    if not info:
-        return []
-    pf = func if isinstance(func, tirx.PrimFunc) else func.prim_func
     where = "VerifyMeshTensors"
-    mesh = _mesh_of(info, where)
+    found = _annotated_sides(func, where)
+    if found is None:
+        return []
+    mesh, _, sides = found
     issues: list[MeshCopyIssue] = []
-    for ci, c in enumerate(find_copies(pf)):
-        sides = list(_sides(c, info))
-        if not sides:
+    for ci, space, region, write, e in sides:
+        shape = e.static_shape()
+        if shape is None:
+            warnings.warn(f"{where}: buffer {e.name!r} has a symbolic shape "
+                          f"{e.global_shape}; its copies are not checked", stacklevel=2)
             continue
-        space = _space(c, mesh, where)
-        for region, write, e in sides:
-            shape = e.static_shape()
-            if shape is None:
-                continue
-            lo, hi, ext = _box(region, space, e, where)
-            block = np.asarray(e.block_shape)
-            n = np.asarray(shape)
-            verb = "writes" if write else "reads"
+        lo, hi, ext = _box(region, space, e, where)
+        block = np.asarray(e.block_shape)
+        n = np.asarray(shape)
+        verb = "writes" if write else "reads"
 
-            def report(kind: str, bad: np.ndarray, cores=(), text=""):
-                i = int(np.flatnonzero(bad)[0])
-                prog = mesh.multi_index(int(space.core[i]))
-                blk = tuple(int(v) for v in lo[i] // np.maximum(block, 1))
-                issues.append(MeshCopyIssue(
-                    e.name, ci, kind, prog, blk, tuple(cores), int(bad.sum()),
-                    f"copy {ci} {verb} {e.name}[{', '.join(f'{a}:{b}' for a, b in zip(lo[i], hi[i]))}] "
-                    f"on program {prog}: {text} ({int(bad.sum())} of {space.size} iterations)"))
+        def report(kind: str, bad: np.ndarray, cores=(), text=""):
+            i = int(np.flatnonzero(bad)[0])
+            prog = mesh.multi_index(int(space.core[i]))
+            blk = tuple(int(v) for v in lo[i] // np.maximum(block, 1))
+            issues.append(MeshCopyIssue(
+                e.name, ci, kind, prog, blk, tuple(cores), int(bad.sum()),
+                f"copy {ci} {verb} {e.name}[{', '.join(f'{a}:{b}' for a, b in zip(lo[i], hi[i]))}] "
+                f"on program {prog}: {text} ({int(bad.sum())} of {space.size} iterations)"))
 
-            mis = np.any((lo % block != 0) | ((ext % block != 0) & (hi < n)), axis=1)
-            if mis.any():
-                report("misaligned", mis, text=f"not whole blocks of {tuple(e.block_shape)}")
-            out = np.any((lo < 0) | ((lo >= n) & (ext > 0)) |
-                         (hi > -(-n // block) * block), axis=1)
-            if out.any():
-                report("outside", out, text=f"outside the tensor of shape {shape}")
-            clo, chi = clip_boxes(lo, hi, shape)
-            owner, _, _, _, point = split_by_owner(e.sharding, shape, space.core, clo, chi)
-            pieces = np.bincount(point, minlength=space.size)
-            cross = pieces > 1
-            if cross.any():
-                i = int(np.flatnonzero(cross)[0])
-                cores = tuple(mesh.multi_index(int(o)) for o in np.unique(owner[point == i]))
-                report("crosses_cores", cross, cores,
-                       f"spans the shards of cores {list(cores)}")
+        mis = np.any((lo % block != 0) | ((ext % block != 0) & (hi < n)), axis=1)
+        if mis.any():
+            report("misaligned", mis, text=f"not whole blocks of {tuple(e.block_shape)}")
+        out = np.any((lo < 0) | ((lo >= n) & (ext > 0)) |
+                     (hi > -(-n // block) * block), axis=1)
+        if out.any():
+            report("outside", out, text=f"outside the tensor of shape {shape}")
+        clo, chi = clip_boxes(lo, hi, shape)
+        owner, _, _, _, point = split_by_owner(e.sharding, shape, space.core, clo, chi)
+        pieces = np.bincount(point, minlength=space.size)
+        cross = pieces > 1
+        if cross.any():
+            i = int(np.flatnonzero(cross)[0])
+            cores = tuple(mesh.multi_index(int(o)) for o in np.unique(owner[point == i]))
+            report("crosses_cores", cross, cores,
+                   f"spans the shards of cores {list(cores)}")
     return issues
 
 
@@ -304,34 +322,27 @@ class CommReport:
 
 def analyze_mesh_communication(func: Any) -> CommReport | None:
     """The :class:`CommReport` of a kernel, or ``None`` when it has no annotations."""
-    info = read_mesh_tensor_info(func)
-    if not info:
-        return None
-    pf = func if isinstance(func, tirx.PrimFunc) else func.prim_func
     where = "AnalyzeMeshCommunication"
-    mesh = _mesh_of(info, where)
+    found = _annotated_sides(func, where)
+    if found is None:
+        return None
+    mesh, copies, sides = found
     cols: dict[str, list] = {k: [] for k in ("copy", "write", "core", "peer", "nbytes")}
-    names = []
-    for ci, c in enumerate(find_copies(pf)):
-        names.append(f"{c.src.buffer.name} -> {c.dst.buffer.name}")
-        sides = list(_sides(c, info))
-        if not sides:
-            continue
-        space = _space(c, mesh, where)
-        for region, write, e in sides:
-            shape = e.static_shape()
-            if shape is None:
-                raise ValueError(f"{where}: buffer {e.name!r} has a symbolic shape "
-                                 f"{e.global_shape}; analyse a specialised kernel")
-            lo, hi, _ = _box(region, space, e, where)
-            lo, hi = clip_boxes(lo, hi, shape)  # guarded copies touch only in-tensor cells
-            owner, recv, plo, phi, _ = split_by_owner(e.sharding, shape, space.core, lo, hi)
-            itemsize = np.dtype(str(region.buffer.dtype)).itemsize
-            cols["copy"].append(np.full(len(owner), ci))
-            cols["write"].append(np.full(len(owner), write))
-            cols["core"].append(recv)
-            cols["peer"].append(owner)
-            cols["nbytes"].append(volume(plo, phi) * itemsize)
+    names = [f"{c.src.buffer.name} -> {c.dst.buffer.name}" for c in copies]
+    for ci, space, region, write, e in sides:
+        shape = e.static_shape()
+        if shape is None:
+            raise ValueError(f"{where}: buffer {e.name!r} has a symbolic shape "
+                             f"{e.global_shape}; analyse a specialised kernel")
+        lo, hi, _ = _box(region, space, e, where)
+        lo, hi = clip_boxes(lo, hi, shape)  # guarded copies touch only in-tensor cells
+        owner, recv, plo, phi, _ = split_by_owner(e.sharding, shape, space.core, lo, hi)
+        itemsize = np.dtype(str(region.buffer.dtype)).itemsize
+        cols["copy"].append(np.full(len(owner), ci))
+        cols["write"].append(np.full(len(owner), write))
+        cols["core"].append(recv)
+        cols["peer"].append(owner)
+        cols["nbytes"].append(volume(plo, phi) * itemsize)
     arr = {k: (np.concatenate(v) if v else np.zeros(0, dtype=np.int64)) for k, v in cols.items()}
     return CommReport(mesh, tuple(names), arr["copy"].astype(np.int64),
                       arr["write"].astype(bool), arr["core"].astype(np.int64),
