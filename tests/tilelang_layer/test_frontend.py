@@ -292,3 +292,22 @@ def test_frontend_doctests():
 
     import meshtensor.tilelang.frontend as fe
     assert doctest.testmod(fe).failed == 0
+
+
+@pytest.mark.slow
+def test_program_id_as_tir_expression_round_trips():
+    annotate, tile, mcopy, init = helpers()
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def kernel(A: T.Tensor((n, 16), "float32"), B: T.Tensor((n, 16), "float32")):
+        annotate({A: init({"x": 0}, (4, 16), program_id=n % 16)})
+        with T.Kernel(4, threads=1) as (bx,):
+            S = T.alloc_shared((4, 16), "float32")
+            mcopy(A, S, src_coord=(bx, 0))
+            T.copy(S, B[bx * 4, 0])
+
+    pid = read_mesh_tensor_info(kernel)["A"].program_id
+    assert isinstance(pid, tirx.PrimExpr) and "n" in str(pid)
+    ker = tilelang.compile(kernel, target="c")
+    assert str(read_mesh_tensor_info(ker)["A"].program_id) == str(pid)
