@@ -12,7 +12,6 @@ import sys
 import time
 from statistics import median
 
-import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 

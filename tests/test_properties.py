@@ -3,9 +3,9 @@ and every collective agrees with a naive reference built from the global tensor.
 import numpy as np
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from meshtensor import MeshArray, Sharding, distribute
+from meshtensor import MeshArray, distribute
 from meshtensor import collectives as C
-from strategies import cases, groups_naive, meshes, piece, shapes, shardings
+from strategies import cases, groups_naive, meshes, piece
 
 SETTINGS = settings(max_examples=150, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])

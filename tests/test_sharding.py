@@ -1,4 +1,3 @@
-import numpy as np
 import pytest
 
 from meshtensor import Mesh, Sharding, chunk_bounds

@@ -8,7 +8,7 @@ import numpy as np
 
 from .mesh import DeviceLike, Mesh
 from .reduction import identity, reduce_arrays
-from .sharding import Sharding, _shape_tuple
+from .sharding import Sharding
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:

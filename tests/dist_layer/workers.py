@@ -5,7 +5,7 @@ import time
 import numpy as np
 import torch
 
-from meshtensor import Mesh, Sharding
+from meshtensor import Sharding
 from meshtensor.dist import dist_reshard, local_part
 
 RESHARD_CASES = [

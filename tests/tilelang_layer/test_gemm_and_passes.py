@@ -7,7 +7,7 @@ import tilelang  # noqa: E402
 import tilelang.language as T  # noqa: E402
 import tvm  # noqa: E402
 
-from meshtensor import Mesh, Sharding, chunk_bounds  # noqa: E402
+from meshtensor import Mesh, chunk_bounds  # noqa: E402
 from meshtensor.tilelang import mesh_tensor_functions  # noqa: E402
 from meshtensor.tilelang.gemm import build_gemm, run_gemm  # noqa: E402
 from meshtensor.tilelang.passes import (AnalyzeMeshCommunication, VerifyMeshTensors,  # noqa: E402

@@ -20,7 +20,7 @@ from ..collectives import (check_same_shapes, check_tensor_axis, permute_sources
                            root_position, shift_sources)
 from ..mesh import AxisLike, DeviceLike, Mesh
 from ..reduction import check_reduction
-from ..resharding import (CollectiveStep, TransferStep, _transfer_step, box_slices,
+from ..resharding import (TransferStep, _transfer_step, box_slices,
                           new_local_shape, own_cells, plan_reshard)
 from ..sharding import Sharding, chunk_bounds
 
@@ -431,4 +431,4 @@ def _run_transfer_step(dmesh: DistMesh, x: torch.Tensor, step: TransferStep, sha
     return dmesh._transfers(x, step, shape, base)
 
 
-__all__ = ["DistMesh", "DistCollectiveError", "dist_reshard", "CollectiveStep"]
+__all__ = ["DistMesh", "DistCollectiveError", "dist_reshard"]
