@@ -196,9 +196,11 @@ def _same_layout(lo, hi, s: Sharding, shape) -> bool:
     return bool(np.array_equal(lo[full], slo[full]))
 
 
-def _transfer_step(before: Sharding, after: Sharding, shape, itemsize, held=None) -> TransferStep:
-    """Every device receives the in-tensor cells of its ``after`` array that ``held``
-    (default: its ``before`` array) does not cover."""
+def transfer_step(before: Sharding, after: Sharding, shape, itemsize, held=None) -> TransferStep:
+    """The point-to-point step from ``before`` to ``after``: every device receives the
+    in-tensor cells of its ``after`` array that ``held`` (default: what its ``before``
+    array holds) does not cover, each from the nearest device whose core has it. With
+    ``held`` = the core regions and ``before == after`` it is ``update_halo``'s traffic."""
     t_lo, t_hi = _held(after, shape)
     h_lo, h_hi = held if held is not None else _held(before, shape)
     rows, lo, hi = box_difference(t_lo, t_hi, h_lo, h_hi)
@@ -318,7 +320,7 @@ def _plan_plain(cur: Sharding, tgt: Sharding, shape, itemsize) -> tuple[Step, ..
     """Best plan between two shardings without partial axes."""
     if cur == tgt:
         return ()
-    p2p = _transfer_step(cur, tgt, shape, itemsize)
+    p2p = transfer_step(cur, tgt, shape, itemsize)
     best = (p2p.bytes, 1, (p2p,))
     if not cur.halo_sizes and not tgt.halo_sizes:
         seq = _collective_sequence(cur, tgt, shape, itemsize)
@@ -326,7 +328,7 @@ def _plan_plain(cur: Sharding, tgt: Sharding, shape, itemsize) -> tuple[Step, ..
             best = min(best, (sum(s.bytes for s in seq), 0, seq), key=lambda x: x[:2])
     if tgt.halo_sizes and not cur.halo_sizes and cur == tgt.replace(halo_sizes=None):
         # update_halo refills every in-tensor halo cell from its owner's core.
-        uh = _transfer_step(cur, tgt, shape, itemsize, held=cur.regions(shape))
+        uh = transfer_step(cur, tgt, shape, itemsize, held=cur.regions(shape))
         step = CollectiveStep("update_halo", (), (), cur, tgt, uh.flows)
         best = min(best, (step.bytes, 0, (step,)), key=lambda x: x[:2])
     return best[2]

@@ -20,7 +20,7 @@ from ..collectives import (check_same_shapes, check_tensor_axis, permute_sources
                            root_position, shift_sources)
 from ..mesh import AxisLike, DeviceLike, Mesh
 from ..reduction import check_reduction
-from ..resharding import (TransferStep, _transfer_step, box_slices,
+from ..resharding import (TransferStep, transfer_step, box_slices,
                           new_local_shape, own_cells, plan_reshard)
 from ..sharding import Sharding, chunk_bounds
 
@@ -365,7 +365,7 @@ class DistMesh:
         if tuple(x.shape) != want:
             raise ValueError(f"update_halo: rank {self.rank} holds shape {tuple(x.shape)}, "
                              f"sharding {sharding} of global shape {shape} expects {want}")
-        step = _transfer_step(sharding, sharding, shape, x.element_size(),
+        step = transfer_step(sharding, sharding, shape, x.element_size(),
                               held=sharding.regions(shape))
         return self._transfers(x, step, shape, base=x.clone())
 
