@@ -85,6 +85,14 @@ class TransferStep:
     itemsize: int
     op: str = "transfers"
 
+    @classmethod
+    def local_only(cls, before: Sharding, after: Sharding, rank: int) -> "TransferStep":
+        """No transfers: each device re-lays its own cells into its ``after`` array
+        (the first half of ``update_halo`` when halo sizes change)."""
+        z = np.zeros(0, dtype=np.int64)
+        zr = np.zeros((0, rank), dtype=np.int64)
+        return cls(before, after, z, z, zr, zr, 1)
+
     @property
     def flows(self) -> Flows:
         vol = np.prod(self.hi - self.lo, axis=1, dtype=np.int64) * self.itemsize
@@ -473,8 +481,8 @@ def apply_step(arr: MeshArray, step: Step) -> MeshArray:
         return _run_transfers(arr, step, shape)
     if step.op == "update_halo":
         # Re-lay each device's own cells into the target shape, then refill the halos.
-        z, zr = np.zeros(0, dtype=np.int64), np.zeros((0, len(shape)), dtype=np.int64)
-        relaid = _run_transfers(arr, TransferStep(step.before, step.after, z, z, zr, zr, 1), shape)
+        relaid = _run_transfers(arr, TransferStep.local_only(step.before, step.after, len(shape)),
+                                shape)
         return C.update_halo(relaid, step.after).with_sharding(step.after, shape)
     fn = getattr(C, step.op)
     res = fn(arr, list(step.mesh_axes), **step.kwargs)

@@ -414,9 +414,8 @@ def dist_reshard(local: torch.Tensor, src: Sharding, tgt: Sharding, global_shape
         if isinstance(step, TransferStep):
             x = _run_transfer_step(dmesh, x, step, shape)
         elif step.op == "update_halo":
-            z = np.zeros(0, dtype=np.int64)
-            zr = np.zeros((0, len(shape)), dtype=np.int64)
-            relaid = _run_transfer_step(dmesh, x, TransferStep(step.before, step.after, z, z, zr, zr, 1), shape)
+            local = TransferStep.local_only(step.before, step.after, len(shape))
+            relaid = _run_transfer_step(dmesh, x, local, shape)
             x = dmesh.update_halo(relaid, step.after, shape)
         else:
             x = getattr(dmesh, step.op)(x, list(step.mesh_axes), **step.kwargs)
