@@ -18,6 +18,18 @@ def volume(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return np.prod(np.maximum(hi - lo, 0), axis=-1, dtype=np.int64)
 
 
+def box_slices(lo, hi, origin=None) -> tuple[slice, ...]:
+    """A box ``[lo, hi)`` as slices of an array whose cell 0 sits at ``origin``
+    (default: the global origin).
+
+    >>> box_slices([2, 0], [4, 3], origin=[1, 0])
+    (slice(1, 3, None), slice(0, 3, None))
+    """
+    if origin is None:
+        origin = [0] * len(lo)
+    return tuple(slice(int(a - w), int(b - w)) for a, b, w in zip(lo, hi, origin))
+
+
 def clip_boxes(lo: np.ndarray, hi: np.ndarray, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
     """Boxes cut to the tensor ``[0, shape)``."""
     n = np.asarray(shape, dtype=np.int64)

@@ -16,7 +16,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from .mesh import AxisLike, DeviceLike, _is_int
-from .mesh_array import MeshArray, _frozen, window_slices
+from .mesh_array import MeshArray, _frozen, place_core, window_slices
 from .reduction import check_reduction, reduce_arrays
 from .sharding import Sharding, chunk_bounds
 
@@ -462,10 +462,7 @@ def update_halo(x: MeshArray, sharding: Sharding) -> MeshArray:
     for g in mesh.group_array(split).tolist():
         full = np.zeros(shape, dtype=x.dtype)
         for i in g:
-            core = tuple(slice(int(a - w), int(b - w))
-                         for a, b, w in zip(starts[i], stops[i], w0[i]))
-            full[tuple(slice(int(a), int(b)) for a, b in zip(starts[i], stops[i]))] = \
-                x.locals[i][core]
+            place_core(full, x.locals[i], starts[i], stops[i], w0[i])
         for i in g:
             gsl, lsl = window_slices(w0[i], w1[i], shape)
             new = np.array(x.locals[i], copy=True)

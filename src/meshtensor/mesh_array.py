@@ -8,6 +8,7 @@ import numpy as np
 
 from .mesh import DeviceLike, Mesh
 from .reduction import identity, reduce_arrays
+from .boxes import box_slices
 from .sharding import Sharding
 
 
@@ -29,6 +30,12 @@ def window_slices(w_start: np.ndarray, w_stop: np.ndarray, shape: Sequence[int]
         g.append(slice(lo, hi))
         loc.append(slice(lo - a, hi - a))
     return tuple(g), tuple(loc)
+
+
+def place_core(out: np.ndarray, local: np.ndarray, lo, hi, origin) -> None:
+    """Write the core ``[lo, hi)`` of a local array whose cell 0 sits at global
+    ``origin`` into the global array ``out``."""
+    out[box_slices(lo, hi)] = local[box_slices(lo, hi, origin)]
 
 
 class MeshArray:
@@ -186,9 +193,7 @@ class MeshArray:
                                      s.partial_kind)
             else:
                 data = self._locals[i]
-            core = tuple(slice(int(a - w), int(b - w))
-                         for a, b, w in zip(starts[i], stops[i], wstarts[i]))
-            out[tuple(slice(int(a), int(b)) for a, b in zip(starts[i], stops[i]))] = data[core]
+            place_core(out, data, starts[i], stops[i], wstarts[i])
         return out
 
     def __repr__(self) -> str:

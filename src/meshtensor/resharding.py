@@ -30,7 +30,7 @@ from typing import Any, NamedTuple, Sequence, Union
 import numpy as np
 
 from . import collectives as C
-from .boxes import box_difference, clip_boxes, split_by_owner, volume
+from .boxes import box_difference, box_slices, clip_boxes, split_by_owner, volume
 from .cost import Flows, group_exchange
 from .mesh import Mesh, _is_int
 from .mesh_array import MeshArray, _frozen
@@ -104,7 +104,7 @@ class TransferStep:
 
     @property
     def transfers(self) -> list[Transfer]:
-        return [Transfer(int(s), int(d), tuple(slice(int(a), int(b)) for a, b in zip(l, h)))
+        return [Transfer(int(s), int(d), box_slices(l, h))
                 for s, d, l, h in zip(self.src, self.dst, self.lo, self.hi)]
 
     def describe(self) -> str:
@@ -429,11 +429,6 @@ def plan_reshard(src: Sharding, tgt: Sharding, global_shape: Sequence[int],
 
 
 # -- execution on the simulator -------------------------------------------------------------------
-def box_slices(lo, hi, origin) -> tuple[slice, ...]:
-    """A global box ``[lo, hi)`` as slices of a local array whose cell 0 sits at ``origin``."""
-    return tuple(slice(int(a - w), int(b - w)) for a, b, w in zip(lo, hi, origin))
-
-
 def own_cells(step: TransferStep, shape, r: int) -> tuple[tuple[slice, ...], tuple[slice, ...]] | None:
     """Where device ``r``'s own held cells go: ``(slices in its new array, slices in its
     old array)``, or None when it keeps nothing."""

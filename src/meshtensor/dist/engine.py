@@ -20,8 +20,9 @@ from ..collectives import (check_same_shapes, check_tensor_axis, permute_sources
                            root_position, shift_sources)
 from ..mesh import AxisLike, DeviceLike, Mesh
 from ..reduction import check_reduction
-from ..resharding import (TransferStep, transfer_step, box_slices,
-                          new_local_shape, own_cells, plan_reshard)
+from ..boxes import box_slices
+from ..resharding import (TransferStep, new_local_shape, own_cells, plan_reshard,
+                          transfer_step)
 from ..sharding import Sharding, chunk_bounds
 
 _OPS = {"sum": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX, "min": dist.ReduceOp.MIN,
