@@ -1,9 +1,10 @@
-"""Decode the ``T.copy`` calls of a TileLang kernel (op ``tl.tileop.copy``)."""
+"""Find call statements in a TileLang kernel with their scope, and decode its ``T.copy``
+calls (op ``tl.tileop.copy``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, NamedTuple, Union
 
 from tvm import tirx
 
@@ -19,18 +20,56 @@ class CopyRegion:
     extents: tuple[tirx.PrimExpr, ...]
 
 
+class Let(NamedTuple):
+    """A ``v: T.int32 = e`` binding in scope (``tirx.Bind``, or a ``LetStmt``)."""
+
+    var: tirx.Var
+    value: tirx.PrimExpr
+
+
+class Cond(NamedTuple):
+    """An enclosing ``if``: its condition, and whether the statement is in the then
+    branch (``taken=True``) or the else branch."""
+
+    expr: tirx.PrimExpr
+    taken: bool
+
+
+ScopeItem = Union[tirx.For, Let, Cond]
+
+
 @dataclass(frozen=True)
-class CopyCall:
-    """A ``T.copy(src, dst)`` found in a kernel, with the loops that enclose it
-    (outermost first) and the ``LetStmt`` bindings in scope (in order)."""
+class Found:
+    """A call statement found by :func:`find_calls`, with what encloses it, outermost
+    first: ``tirx.For`` loops (thread-binding ones included), :class:`Let` bindings and
+    :class:`Cond` conditions, in nesting order (a later item may use an earlier one)."""
 
-    src: CopyRegion
-    dst: CopyRegion
-    loops: tuple[tirx.For, ...] = ()
-    lets: tuple[tuple[tirx.Var, tirx.PrimExpr], ...] = ()
+    call: tirx.Call
+    scope: tuple[ScopeItem, ...] = ()
+
+    @property
+    def loops(self) -> tuple[tirx.For, ...]:
+        return tuple(i for i in self.scope if isinstance(i, tirx.For))
+
+    @property
+    def lets(self) -> tuple[Let, ...]:
+        return tuple(i for i in self.scope if isinstance(i, Let))
+
+    @property
+    def conds(self) -> tuple[Cond, ...]:
+        return tuple(i for i in self.scope if isinstance(i, Cond))
 
 
-def _region(arg: Any) -> CopyRegion:
+@dataclass(frozen=True)
+class CopyCall(Found):
+    """A ``T.copy(src, dst)`` found in a kernel, with its scope (see :class:`Found`)."""
+
+    src: CopyRegion = None  # type: ignore[assignment]
+    dst: CopyRegion = None  # type: ignore[assignment]
+
+
+def region_of(arg: Any) -> CopyRegion:
+    """The :class:`CopyRegion` of a tile-op operand (``tl.region`` call or a load)."""
     if isinstance(arg, tirx.Call) and arg.op.name == "tl.region":
         load = arg.args[0]
         extents = tuple(arg.args[2:])
@@ -44,40 +83,51 @@ def _region(arg: Any) -> CopyRegion:
     raise ValueError(f"unexpected copy operand {arg!r}")
 
 
-def find_copies(func: tirx.PrimFunc | tirx.Stmt) -> list[CopyCall]:
-    """Every ``T.copy`` in program order, with its enclosing ``for`` loops.
-
-    Thread-binding loops (``T.Kernel``'s block indices) are included as loops too.
-    """
+def find_calls(func: tirx.PrimFunc | tirx.Stmt, match: Callable[[tirx.Call], bool]) -> list[Found]:
+    """Every ``Evaluate(call)`` statement whose call satisfies ``match``, in program
+    order, with its scope (loops, lets and ``if`` conditions, outermost first)."""
     body = func.body if isinstance(func, tirx.PrimFunc) else func
-    out: list[CopyCall] = []
+    out: list[Found] = []
 
-    def walk(node: Any, loops: tuple, lets: tuple) -> None:
+    def walk(node: Any, scope: tuple) -> None:
         if isinstance(node, tirx.For):
-            walk(node.body, loops + (node,), lets)
+            walk(node.body, scope + (node,))
         elif isinstance(node, tirx.SeqStmt):
             for s in node.seq:
                 if isinstance(s, tirx.Bind):  # `v: T.int32 = e` scopes over later siblings
-                    lets = lets + ((s.var, s.value),)
+                    scope = scope + (Let(s.var, s.value),)
                 else:
-                    walk(s, loops, lets)
+                    walk(s, scope)
+        elif isinstance(node, tirx.Bind):
+            pass  # a lone binding encloses nothing
         elif isinstance(node, tirx.Evaluate):
             v = node.value
-            if isinstance(v, tirx.Call) and getattr(v.op, "name", None) == COPY_OP:
-                out.append(CopyCall(_region(v.args[0]), _region(v.args[1]), loops, lets))
+            if isinstance(v, tirx.Call) and match(v):
+                out.append(Found(v, scope))
         elif isinstance(node, tirx.IfThenElse):
-            walk(node.then_case, loops, lets)
+            walk(node.then_case, scope + (Cond(node.condition, True),))
             if node.else_case is not None:
-                walk(node.else_case, loops, lets)
+                walk(node.else_case, scope + (Cond(node.condition, False),))
+        elif isinstance(node, tirx.While):
+            walk(node.body, scope + (Cond(node.condition, True),))
         else:
             for attr in ("body", "block"):
                 child = getattr(node, attr, None)
                 if child is not None and isinstance(child, tirx.Stmt):
-                    walk(child, loops, lets)
+                    walk(child, scope)
                     break
 
-    walk(body, (), ())
+    walk(body, ())
     return out
+
+
+def find_copies(func: tirx.PrimFunc | tirx.Stmt) -> list[CopyCall]:
+    """Every ``T.copy`` in program order, with its scope (:class:`Found`).
+
+    Thread-binding loops (``T.Kernel``'s block indices) are included as loops too.
+    """
+    return [CopyCall(f.call, f.scope, region_of(f.call.args[0]), region_of(f.call.args[1]))
+            for f in find_calls(func, lambda c: getattr(c.op, "name", None) == COPY_OP)]
 
 
 def eval_expr(expr: Any, env: dict[tirx.Var, int] | None = None) -> int:
