@@ -1,14 +1,28 @@
-"""Reshard plans: our bytes vs the lower bound, vs PyTorch DTensor, and planner latency.
+"""Reshard plans: bytes vs the lower bound and vs PyTorch DTensor, busiest links,
+planner latency against DTensor's planner, and planning cost from 16 to 16384 devices.
 
-    python benchmarks/bench_reshard.py
+    python benchmarks/bench_reshard.py [--quick] [--parts 123] [--rounds 50]
 
-For each case (2-D and 3-D meshes, even and uneven, seed 001's TODO cases) it prints,
-in one run: our ``bytes_moved / lower_bound``; DTensor's bytes for the same
-``redistribute`` (its own plan from ``_gen_transform_infos``, costed with our model:
-direct collectives, all_gather / reduce_scatter padded to equal chunks as DTensor
-sends them) and the collectives it really issues (counted with ``CommDebugMode`` under
-``LocalTensorMode`` on CPU, one fake process group); and the median planner latency of
-both. Then our planner latency on a 32x32 mesh with rank-3 tensors.
+Part 1, for each case (2-D and 3-D meshes, even and uneven, seed 001's TODO cases):
+our ``bytes_moved / lower_bound`` and ``max_link_bytes`` (busiest link under XY
+routing); DTensor's bytes for the same ``redistribute`` (its own plan from
+``_gen_transform_infos``, costed with our model: direct collectives, all_gather /
+reduce_scatter padded to equal chunks as DTensor sends them) and the collectives it
+really issues (``CommDebugMode`` under ``LocalTensorMode`` on CPU, one fake process
+group).
+
+Part 2, 4x4 mesh, rank-3 tensor: cold planning (our plan cache cleared before every
+call; "all cold" also clears the per-sharding region caches) against DTensor's uncached
+``_gen_transform_infos_non_cached``, and cached lookups (``plan_reshard`` hit) against
+DTensor's cached ``_gen_transform_infos``. Medians over interleaved rounds.
+
+Part 3: cold planning time (every cache cleared, best of 5: the machine may be shared)
+and peak traced memory
+(tracemalloc, a separate run) against device count, 2-D and 3-D meshes, rank-3
+tensors, for an axis swap, a gather to replicated, moving an axis between dims, a split
+of a replicated tensor and a halo change; then the fitted growth exponent of time vs
+devices (least squares on log-log, 256 to 16384 devices; goal <= 1.2) and the goals
+(< 50 ms at 4096 devices; < 500 ms and < 1 GB at 16384).
 """
 import os
 import sys
@@ -83,6 +97,12 @@ def dtensor(mesh_shape, shape, src, tgt):
             t0 = time.perf_counter()
             R._gen_transform_infos_non_cached(d._spec, y._spec)
             times.append(time.perf_counter() - t0)
+    return dtensor_bytes(infos, mesh_shape), comm.get_total_counts(), median(times)
+
+
+def dtensor_bytes(infos, mesh_shape, itemsize=4):
+    """Bytes DTensor's plan (its ``_TransformInfo`` list) moves under our cost model."""
+    n = int(np.prod(mesh_shape))
     total = 0
     for info in infos:
         k = mesh_shape[info.mesh_dim]
@@ -99,44 +119,176 @@ def dtensor(mesh_shape, shape, src, tgt):
             total += n * 2 * (vol - vol // k)
         elif a.is_partial() and b.is_shard():
             total += n * (k - 1) * (-(-L[b.dim] // k) * vol // max(L[b.dim], 1))
-    return total * 4, comm.get_total_counts(), median(times)
+    return total * itemsize
 
 
-def main() -> None:
-    import torch.distributed as dist
-    from torch.testing._internal.distributed.fake_pg import FakeStore
-    dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=64)
-    import logging
-    logging.getLogger("torch.distributed.tensor._redistribute").setLevel(logging.ERROR)
-    print(f"{'case':34s} {'mesh':6s} {'ours/LB':>8s} {'ours B':>10s} {'DTensor B':>10s} "
-          f"{'DT/ours':>8s} {'DT colls':>8s} {'plan us':>8s} {'DT plan us':>10s}")
+def _clear_caches(all_of_them: bool = True) -> None:
+    from meshtensor import resharding, sharding
+    mt.plan_reshard.cache_clear()
+    if all_of_them:
+        sharding._regions.cache_clear()
+        sharding._windows.cache_clear()
+        resharding._held.cache_clear()
+        resharding._own_boxes.cache_clear()
+
+
+def part1() -> None:
+    print(f"{'case':34s} {'mesh':6s} {'ours/LB':>8s} {'ours B':>10s} {'max link B':>10s} "
+          f"{'DTensor B':>10s} {'DT/ours':>8s} {'DT colls':>8s}")
     worst = 1.0
     for name, mesh_shape, shape, src, tgt, partial, dsrc, dtgt in CASES:
-        plan, t_ours = ours(mesh_shape, shape, src, tgt, partial)
+        plan, _ = ours(mesh_shape, shape, src, tgt, partial)
         lb = plan.lower_bound_bytes
         ratio = plan.bytes_moved / lb if lb else 1.0
         if not partial:
             worst = max(worst, ratio)
         try:
-            d_bytes, d_colls, t_dt = dtensor(mesh_shape, shape, dsrc, dtgt)
-            dt = f"{d_bytes:10d} {d_bytes / max(plan.bytes_moved, 1):8.2f} {d_colls:8d} " \
-                 f"{t_dt * 1e6:10.0f}"
+            d_bytes, d_colls, _ = dtensor(mesh_shape, shape, dsrc, dtgt)
+            dt = f"{d_bytes:10d} {d_bytes / max(plan.bytes_moved, 1):8.2f} {d_colls:8d}"
         except Exception as e:  # a DTensor that cannot express the pair says so
-            dt = f"{'n/a: ' + type(e).__name__:>39s}"
+            dt = f"{'n/a: ' + type(e).__name__:>28s}"
         print(f"{name:34s} {'x'.join(map(str, mesh_shape)):6s} {ratio:8.2f} "
-              f"{plan.bytes_moved:10d} {dt} {t_ours * 1e6:8.0f}")
+              f"{plan.bytes_moved:10d} {plan.max_link_bytes:10d} {dt}")
     print(f"worst ours/lower-bound over non-partial cases: {worst:.2f}")
-    m = mt.Mesh([32, 32])
-    for src, tgt in [([[0], [1]], [[1], [0]]), ([[0, 1]], [[1], [0], []]), ([[0]], [[], [], [1]])]:
-        s, t = mt.Sharding(m, src), mt.Sharding(m, tgt)
-        times = []
-        for _ in range(5):
-            t0 = time.perf_counter()
-            p = mt.plan_reshard(s, t, (4096, 4096, 64), 4)
-            times.append(time.perf_counter() - t0)
-        print(f"32x32 mesh, (4096, 4096, 64): {s} -> {t}: plan {median(times) * 1e3:.1f} ms, "
-              f"{len(p.steps)} step(s) {[st.op for st in p.steps]}, ratio "
-              f"{p.bytes_moved / max(p.lower_bound_bytes, 1):.2f}")
+
+
+LATENCY_PAIRS = [  # 4x4 mesh, rank-3 tensor: (name, src, tgt, DTensor src, DTensor tgt)
+    ("swap S(x)S(y)->S(y)S(x)", [[0], [1]], [[1], [0]], "S0 S1", "S1 S0"),
+    ("gather S(x)S(y)->R", [[0], [1]], [], "S0 S1", "R R"),
+    ("move S(x)->RS(x)", [[0]], [[], [0]], "S0 R", "S1 R"),
+    ("split R->S(x)S(y)", [], [[0], [1]], "R R", "S0 S1"),
+    ("S(x,y)->S(x)S(y)", [[0, 1]], [[0], [1]], "S0 S0", "S0 S1"),
+]
+
+
+def part2(rounds: int) -> None:
+    import torch
+    from torch.distributed._local_tensor import LocalTensorMode
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import distribute_tensor
+    from torch.distributed.tensor import _redistribute as R
+    shape = (1024, 1024, 64)
+    m = mt.Mesh([4, 4])
+    print(f"\nplanner latency, 4x4 mesh, shape {shape}, medians of {rounds} interleaved rounds (us)")
+    print(f"{'pair':26s} {'ours cold':>9s} {'all cold':>9s} {'DT uncached':>11s} {'DT/ours':>8s} "
+          f"{'ours hit':>9s} {'DT cached':>9s} {'DT/ours':>8s}")
+    worst = float("inf")
+    with LocalTensorMode(16):
+        dmesh = init_device_mesh("cpu", (4, 4))
+        for name, src, tgt, dsrc, dtgt in LATENCY_PAIRS:
+            s, t = mt.Sharding(m, src), mt.Sharding(m, tgt)
+            x = torch.zeros(shape)
+            d = distribute_tensor(x, dmesh, _placements(dsrc))
+            y = d.redistribute(dmesh, _placements(dtgt))
+            a, b = d._spec, y._spec
+            R._gen_transform_infos(a, b)
+            mt.plan_reshard(s, t, shape, 4)
+            plan = lambda: mt.plan_reshard(s, t, shape, 4)  # noqa: E731
+            # (name, set-up outside the timing, timed call), run in interleaved rounds
+            runs = [("cold", lambda: _clear_caches(False), plan),
+                    ("all cold", lambda: _clear_caches(True), plan),
+                    ("DT uncached", None, lambda: R._gen_transform_infos_non_cached(a, b)),
+                    ("hit", None, plan),
+                    ("DT cached", None, lambda: R._gen_transform_infos(a, b))]
+            got: dict[str, list[float]] = {name: [] for name, _, _ in runs}
+            for _ in range(rounds):
+                for run_name, setup, fn in runs:
+                    if setup is not None:
+                        setup()
+                    t0 = time.perf_counter()
+                    fn()
+                    got[run_name].append(time.perf_counter() - t0)
+            cold, allcold, dt, hit, dthit = got.values()
+            c, ac, u, h, uh = (median(v) * 1e6 for v in (cold, allcold, dt, hit, dthit))
+            worst = min(worst, u / c)
+            print(f"{name:26s} {c:9.0f} {ac:9.0f} {u:11.0f} {u / c:8.1f} {h:9.2f} {uh:9.2f} "
+                  f"{uh / h:8.2f}")
+    print(f"cold planning vs DTensor's uncached planner: at least {worst:.1f}x faster (goal >= 10x)")
+
+
+def scaling_pairs(ndim: int) -> list[tuple[str, list, list, list | None, list | None]]:
+    """(name, src split, tgt split, src halo, tgt halo) on a mesh of ``ndim`` axes."""
+    if ndim == 2:
+        return [("axis swap", [[0], [1]], [[1], [0]], None, None),
+                ("gather to R", [[0], [1]], [], None, None),
+                ("move axis", [[0], [1]], [[0], [], [1]], None, None),
+                ("split R", [], [[0], [1]], None, None),
+                ("halo change", [[0], [1]], [[0], [1]], [1] * 4, [2] * 4)]
+    return [("axis swap", [[0], [1], [2]], [[2], [1], [0]], None, None),
+            ("gather to R", [[0], [1], [2]], [], None, None),
+            ("move axis", [[0], [1], [2]], [[0, 2], [1]], None, None),
+            ("split R", [], [[0], [1], [2]], None, None),
+            ("halo change", [[0], [1], [2]], [[0], [1], [2]], [1] * 6, [2] * 6)]
+
+
+MESHES = {2: [(4, 4), (16, 16), (32, 32), (64, 64), (128, 128)],
+          3: [(2, 2, 4), (4, 8, 8), (8, 8, 16), (16, 16, 16), (16, 32, 32)]}
+
+
+def part3(quick: bool) -> None:
+    import tracemalloc
+    shape = (65536, 65536, 4096)
+    print(f"\ncold planning vs devices, rank-3 tensor {shape}: ms (best of 5) / peak MB")
+    ok = True
+    for ndim, meshes in MESHES.items():
+        if quick:
+            meshes = meshes[:4]
+        sizes = [int(np.prod(s)) for s in meshes]
+        print(f"{ndim}-D meshes {'':14s}" + "".join(f"{'x'.join(map(str, s)):>17s}" for s in meshes)
+              + f"{'exponent':>10s}")
+        for name, src, tgt, hs, ht in scaling_pairs(ndim):
+            times, cells = [], []
+            for mshape, n in zip(meshes, sizes):
+                m = mt.Mesh(list(mshape))
+                s = mt.Sharding(m, src, halo_sizes=hs)
+                t = mt.Sharding(m, tgt, halo_sizes=ht)
+                runs = []
+                for _ in range(5):
+                    _clear_caches()
+                    t0 = time.perf_counter()
+                    p = mt.plan_reshard(s, t, shape, 4)
+                    runs.append(time.perf_counter() - t0)
+                _clear_caches()
+                tracemalloc.start()
+                mt.plan_reshard(s, t, shape, 4)
+                peak = tracemalloc.get_traced_memory()[1] / 2**20
+                tracemalloc.stop()
+                assert p.bytes_moved == p.lower_bound_bytes, (name, mshape)
+                ms = min(runs) * 1e3
+                times.append(ms)
+                cells.append(f"{ms:.1f}/{peak:.1f}")
+                if n == 4096 and ms >= 50 or n == 16384 and (ms >= 500 or peak >= 1024):
+                    ok = False
+                    cells[-1] += "!"
+            fit = [(n, ms) for n, ms in zip(sizes, times) if n >= 256]
+            slope = np.polyfit(np.log([n for n, _ in fit]), np.log([ms for _, ms in fit]), 1)[0]
+            print(f"  {name:26s}" + "".join(f"{c:>17s}" for c in cells) + f"{slope:10.2f}")
+    print("goals (< 50 ms at 4096 devices; < 500 ms and < 1 GB at 16384): "
+          + ("met" if ok else "MISSED (marked !)"))
+
+
+def main() -> None:
+    import argparse
+    ap = argparse.ArgumentParser(description="reshard plans vs DTensor, and at scale")
+    ap.add_argument("--quick", action="store_true", help="skip 16384 devices")
+    ap.add_argument("--rounds", type=int, default=50, help="rounds for the latency table")
+    ap.add_argument("--parts", default="123", help="which parts to run, e.g. 3 or 12")
+    args = ap.parse_args()
+    if args.rounds < 1:
+        ap.error(f"argument --rounds: must be >= 1, got {args.rounds}")
+    if not args.parts or set(args.parts) - set("123"):
+        ap.error(f"argument --parts: digits among 1, 2, 3, got {args.parts!r}")
+    import torch.distributed as dist
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+    dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=64)
+    import logging
+    logging.getLogger("torch.distributed.tensor._redistribute").setLevel(logging.ERROR)
+    if "1" in args.parts:
+        part1()
+    if "2" in args.parts:
+        part2(args.rounds)
+    if "3" in args.parts:
+        part3(args.quick)
 
 
 if __name__ == "__main__":

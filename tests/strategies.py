@@ -2,11 +2,28 @@
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, settings, strategies as st
 
 from meshtensor import Mesh, Sharding
+
+# The "slow" profile runs every property at >= 2000 examples (the default run keeps
+# each test's own count): MESHTENSOR_TEST_PROFILE=slow python -m pytest ... (it is
+# registered here, after pytest's --hypothesis-profile option is read, so use the
+# variable).
+settings.register_profile("slow", max_examples=2000, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow,
+                                                 HealthCheck.filter_too_much])
+if os.environ.get("MESHTENSOR_TEST_PROFILE") == "slow":
+    settings.load_profile("slow")
+
+
+def n_examples(default: int) -> int:
+    """A property's example count: its own default, or the loaded profile's when that
+    is larger (the "slow" profile)."""
+    return max(default, settings.default.max_examples)
 
 
 @st.composite
@@ -83,3 +100,41 @@ def piece(a: np.ndarray, axis: int, k: int, i: int) -> np.ndarray:
     c = -(-n // k)
     lo, hi = min(i * c, n), min((i + 1) * c, n)
     return np.take(a, np.arange(lo, hi), axis=axis)
+
+
+def partial_terms(x: np.ndarray, s: Sharding, rng: np.random.Generator):
+    """A MeshArray laid out as the partial sharding ``s`` whose terms are random on EVERY
+    device of each partial group and reduce (``s.partial_kind``) exactly to ``x``.
+
+    Per cell, one random member of the group is the "anchor": sum: every other member
+    holds a random integer and the anchor the rest; max (min): the others hold the value
+    minus (plus) a random 1..5, the anchor the value; prod: the others hold a random
+    +-1, the anchor the value times their product. Integers only, so reductions are exact.
+    """
+    from meshtensor import MeshArray, distribute
+    m = s.mesh
+    base = distribute(x, s.replace(partial=None))
+    terms = [np.array(v) for v in base.locals]
+    groups = m.group_array(s.partial_axes)
+    for g in groups.tolist():
+        value = np.asarray(base.locals[g[0]])
+        anchor = rng.integers(0, len(g), size=value.shape)
+        acc = np.zeros_like(value) if s.partial_kind == "sum" else np.ones_like(value)
+        for pos, d in enumerate(g):
+            if s.partial_kind == "sum":
+                t = rng.integers(-5, 6, size=value.shape).astype(value.dtype)
+                acc = acc + np.where(anchor == pos, 0, t)
+            elif s.partial_kind == "max":
+                t = value - rng.integers(1, 6, size=value.shape).astype(value.dtype)
+            elif s.partial_kind == "min":
+                t = value + rng.integers(1, 6, size=value.shape).astype(value.dtype)
+            else:
+                t = rng.choice(np.array([-1, 1], dtype=value.dtype), size=value.shape)
+                acc = acc * np.where(anchor == pos, 1, t)
+            terms[d] = np.where(anchor == pos, value, t)
+        for pos, d in enumerate(g):  # the anchors complete the reduction
+            if s.partial_kind == "sum":
+                terms[d] = np.where(anchor == pos, value - acc, terms[d])
+            elif s.partial_kind == "prod":
+                terms[d] = np.where(anchor == pos, value * acc, terms[d])
+    return MeshArray.from_locals(m, terms, sharding=s, global_shape=x.shape)

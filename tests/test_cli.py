@@ -1,3 +1,4 @@
+import pathlib
 import subprocess
 import sys
 
@@ -48,3 +49,157 @@ def test_module_entry_point():
     r = subprocess.run([sys.executable, "-m", "meshtensor", "plan", "--mesh", "2", "--shape",
                         "4", "--from", "[[0]]", "--to", "[]"], capture_output=True, text=True)
     assert r.returncode == 0 and "all_gather" in r.stdout
+
+
+def test_cli_docstring_examples():
+    import doctest
+    from meshtensor import cli
+    res = doctest.testmod(cli)
+    assert res.failed == 0 and res.attempted >= 2
+
+
+def test_version(capsys):
+    from importlib.metadata import version
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0
+    assert capsys.readouterr().out == f"meshtensor {version('meshtensor')}\n"
+
+
+def test_help_says_what_each_command_does(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert "``" not in out and "distributed tensors over a mesh" in out
+    for line in ("show      draw which part of a tensor each device holds",
+                 "plan      plan a reshard between two shardings",
+                 "demo      compile, check and time a SUMMA GEMM"):
+        assert line in out
+
+
+PLAN = ["plan", "--mesh", "2x3", "--shape", "6x6", "--from", "[[0],[1]]", "--to", "[[1],[0]]"]
+SHOW = ["show", "--mesh", "2x3", "--shape", "6x6", "--sharding", "[[0],[1]]"]
+
+
+@pytest.mark.parametrize("argv,message", [
+    pytest.param(["demo", "--size", "0"], "argument --size: must be >= 1, got 0", id="size-0"),
+    pytest.param(["demo", "--size", "8x"], "argument --size: expected an integer, got '8x'",
+                 id="size-not-int"),
+    pytest.param(["demo", "--repeat", "0"], "argument --repeat: must be >= 1, got 0",
+                 id="repeat-0"),
+    pytest.param(PLAN + ["--pairs", "-1"], "argument --pairs: must be >= 0, got -1",
+                 id="pairs-negative"),
+    pytest.param(PLAN + ["--dtype", "bfloat17"], "argument --dtype: unknown element type "
+                 "'bfloat17'; accepted: bfloat16, bool,", id="dtype-unknown"),
+    pytest.param(PLAN + ["--dtype", "str"], "unknown element type 'str'", id="dtype-not-numeric"),
+    pytest.param(SHOW + ["--width", "0"], "argument --width: must be >= 1, got 0", id="width-0"),
+    pytest.param([], "meshtensor: error: the following arguments are required: COMMAND",
+                 id="no-command"),
+    pytest.param(["shwo"], "argument COMMAND: invalid choice: 'shwo'", id="unknown-command"),
+    pytest.param(["plan", "--mesh", "2"], "the following arguments are required: --shape",
+                 id="missing-flag"),
+])
+def test_argument_errors_are_one_line_exit_2(argv, message, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == "" and message in err
+    assert err.count("\n") == 1 and "--help" in err and "Traceback" not in err
+
+
+def test_argument_error_from_the_command_line():
+    r = subprocess.run([sys.executable, "-m", "meshtensor", "demo", "--size", "0"],
+                       capture_output=True, text=True)
+    assert (r.returncode, r.stdout) == (2, "")
+    assert r.stderr == ("meshtensor demo: error: argument --size: must be >= 1, got 0 "
+                        "(see 'meshtensor demo --help')\n")
+
+
+@pytest.mark.parametrize("argv,message", [
+    pytest.param(PLAN + ["--png", "out.txt"], "--png: expected a file name ending in .png",
+                 id="png-suffix"),
+    pytest.param(SHOW + ["--offsets", "[[0,1,6]]"], "--offsets: one list per split dim: "
+                 "S(x)S(y) splits 2 dims [0, 1], got 1 lists", id="offsets-dims"),
+    pytest.param(SHOW + ["--offsets", "[[0,1,6],[0,6]]"], "--offsets: dim 1 needs 4 values, "
+                 "got 2: [0, 6]", id="offsets-dim-length"),
+    pytest.param(SHOW + ["--offsets", "0,1;6"], "--offsets: expected comma-separated ints or "
+                 "one list of ints per split dim, got '0,1;6'", id="offsets-syntax"),
+    pytest.param(PLAN + ["--to-offsets", "[[0,1,6],[0,2,4,6]]"], "--to-offsets: dim 0 needs "
+                 "4 values, got 3", id="to-offsets-named"),
+    pytest.param(SHOW + ["--halo", "[[1,1],[2]]"], "--halo: dim 1 needs 2 values, got 1",
+                 id="halo-dim-length"),
+    pytest.param(["show", "--mesh", "4x4", "--shape", "100000x100000", "--sharding", "[[0]]",
+                  "--values"], "--values builds arange(10000000000) for --shape "
+                 "100000x100000; at most 16777216 elements", id="values-too-big"),
+    pytest.param(["show", "--mesh", "2x3", "--shape", "6", "--sharding", "[[0],[1]]"],
+                 "--shape: sharding S(x)S(y) splits dim 1 but the tensor has rank 1",
+                 id="shape-rank"),
+])
+def test_bad_values_fail_before_printing(argv, message, capsys):
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and message in err and err.count("\n") == 1
+
+
+def test_dtype_bfloat16_is_two_bytes(capsys):
+    def moved(dtype):
+        assert main(PLAN + ["--dtype", dtype]) == 0
+        out = capsys.readouterr().out
+        return int(out.split("bytes_moved ")[1].split(",")[0])
+    assert moved("bfloat16") * 2 == moved("float32") == moved("int32") * 1 > 0
+
+
+def test_pairs_zero_lists_none(capsys):
+    assert main(PLAN + ["--pairs", "0"]) == 0
+    out = capsys.readouterr().out
+    assert " -> (" not in out and "... 12 more device pairs" in out
+
+
+def test_offsets_flat_and_per_dim_forms_agree(capsys):
+    m = Mesh([2, 3])
+    flat = parse_sharding(m, "[[0],[1]]", offsets="0,1,6,0,2,4,6")
+    assert parse_sharding(m, "[[0],[1]]", offsets="[[0,1,6],[0,2,4,6]]") == flat
+    assert parse_sharding(m, "[[0],[1]]", offsets="[0,1,6,0,2,4,6]") == flat
+    assert flat.offsets(0) == (0, 1, 6) and flat.offsets(1) == (0, 2, 4, 6)
+    assert parse_sharding(m, "[[0],[1]]", halo="[[1,0],[0,2]]").halo_sizes == (1, 0, 0, 2)
+    assert main(SHOW + ["--offsets", "[[0,1,6],[0,2,4,6]]"]) == 0
+    assert "[1:6, 4:6]" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["show", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "flat as in MLIR (e.g. 0,2,6) or one list per split dim" in help_text
+
+
+def test_png_creates_missing_folders(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    target = tmp_path / "new" / "dir" / "layout.png"
+    assert main(SHOW + ["--png", str(target)]) == 0
+    assert target.stat().st_size > 0 and f"saved {target}" in capsys.readouterr().out
+    (tmp_path / "file").write_text("")
+    assert main(PLAN + ["--png", str(tmp_path / "file" / "plan.png")]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "--png: cannot create the folder" in err
+    assert main(SHOW + ["--png", str(tmp_path)]) == 2
+    assert "expected a file name ending in .png" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # imports torch and tilelang
+def test_bench_gemm_rejects_size_0_before_running():
+    pytest.importorskip("tilelang")
+    bench = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "bench_gemm.py"
+    r = subprocess.run([sys.executable, str(bench), "0"], capture_output=True, text=True)
+    assert (r.returncode, r.stdout) == (2, "")
+    assert "bench_gemm.py: error: argument size: must be >= 1, got 0" in r.stderr
+
+
+def test_seed_dict_is_checked_against_the_shape_rank(capsys):
+    # The CLI knows the rank from --shape: a batch dim past mesh.ndim is fine, a dim
+    # past the shape's rank names both numbers (not "pass ndim=", which no flag sets).
+    assert main(["show", "--mesh", "2x2", "--shape", "2x2x2x8", "--sharding", '{"y": 3}']) == 0
+    assert "[0:2, 0:2, 0:2, 0:4]" in capsys.readouterr().out
+    assert main(["plan", "--mesh", "2x2", "--shape", "2x2x2x8", "--from", '{"y": 3}',
+                 "--to", "[]"]) == 0
+    capsys.readouterr()
+    assert main(["show", "--mesh", "2x2", "--shape", "8x12", "--sharding", '{"x": 5}']) == 2
+    assert "tensor dim 5, out of range [0, 2) for ndim=2" in capsys.readouterr().err

@@ -1,6 +1,7 @@
 """Run the docstring examples of every core module (they are part of the docs)."""
 import doctest
 import importlib
+import importlib.util
 
 import pytest
 
@@ -9,10 +10,21 @@ MODULES = ["meshtensor", "meshtensor.mesh", "meshtensor.sharding", "meshtensor.m
            "meshtensor.resharding"]
 
 
+HAVE_TORCH = importlib.util.find_spec("torch") is not None
+
+
 @pytest.mark.parametrize("name", MODULES)
 def test_doctests(name):
+    """Every example runs; on a core-only install (NumPy, no torch) the examples that
+    show torch objects (DTensor placements) are left out, the rest still run."""
     mod = importlib.import_module(name)
-    res = doctest.testmod(mod, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    for test in doctest.DocTestFinder().find(mod, name):
+        if not HAVE_TORCH and ("placements" in test.name
+                               or any("torch" in ex.source for ex in test.examples)):
+            continue
+        runner.run(test)
+    res = runner.summarize(verbose=False)
     assert res.failed == 0
     assert res.attempted > 0 or name == "meshtensor"
 
@@ -20,6 +32,8 @@ def test_doctests(name):
 def test_import_is_light():
     import subprocess
     import sys
-    code = ("import sys, meshtensor; bad = [m for m in ('tilelang', 'tvm', 'torch') "
-            "if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)")
+    # meshtensor.interop comes with the package (as collectives) and stays light too.
+    code = ("import sys, meshtensor; meshtensor.interop.to_seed; bad = [m for m in "
+            "('tilelang', 'tvm', 'torch', 'jax') if m in sys.modules]; print(bad); "
+            "sys.exit(1 if bad else 0)")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0

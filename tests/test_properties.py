@@ -5,9 +5,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from meshtensor import MeshArray, distribute
 from meshtensor import collectives as C
-from strategies import cases, groups_naive, meshes, piece
+from strategies import cases, groups_naive, meshes, n_examples, partial_terms, piece
 
-SETTINGS = settings(max_examples=150, deadline=None,
+SETTINGS = settings(max_examples=n_examples(150), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 
@@ -42,6 +42,16 @@ def test_distribute_to_global_round_trip(case, seed):
         assert a.local(d).shape == s.local_shape(shape, d)
     b = MeshArray.from_locals(mesh, a.locals, sharding=s)
     assert b.global_shape == shape and np.array_equal(b.to_global(), x)
+
+
+@SETTINGS
+@given(cases(partial=True, halos=True), st.integers(0, 3))
+def test_random_partial_terms_reduce_to_the_tensor(case, seed):
+    # Every device of a partial group holds its own random term (sum, max, min, prod).
+    mesh, shape, s = case
+    x = tensor(shape, seed)
+    a = partial_terms(x, s, np.random.default_rng(seed)) if s.partial_axes else distribute(x, s)
+    assert np.array_equal(a.to_global(), x)
 
 
 @st.composite

@@ -4,6 +4,8 @@ import pytest
 
 from meshtensor import Mesh, MeshArray, Sharding, distribute, plan_reshard, reshard
 from meshtensor.cost import hops
+from strategies import partial_terms
+from meshtensor.resharding import transfer_step
 
 T66 = np.array([[10 * r + c for c in range(1, 7)] for r in range(1, 7)])
 
@@ -170,26 +172,6 @@ def test_explicit_offsets():
 
 
 # -- partial sources ------------------------------------------------------------------------
-def partial_terms(x, s, rng):
-    """Random integer terms whose sum over the partial axes is x, laid out as s."""
-    base = distribute(x, s.replace(partial=None))
-    m = s.mesh
-    terms = [np.array(v) for v in base.locals]
-    first = {}
-    for d in range(m.size):
-        c = list(m.multi_index(d))
-        for a in s.partial_axes:
-            c[a] = 0
-        first.setdefault(m.linear_index(c), []).append(d)
-    for lead, members in first.items():
-        for d in members:
-            if d != lead:
-                r = rng.integers(-5, 5, size=terms[d].shape)
-                terms[d] = r
-                terms[lead] = terms[lead] - r
-    return MeshArray.from_locals(m, terms, sharding=s)
-
-
 @pytest.mark.parametrize("tgt,first_op", [([], "all_reduce"), ([[0]], "reduce_scatter"),
                                           ([[], [0]], "reduce_scatter"), ([[0, 1]], "reduce_scatter")])
 def test_partial_picks_the_cheaper_reduction(tgt, first_op, rng):
@@ -209,13 +191,17 @@ def test_partial_picks_the_cheaper_reduction(tgt, first_op, rng):
     assert p.bytes_moved >= p.lower_bound_bytes
 
 
-@pytest.mark.parametrize("kind", ["max", "min", "prod"])
-def test_partial_kinds(kind, rng):
+@pytest.mark.parametrize("kind", ["sum", "max", "min", "prod"])
+@pytest.mark.parametrize("tgt", [[[1], [0]], [], [[1, 0]]], ids=["to-S(y)S(x)", "to-R", "to-S(y,x)"])
+def test_partial_kinds_with_random_terms_on_every_device(kind, tgt, rng):
     m = Mesh([2, 2])
     x = rng.integers(1, 5, size=(4, 4))
     s = Sharding(m, [[1]], partial={0: kind})
-    got = reshard(distribute(x, s), Sharding(m, [[1], [0]]))
-    assert np.array_equal(got.to_global(), x)
+    a = partial_terms(x, s, rng)
+    assert not any(np.array_equal(a.local(d), a.local(d + 2)) for d in (0, 1))  # real terms
+    got = reshard(a, Sharding(m, tgt))
+    want = distribute(x, Sharding(m, tgt))
+    assert all(np.array_equal(u, v) for u, v in zip(got.locals, want.locals))
 
 
 def test_all_reduce_cost_model():
@@ -226,19 +212,33 @@ def test_all_reduce_cost_model():
 
 
 # -- cost numbers -------------------------------------------------------------------------------
-def test_nearest_replica_sends_and_link_bytes():
+def test_link_aware_choice_of_the_sending_replica():
+    # S(x) on dim 0 -> dim 1, replicated along y: nearest replicas make every column an
+    # all-to-all (busiest link 3 pieces); taking replicas in turn spreads it over the
+    # columns: the same bytes, a lower busiest link, more link bytes.
     m = Mesh([4, 4])
-    x = np.zeros((16, 16), np.float32)
-    p = plan_reshard(Sharding(m, [[0]]), Sharding(m, [[1]]), x.shape, 4)
-    (step,) = p.steps
-    assert step.op == "transfers"
-    for t in step.transfers:  # the sender sits in the receiver's column
+    src, tgt = Sharding(m, [[0]]), Sharding(m, [[1]])
+    p = plan_reshard(src, tgt, (16, 16), 4)
+    near = transfer_step(src, tgt, (16, 16), 4)
+    for t in near.transfers:  # the nearest sender sits in the receiver's column
         assert m.multi_index(t.src)[1] == m.multi_index(t.dst)[1]
+    (step,) = p.steps
+    assert step.op == "transfers" and step.bytes == near.bytes == p.lower_bound_bytes
+    assert near.flows.max_link_bytes(m) == 3 * 256
+    assert p.max_link_bytes == 2 * 256 < near.flows.max_link_bytes(m)
     f = step.flows
-    assert p.link_bytes == int((f.nbytes * hops(m, f.src, f.dst)).sum())
+    assert p.link_bytes == int((f.nbytes * hops(m, f.src, f.dst)).sum()) > near.flows.link_bytes(m)
     assert p.max_device_bytes == 4 * 16 * 4  # (i, j) holds row block i and needs block j
     text = p.explain()
-    assert "transfers" in text and "lower bound 3072 (ratio 1.00)" in text and "(0, 0) -> (1, 0)   256 B" in text
+    assert "lower bound 3072 (ratio 1.00), max_link_bytes 512" in text
+    assert "busiest link 512" in text and "256 B" in text
+
+
+def test_nearest_replica_kept_when_spreading_does_not_help():
+    m = Mesh([2, 2])
+    src, tgt = Sharding(m, [[0]]), Sharding(m, [[1]])
+    p = plan_reshard(src, tgt, (4, 4), 4)
+    assert p.steps == (transfer_step(src, tgt, (4, 4), 4),)
 
 
 def test_same_sharding_is_empty_and_input_is_returned():
@@ -263,3 +263,92 @@ def test_errors():
         plan_reshard([[0]], Sharding(m, [[0]]), (4,))
     with pytest.raises(ValueError, match="has no sharding"):
         reshard(MeshArray.from_locals(m, [np.zeros(1)] * 4), Sharding(m, [[0]]))
+
+
+# -- plans as values, cached ----------------------------------------------------------------------
+def test_plans_are_immutable_values_and_cached():
+    m = Mesh([2, 3])
+    src, tgt = Sharding(m, [[0], [1]]), Sharding(m, [[1], [0]])
+    p = plan_reshard(src, tgt, (6, 6))
+    assert plan_reshard(src, tgt, [6, 6]) is p  # one cache entry per normal form
+    plan_reshard.cache_clear()
+    q = plan_reshard(src, tgt, (6, 6))
+    assert q is not p and q == p and hash(q) == hash(p) and {p: 1}[q] == 1
+    assert q.steps[0] == p.steps[0] and q.steps[0] is not p.steps[0]
+    assert plan_reshard(src, tgt, (6, 6), 8) != p
+    assert plan_reshard(src, Sharding(m, []), (6, 6)) != p
+    info = plan_reshard.cache_info()
+    plan_reshard(src, tgt, (6, 6))
+    assert plan_reshard.cache_info().hits == info.hits + 1
+    with pytest.raises(AttributeError):
+        p.steps = ()
+    with pytest.raises(ValueError):
+        p.steps[0].src[0] = 3  # transfer rows are read-only
+    assert "ReshardPlan(S(x)S(y) -> S(y)S(x), shape=(6, 6)" in repr(p)
+
+
+def test_plan_cache_is_bounded_by_bytes_too(monkeypatch):
+    from meshtensor import resharding
+    m = Mesh([2, 3])
+    src, tgt = Sharding(m, [[0], [1]]), Sharding(m, [[1], [0]])
+    one = resharding._plan_nbytes(plan_reshard(src, tgt, (6, 6)))
+    assert one > 0  # a swap is point-to-point transfers
+    cache = resharding._PlanCache(maxsize=8, maxbytes=2 * one)
+    monkeypatch.setattr(resharding, "_cached_plan", cache)
+    for n in (6, 12, 18):  # same row count each: the third evicts the first
+        plan_reshard(src, tgt, (n, n))
+    info = cache.cache_info()
+    assert (info.currsize, info.nbytes, info.misses) == (2, 2 * one, 3)
+    plan_reshard(src, tgt, (6, 6))
+    assert cache.cache_info().misses == 4  # evicted: planned again
+    small = resharding._PlanCache(maxsize=8, maxbytes=one - 1)
+    monkeypatch.setattr(resharding, "_cached_plan", small)
+    plan_reshard(src, tgt, (6, 6))
+    assert small.cache_info().currsize == 0  # larger than the whole budget: not kept
+
+
+# -- planning by structure: big meshes ------------------------------------------------------------
+@pytest.mark.parametrize("src,tgt,kinds", [
+    ([[0], [1]], [], ["all_gather", "all_gather"]),
+    ([[0], [1]], [[1], [0]], ["transfers"]),
+    ([[0]], [[], [0]], ["all_to_all"]),
+    ([], [[0], [1]], ["all_slice", "all_slice"]),
+    ([[0], [1]], "halo", ["update_halo"]),
+], ids=["gather", "swap", "move", "split", "halo"])
+def test_64x64_plans_are_linear_in_devices(src, tgt, kinds):
+    # The gather used to build 4096 x 4095 transfers (3 GB, 6 s) to compare them with
+    # the collectives: costs are now closed-form, so planning stays small.
+    import tracemalloc
+    m = Mesh([64, 64])
+    s = Sharding(m, src)
+    t = s.replace(halo_sizes=[1, 1, 1, 1]) if tgt == "halo" else Sharding(m, tgt)
+    plan_reshard.cache_clear()
+    tracemalloc.start()
+    p = plan_reshard(s, t, (4096, 4096, 8), 4)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert [st.op for st in p.steps] == kinds
+    assert p.bytes_moved == p.lower_bound_bytes and peak < 40 * 2**20
+    text = p.explain()
+    assert len(text.splitlines()) <= 18 * len(p.steps) + 4  # not one line per device
+    assert max(len(line) for line in text.splitlines()) <= 140
+    assert f"max_link_bytes {p.max_link_bytes}" in text
+
+
+def test_big_mesh_explain_summarises_groups_and_busiest_links():
+    m = Mesh([64, 64])
+    p = plan_reshard(Sharding(m, [[0], [1]]), Sharding(m, []), (4096, 4096))
+    text = p.explain()
+    assert "64 groups of 64 devices along ['y']" in text
+    assert "4096 of 4096 devices receive" in text and ") -> (" not in text  # no pair list
+    # all_gather along a line of 64: the middle link carries 32 senders x 32 receivers
+    piece = 4096 * 4096 * 4 // 4096
+    assert f"busiest link {32 * 32 * piece}" in text
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, "3"])
+def test_explain_rejects_a_bad_max_pairs(bad):
+    m = Mesh([2])
+    p = plan_reshard(Sharding(m, [[0]]), Sharding(m, []), (4,))
+    with pytest.raises(ValueError, match=r"explain: max_pairs must be an int >= 0, got"):
+        p.explain(max_pairs=bad)

@@ -4,9 +4,9 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from meshtensor import distribute, plan_reshard, reshard
-from strategies import meshes, shapes, shardings
+from strategies import meshes, n_examples, partial_terms, shapes, shardings
 
-SETTINGS = settings(max_examples=300, deadline=None,
+SETTINGS = settings(max_examples=n_examples(300), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 
@@ -49,11 +49,15 @@ def test_reshard_equals_fresh_distribute(case, seed):
 @given(pairs(partial=True, halos=False, offsets=False), st.integers(0, 5))
 def test_partial_sources_reduce_on_the_way(case, seed):
     mesh, shape, src, tgt = case
-    # Random terms whose reduction is x: every device holds its own term.
-    x = np.random.default_rng(seed).integers(-3, 4, size=shape).astype(np.int64)
-    a = distribute(x, src)
+    # Random terms on every device of each partial group that reduce to x (any kind).
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-3, 4, size=shape).astype(np.int64)
+    a = partial_terms(x, src, rng) if src.partial_axes else distribute(x, src)
     got = reshard(a, tgt)
     check_equal(got, distribute(x, tgt))
+    plan = plan_reshard(src, tgt, shape, 8)
+    assert plan.bytes_moved >= plan.lower_bound_bytes
+    assert plan_reshard(src, tgt, shape, 8) is plan  # cached
 
 
 @SETTINGS

@@ -103,3 +103,64 @@ def test_errors():
         visualize([[0]], (4,))
     with pytest.raises(ValueError, match="splits dim 1 but the tensor has rank 1"):
         visualize(Sharding(Mesh([2]), [[], [0]]), (4,))
+
+
+# -- big meshes ---------------------------------------------------------------------------
+REGION = r"\[-?\d+:-?\d+(, -?\d+:-?\d+)*\]"
+
+
+@pytest.mark.parametrize("width", [120, 80, 50])
+def test_64x64_layout_fits_the_width_and_cuts_with_an_ellipsis(width):
+    import re
+    s = Sharding(Mesh([64, 64]), [[0], [1]])
+    text = visualize(s, (4096, 4096, 64), max_width=width)
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= width
+    assert len(lines) < 60 and "…" in text and "(63, 63)" in text
+    cells = re.findall(r"│ (\[[^│]*?) *│", text)
+    assert len(cells) >= 8
+    for cell in cells:  # a region is whole or ends in …, never a cut-off number
+        assert re.fullmatch(REGION, cell) or cell.endswith("…"), cell
+    assert "[0:64, 0:64, 0:64]" in visualize(s, (4096, 4096, 64), max_width=120)
+
+
+def test_cli_show_honours_width_on_64x64():
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["show", "--mesh", "64x64", "--shape", "4096x4096x64",
+                     "--sharding", '{"x": 0, "y": 1}', "--width", "100"]) == 0
+    assert max(len(line) for line in out.getvalue().splitlines()) <= 100
+
+
+def test_big_plan_text_is_a_summary():
+    m = Mesh([64, 64])
+    text = visualize_plan(plan_reshard(Sharding(m, [[0]]), Sharding(m, [[1]]), (4096, 64)))
+    lines = text.splitlines()
+    assert len(lines) < 25 and "busiest link carries" in text and "bytes sent" not in text
+    assert sum(") -> (" in line for line in lines) == 12  # the 12 largest copies
+
+
+def test_64x64_png(tmp_path):
+    pytest.importorskip("matplotlib")
+    p = tmp_path / "big.png"
+    save_png(Sharding(Mesh([64, 64]), [[0], [1]]), (4096, 4096, 64), str(p))
+    assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    q = tmp_path / "plan.png"
+    m = Mesh([32, 32])
+    save_plan_png(plan_reshard(Sharding(m, [[0]]), Sharding(m, [[1]]), (1024, 64)), str(q))
+    assert q.stat().st_size > 5000
+
+
+def test_binned_plan_png_keeps_linear_ids_on_its_axes(tmp_path, monkeypatch):
+    # 32x32 = 1024 devices are drawn in 512 bins per side; the axes still say "linear
+    # id", so they must span the ids 0..1023, not the bin numbers 0..511.
+    plt = pytest.importorskip("matplotlib.pyplot")
+    monkeypatch.setattr(plt, "close", lambda fig=None: None)  # keep the figure to look at
+    m = Mesh([32, 32])
+    save_plan_png(plan_reshard(Sharding(m, [[0]]), Sharding(m, [[1]]), (1024, 64)),
+                  str(tmp_path / "plan.png"))
+    ax = plt.gcf().axes[0]
+    assert ax.get_xlabel() == "receiver (linear id)"
+    assert sorted(ax.get_xlim()) == [-0.5, 1023.5] and sorted(ax.get_ylim()) == [-0.5, 1023.5]
+    assert "bytes per block of ~2 x 2 pairs" in ax.get_title()
+    plt.close("all")

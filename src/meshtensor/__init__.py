@@ -12,7 +12,7 @@ Example:
     [[8, 9], [12, 13]]
 """
 
-from . import collectives
+from . import collectives, interop
 from .mesh import TARGETS, Mesh, default_axis_names
 from .mesh_array import MeshArray, distribute
 from .resharding import (CollectiveStep, ReshardPlan, Transfer, TransferStep, apply_step,
@@ -23,7 +23,7 @@ from .visualize import save_plan_png, save_png, visualize, visualize_plan
 __version__ = "0.1.0"
 
 __all__ = [
-    "Mesh", "Sharding", "MeshArray", "distribute", "collectives", "chunk_bounds",
+    "Mesh", "Sharding", "MeshArray", "distribute", "collectives", "interop", "chunk_bounds",
     "default_axis_names", "TARGETS", "REDUCTION_KINDS",
     "plan_reshard", "reshard", "apply_step", "ReshardPlan", "CollectiveStep", "TransferStep",
     "Transfer", "visualize", "visualize_plan", "save_png", "save_plan_png",

@@ -33,8 +33,8 @@ def box_slices(lo, hi, origin=None) -> tuple[slice, ...]:
 def clip_boxes(lo: np.ndarray, hi: np.ndarray, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
     """Boxes cut to the tensor ``[0, shape)``."""
     n = np.asarray(shape, dtype=np.int64)
-    lo2 = np.clip(lo, 0, n)
-    return lo2, np.maximum(np.clip(hi, 0, n), lo2)
+    lo2 = np.minimum(np.maximum(lo, 0), n)  # np.clip costs more on small arrays
+    return lo2, np.maximum(np.minimum(hi, n), lo2)
 
 
 def box_difference(t_lo, t_hi, h_lo, h_hi):
@@ -58,40 +58,99 @@ def box_difference(t_lo, t_hi, h_lo, h_hi):
         lo_b[:, d] = i_hi[ov[upper], d]
         rows.append(ov[upper]); los.append(lo_b); his.append(hi_b)
         c_lo[:, d], c_hi[:, d] = i_lo[ov, d], i_hi[ov, d]
-    return (np.concatenate(rows).astype(np.int64),
-            np.concatenate(los).reshape(-1, rank), np.concatenate(his).reshape(-1, rank))
+    out_rows = np.concatenate(rows).astype(np.int64)
+    n_out = len(out_rows)
+    return (out_rows, np.concatenate(los).reshape(n_out, rank),
+            np.concatenate(his).reshape(n_out, rank))
 
 
-def split_by_owner(src: Sharding, shape, recv, lo, hi):
+def split_by_owner(src: Sharding, shape, recv, lo, hi, *, spread: bool = False):
     """Cut boxes wanted by devices ``recv`` along ``src``'s shard boundaries (interval
-    arithmetic per dim) and name each piece's owner: the holder of that shard that
-    agrees with the receiver on every other mesh axis, the nearest one on the mesh.
+    arithmetic per dim) and name each piece's owner: a device whose core holds it.
+
+    By default the owner is the holder that agrees with the receiver on every mesh axis
+    that does not split (the nearest one on the mesh; partial terms stay in their
+    class). With ``spread``, along ``src``'s replicated axes a receiver takes its
+    ``t``-th piece from the replica shifted by ``t`` plus the sum of its other
+    coordinates (a Latin-square assignment): the same bytes, other links.
 
     Returns ``(owner, recv, lo, hi, rows)`` with one entry per non-empty piece;
     ``rows`` says which input box each piece was cut from.
+
+    >>> from meshtensor import Mesh
+    >>> s = Sharding(Mesh([2]), [[0]])
+    >>> split_by_owner(s, (4,), np.array([0]), np.array([[1]]), np.array([[4]]))[0].tolist()
+    [0, 1]
     """
     mesh = src.mesh
-    sender_coords = mesh.coords[recv].copy()
-    rows = np.arange(len(recv))
+    n_box = len(recv)
+    # Per split dim, the run of shards each box overlaps: first index and count. A
+    # box's pieces are the product of its runs, expanded once (one gather per array,
+    # not one per dim).
+    runs = []
+    total = np.ones(n_box, dtype=np.int64)
     for d in src.split_dims:
         b = src.dim_bounds(shape, d)
         j0 = np.searchsorted(b, lo[:, d], side="right") - 1
         j1 = np.searchsorted(b, hi[:, d] - 1, side="right") - 1
         counts = np.maximum(j1 - j0 + 1, 0)
-        idx = np.repeat(np.arange(len(recv)), counts)
-        starts = np.cumsum(counts) - counts
-        j = j0[idx] + (np.arange(len(idx)) - starts[idx])
-        recv, lo, hi, sender_coords, rows = (recv[idx], lo[idx].copy(), hi[idx].copy(),
-                                             sender_coords[idx], rows[idx])
+        runs.append((d, b, j0, counts))
+        total = total * counts
+    if np.all(total == 1):
+        idx = None
+        recv, lo, hi, rows = recv, lo.copy(), hi.copy(), np.arange(n_box)
+    else:
+        idx = np.repeat(np.arange(n_box), total)
+        offset = np.arange(len(idx)) - (np.cumsum(total) - total)[idx]
+        recv, lo, hi, rows = recv[idx], lo[idx], hi[idx], idx
+    # The owner is the receiver moved to the shard's coordinates on the split axes
+    # (and, with ``spread``, to another replica): linear index arithmetic, per axis.
+    strides = np.cumprod((1,) + mesh.shape[::-1])[:-1][::-1].astype(np.int64)
+    moves: list[tuple[int, np.ndarray]] = []  # (mesh axis, new coordinate)
+    for d, b, j0, counts in reversed(runs):  # mixed radix: the last dim varies fastest
+        if idx is None:
+            j = j0
+        else:
+            c = counts[idx]
+            j = j0[idx] + offset % c
+            offset = offset // c
         lo[:, d] = np.maximum(lo[:, d], b[j])
         hi[:, d] = np.minimum(hi[:, d], b[j + 1])
-        keep = lo[:, d] < hi[:, d]  # drops empty shards
-        recv, lo, hi, sender_coords, j, rows = (recv[keep], lo[keep], hi[keep],
-                                                sender_coords[keep], j[keep], rows[keep])
         axes = src.axes_of(d)
-        parts = np.unravel_index(j, [mesh.shape[a] for a in axes])
-        for a, c in zip(axes, parts):
-            sender_coords[:, a] = c
-    send = np.ravel_multi_index(sender_coords.T, mesh.shape) if mesh.ndim else \
-        np.zeros(len(recv), dtype=np.int64)
-    return np.asarray(send, dtype=np.int64), recv, lo, hi, rows
+        moves += zip(axes, np.unravel_index(j, [mesh.shape[a] for a in axes]))
+    if runs:
+        keep = np.all(lo < hi, axis=1)
+        if not keep.all():  # drops empty shards
+            recv, lo, hi, rows = recv[keep], lo[keep], hi[keep], rows[keep]
+            moves = [(a, c[keep]) for a, c in moves]
+    coords = mesh.coords
+    send = np.array(recv, dtype=np.int64, copy=True)
+    for a, c in moves:
+        send += (c - coords[recv, a]) * strides[a]
+    if spread and len(recv):
+        order = np.argsort(recv, kind="stable")
+        first = np.searchsorted(recv[order], recv[order], side="left")
+        turn = np.empty(len(recv), dtype=np.int64)
+        turn[order] = np.arange(len(recv)) - first  # the piece's place in its receiver's list
+        rc = coords[recv]
+        for a in src.replicated_axes:
+            others = rc.sum(axis=1) - rc[:, a]
+            send += ((rc[:, a] + turn + others) % mesh.shape[a] - rc[:, a]) * strides[a]
+    return send, recv, lo, hi, rows
+
+
+def refill_boxes(s: Sharding, shape):
+    """The halo cells of every device that lie inside the tensor, as boxes with the
+    device whose core holds them: ``(owner, recv, lo, hi)``. This is ``update_halo``'s
+    traffic; owners agree with the receiver on every axis that does not split.
+
+    >>> from meshtensor import Mesh
+    >>> s = Sharding(Mesh([2]), [[0]], halo_sizes=[1, 1])
+    >>> [a.tolist() for a in refill_boxes(s, (4,))]
+    [[0, 1], [1, 0], [[1], [2]], [[2], [3]]]
+    """
+    w_lo, w_hi = clip_boxes(*s.windows(shape), shape)
+    c_lo, c_hi = s.regions(shape)
+    rows, lo, hi = box_difference(w_lo, w_hi, c_lo, c_hi)
+    owner, recv, lo, hi, _ = split_by_owner(s, shape, rows, lo, hi)
+    return owner, recv, lo, hi

@@ -1,24 +1,91 @@
-"""``meshtensor`` on the command line.
+"""The ``meshtensor`` command: draw layouts, plan reshards, run the GEMM demo.
 
-    meshtensor demo                     # SUMMA GEMM on a 4x4 mesh, on CPU
     meshtensor show --mesh 4x4 --shape 8x12 --sharding '{"x": 0, "y": 1}'
     meshtensor plan --mesh 2x3 --shape 6x6 --from "[[0],[1]]" --to "[[1],[0]]"
+    meshtensor demo                     # SUMMA GEMM on a 4x4 mesh, on CPU
 
 Sharding specs are parsed with ``ast.literal_eval`` (never ``eval``): the ``split_axes``
 form (``[[0], [1]]``, ``[["x"], []]``) or the seed dict form (``{"x": 0, "y": None}``).
+Every argument is checked before anything is printed; a bad one exits with status 2
+and a one-line ``meshtensor CMD: error: ...`` message.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import importlib.util
+import pathlib
 import sys
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from . import __version__
 from .mesh import Mesh
 from .sharding import Sharding
+
+DESCRIPTION = """\
+meshtensor: distributed tensors over a mesh of cores or devices. Run
+'meshtensor COMMAND --help' for the options of each command."""
+
+EPILOG = """\
+examples:
+  meshtensor show --mesh 4x4 --shape 8x12 --sharding '{"x": 0, "y": 1}'
+  meshtensor plan --mesh 2x3 --shape 6x6 --from '[[0],[1]]' --to '[[1],[0]]'
+  meshtensor demo --size 256
+
+sharding specs: the split_axes form '[[0],[1]]' / '[["x"],[]]' (dim d is split by the
+listed mesh axes) or the seed form '{"x": 0, "y": None}' (mesh axis -> tensor dim)."""
+
+PER_DIM_HELP = ("comma-separated ints, flat as in MLIR (e.g. {flat}) or one list per split "
+                "dim (e.g. '{nested}')")
+# --values materialises the whole tensor (int64): 2**24 elements = 128 MiB.
+MAX_VALUES = 2 ** 24
+# Element types numpy lacks, by size in bytes (the planner only needs the size).
+EXTRA_ITEMSIZES = {"bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1}
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line (usage is in ``--help``)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def _int_at_least(low: int) -> Callable[[str], int]:
+    """An argparse ``type`` for integers >= ``low``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be >= {low}, got {value}")
+        return value
+    return parse
+
+
+def dtype_itemsize(text: str) -> int:
+    """Bytes per element of a numeric element type: a numpy name (``"float32"``,
+    ``"int8"``) or one numpy lacks (``"bfloat16"`` = 2).
+
+    >>> dtype_itemsize("bfloat16"), dtype_itemsize("float64")
+    (2, 8)
+    """
+    name = text.strip()
+    if name in EXTRA_ITEMSIZES:
+        return EXTRA_ITEMSIZES[name]
+    try:
+        dt = np.dtype(name)
+    except TypeError:
+        dt = None
+    if dt is None or dt.kind not in "biufc":
+        numeric = sorted({np.dtype(c).name for c in np.typecodes["All"]
+                          if np.dtype(c).kind in "biufc"} | set(EXTRA_ITEMSIZES))
+        raise argparse.ArgumentTypeError(f"unknown element type {text!r}; accepted: "
+                                         f"{', '.join(numeric)}")
+    return dt.itemsize
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
@@ -31,31 +98,91 @@ def parse_shape(text: str) -> tuple[int, ...]:
     return tuple(int(p) for p in parts)
 
 
+def parse_per_dim(text: str, base: Sharding, what: str,
+                  per_dim: Callable[[int], int]) -> list[int]:
+    """MLIR's flattened per-split-dim ints from ``"0,3,6"``, ``"[0, 3, 6]"`` or the
+    per-dim form ``"[[0, 3, 6], [0, 2, 6]]"``; ``per_dim(d)`` values for each split dim
+    ``d`` of ``base`` (checked for the nested form; the flat form is checked by
+    ``Sharding``).
+
+    >>> s = Sharding(Mesh([2, 3]), [[0], [1]])
+    >>> parse_per_dim("[[0, 1, 6], [0, 2, 4, 6]]", s, "--offsets", lambda d: s.shard_count(d) + 1)
+    [0, 1, 6, 0, 2, 4, 6]
+    """
+    def is_int(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        value = None
+    if is_int(value):
+        return [value]
+    if isinstance(value, (list, tuple)) and all(is_int(v) for v in value):
+        return list(value)
+    if isinstance(value, (list, tuple)) and all(
+            isinstance(g, (list, tuple)) and all(is_int(v) for v in g) for g in value):
+        dims = base.split_dims
+        if len(value) != len(dims):
+            raise ValueError(f"{what}: one list per split dim: {base} splits {len(dims)} "
+                             f"dims {list(dims)}, got {len(value)} lists")
+        for d, g in zip(dims, value):
+            if len(g) != per_dim(d):
+                raise ValueError(f"{what}: dim {d} needs {per_dim(d)} values, got "
+                                 f"{len(g)}: {list(g)}")
+        return [v for g in value for v in g]
+    raise ValueError(f"{what}: expected comma-separated ints or one list of ints per "
+                     f"split dim, got {text!r}")
+
+
 def parse_sharding(mesh: Mesh, text: str, *, partial: str | None = None,
-                   halo: str | None = None, offsets: str | None = None) -> Sharding:
-    """A Sharding from CLI text; ``partial`` is ``"axis:kind[,axis:kind]"`` and ``halo`` /
-    ``offsets`` comma-separated ints (MLIR's flattened formats)."""
+                   halo: str | None = None, offsets: str | None = None,
+                   prefix: str = "--", ndim: int | None = None) -> Sharding:
+    """A Sharding from CLI text; ``partial`` is ``"axis:kind[,axis:kind]"``; ``halo`` and
+    ``offsets`` are MLIR's flattened ints (``"1,1"``) or one list per split dim
+    (``"[[0,2,6],[0,3,6]]"``). ``prefix`` names the flags in messages (``--from-``);
+    ``ndim`` (the ``--shape`` rank) checks a seed dict's dims against it."""
     try:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError):
         raise ValueError(f"sharding {text!r} is not a literal like [[0], [1]] or "
                          f'{{"x": 0, "y": 1}}') from None
-    kw = {}
+    if isinstance(value, dict):
+        base = Sharding.from_seed(mesh, value, ndim=ndim)
+    elif isinstance(value, (list, tuple)):
+        base = Sharding(mesh, value)
+    else:
+        raise ValueError(f"sharding {text!r} must be a list of lists or a dict")
+    kw: dict[str, Any] = {}
     if partial:
         kw["partial"] = {}
         for item in partial.split(","):
             axis, _, kind = item.partition(":")
             kw["partial"][int(axis) if axis.strip().isdigit() else axis.strip()] = kind.strip() or "sum"
     if halo:
-        kw["halo_sizes"] = [int(v) for v in halo.split(",")]
+        kw["halo_sizes"] = parse_per_dim(halo, base, f"{prefix}halo", lambda d: 2)
     if offsets:
-        kw["sharded_dims_offsets"] = [int(v) for v in offsets.split(",")]
-    if isinstance(value, dict):
-        base = Sharding.from_seed(mesh, value)
-        return base.replace(**{k: v for k, v in kw.items()}) if kw else base
-    if not isinstance(value, (list, tuple)):
-        raise ValueError(f"sharding {text!r} must be a list of lists or a dict")
-    return Sharding(mesh, value, **kw)
+        kw["sharded_dims_offsets"] = parse_per_dim(offsets, base, f"{prefix}offsets",
+                                                   lambda d: base.shard_count(d) + 1)
+    return base.replace(**kw) if kw else base
+
+
+def prepare_png(path: str) -> pathlib.Path:
+    """Check a ``--png`` path before anything is printed: it ends in ``.png``, is not a
+    folder, matplotlib is installed; missing parent folders are created."""
+    p = pathlib.Path(path)
+    if p.suffix.lower() != ".png":
+        raise ValueError(f"--png: expected a file name ending in .png, got {path!r}")
+    if p.is_dir():
+        raise ValueError(f"--png: {path!r} is a folder; give a file name like {path}/out.png")
+    if importlib.util.find_spec("matplotlib") is None:
+        raise ImportError("--png needs matplotlib: pip install 'meshtensor[viz]'")
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"--png: cannot create the folder {str(p.parent)!r}: "
+                         f"{e.strerror or e}") from None
+    return p
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
@@ -63,17 +190,19 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     mesh = Mesh.parse(args.mesh)
     shape = parse_shape(args.shape)
     src = parse_sharding(mesh, args.src, partial=args.from_partial, halo=args.from_halo,
-                         offsets=args.from_offsets)
-    tgt = parse_sharding(mesh, args.tgt, halo=args.to_halo, offsets=args.to_offsets)
-    plan = plan_reshard(src, tgt, shape, np.dtype(args.dtype).itemsize)
+                         offsets=args.from_offsets, prefix="--from-", ndim=len(shape))
+    tgt = parse_sharding(mesh, args.tgt, halo=args.to_halo, offsets=args.to_offsets,
+                         prefix="--to-", ndim=len(shape))
+    plan = plan_reshard(src, tgt, shape, args.itemsize)
+    png = prepare_png(args.png) if args.png else None
     print(plan.explain(max_pairs=args.pairs))
-    if args.matrix or args.png:
+    if args.matrix or png:
         from .visualize import save_plan_png, visualize_plan
         if args.matrix:
             print(visualize_plan(plan))
-        if args.png:
-            save_plan_png(plan, args.png)
-            print(f"saved {args.png}")
+        if png:
+            save_plan_png(plan, str(png))
+            print(f"saved {png}")
     return 0
 
 
@@ -82,58 +211,100 @@ def _cmd_show(args: argparse.Namespace) -> int:
     mesh = Mesh.parse(args.mesh)
     shape = parse_shape(args.shape)
     s = parse_sharding(mesh, args.sharding, partial=args.partial, halo=args.halo,
-                       offsets=args.offsets)
-    values = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape) if args.values else None
+                       offsets=args.offsets, ndim=len(shape))
+    shape = s.check_shape(shape, "--shape")
+    size = int(np.prod(shape, dtype=np.int64))
+    if args.values and size > MAX_VALUES:
+        raise ValueError(f"--values builds arange({size}) for --shape {args.shape}; "
+                         f"at most {MAX_VALUES} elements: use a smaller --shape")
+    values = np.arange(size, dtype=np.int64).reshape(shape) if args.values else None
+    png = prepare_png(args.png) if args.png else None
     print(visualize(s, shape, values=values, max_width=args.width))
-    if args.png:
-        save_png(s, shape, args.png)
-        print(f"saved {args.png}")
+    if png:
+        save_png(s, shape, str(png))
+        print(f"saved {png}")
     return 0
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    if args.spmdize:
+        from .tilelang.demo_spmdize import main as spmdize_demo
+        return spmdize_demo(size=args.size, algorithm=args.algorithm, repeat=args.repeat,
+                            target=args.target)
     from .tilelang.demo import main as demo  # imports tilelang only for this command
     return demo(size=args.size, target=args.target, algorithm=args.algorithm,
                 repeat=args.repeat)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="meshtensor", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="command", required=True)
-    plan = sub.add_parser("plan", help="plan a reshard and print its steps and costs")
-    plan.add_argument("--mesh", required=True, help="mesh sizes like 2x3, or a target (a4e)")
-    plan.add_argument("--shape", required=True, help="global tensor shape like 6x6")
-    plan.add_argument("--from", dest="src", required=True, help="source sharding")
-    plan.add_argument("--to", dest="tgt", required=True, help="target sharding")
-    plan.add_argument("--from-partial", help="partial axes of the source, e.g. y:sum")
-    plan.add_argument("--from-halo", help="source halo_sizes, e.g. 1,1")
-    plan.add_argument("--to-halo", help="target halo_sizes, e.g. 1,1")
-    plan.add_argument("--from-offsets", help="source sharded_dims_offsets")
-    plan.add_argument("--to-offsets", help="target sharded_dims_offsets")
-    plan.add_argument("--dtype", default="float32", help="element type (default float32)")
-    plan.add_argument("--pairs", type=int, default=12, help="device pairs listed per step")
-    plan.add_argument("--matrix", action="store_true", help="also print sender x receiver bytes")
-    plan.add_argument("--png", help="save the plan's byte matrices as a PNG (needs matplotlib)")
-    plan.set_defaults(func=_cmd_plan)
-    show = sub.add_parser("show", help="draw which part of a tensor sits on which device")
+    p = _Parser(prog="meshtensor", description=DESCRIPTION, epilog=EPILOG,
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
+    positive, non_negative = _int_at_least(1), _int_at_least(0)
+    png_help = ("save a picture to this .png file (needs matplotlib; missing folders "
+                "are created)")
+
+    show = sub.add_parser("show", help="draw which part of a tensor each device holds (text, or --png)",
+                          description="Draw which part of a tensor each device holds.")
     show.add_argument("--mesh", required=True, help="mesh sizes like 4x4, or a target (a4e)")
     show.add_argument("--shape", required=True, help="global tensor shape like 8x12")
     show.add_argument("--sharding", required=True,
                       help='split_axes form "[[0],[1]]" or seed form \'{"x": 0, "y": 1}\'')
     show.add_argument("--partial", help="partial axes, e.g. y:sum")
-    show.add_argument("--halo", help="halo_sizes, e.g. 1,1")
-    show.add_argument("--offsets", help="sharded_dims_offsets")
+    show.add_argument("--halo", help="halo_sizes (lo, hi per split dim): " +
+                      PER_DIM_HELP.format(flat="1,1,0,2", nested="[[1,1],[0,2]]"))
+    show.add_argument("--offsets", help="sharded_dims_offsets (k+1 per split dim): " +
+                      PER_DIM_HELP.format(flat="0,2,6", nested="[[0,2,6],[0,3,4,6]]"))
     show.add_argument("--values", action="store_true",
                       help="print local values of arange(size) instead of regions")
-    show.add_argument("--width", type=int, default=120, help="maximum width (default 120)")
-    show.add_argument("--png", help="also save a picture (needs matplotlib)")
+    show.add_argument("--width", type=positive, default=120,
+                      help="maximum width in columns (default 120)")
+    show.add_argument("--png", help=png_help)
     show.set_defaults(func=_cmd_show)
-    demo = sub.add_parser("demo", help="SUMMA GEMM on a 4x4 mesh: compile, run, explain")
-    demo.add_argument("--size", type=int, default=512, help="M = N = K (default 512)")
+
+    plan = sub.add_parser("plan", help="plan a reshard between two shardings: steps, bytes moved, cost",
+                          description="Plan a reshard between two shardings and print "
+                                      "its steps, bytes moved and cost.")
+    plan.add_argument("--mesh", required=True, help="mesh sizes like 2x3, or a target (a4e)")
+    plan.add_argument("--shape", required=True, help="global tensor shape like 6x6")
+    plan.add_argument("--from", dest="src", required=True, help="source sharding")
+    plan.add_argument("--to", dest="tgt", required=True, help="target sharding")
+    plan.add_argument("--from-partial", help="partial axes of the source, e.g. y:sum")
+    plan.add_argument("--from-halo", help="source halo_sizes, like --halo of show")
+    plan.add_argument("--to-halo", help="target halo_sizes, like --halo of show")
+    plan.add_argument("--from-offsets", help="source sharded_dims_offsets (k+1 per split "
+                      "dim): " + PER_DIM_HELP.format(flat="0,2,6",
+                                                     nested="[[0,2,6],[0,3,4,6]]"))
+    plan.add_argument("--to-offsets", help="target sharded_dims_offsets, like "
+                      "--from-offsets")
+    plan.add_argument("--dtype", dest="itemsize", type=dtype_itemsize, default="float32",
+                      metavar="DTYPE", help="element type: a numpy name or bfloat16 "
+                      "(default float32)")
+    plan.add_argument("--pairs", type=non_negative, default=12,
+                      help="device pairs listed per step (default 12)")
+    plan.add_argument("--matrix", action="store_true", help="also print sender x receiver bytes")
+    plan.add_argument("--png", help="save the plan's byte matrices as a picture to this "
+                      ".png file (needs matplotlib; missing folders are created)")
+    plan.set_defaults(func=_cmd_plan)
+
+    demo = sub.add_parser("demo", help="compile, check and time a SUMMA GEMM on a 4x4 mesh of cores "
+                          "(needs tilelang)",
+                          description="Compile a GEMM for a 4x4 mesh of cores with "
+                                      "TileLang, check it against NumPy, time it, and "
+                                      "print its layout and traffic.")
+    demo.add_argument("--size", type=positive, default=512, help="M = N = K (default 512)")
     demo.add_argument("--target", default="c", choices=["c", "cuda"],
                       help="c: CPU through TileLang's C backend (default); cuda: a GPU")
-    demo.add_argument("--algorithm", default="summa", choices=["summa", "cannon", "local"])
-    demo.add_argument("--repeat", type=int, default=3, help="timed runs (median)")
+    demo.add_argument("--algorithm", default="summa_comm",
+                      choices=["summa_comm", "cannon_comm", "ksplit_comm", "summa", "cannon", "local"],
+                      help="*_comm: cores exchange tiles through comm ops (default summa_comm); "
+                           "summa, cannon, local: global-view kernels")
+    demo.add_argument("--repeat", type=positive, default=3,
+                      help="timed runs, the median is reported (default 3)")
+    demo.add_argument("--spmdize", action="store_true",
+                      help="run SpmdizeMeshCopies on the global-view kernel (summa or cannon): "
+                           "show the communication chosen per copy, run both kernels")
     demo.set_defaults(func=_cmd_demo)
     return p
 
@@ -144,7 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (ValueError, TypeError, ImportError) as e:
+    except (ValueError, TypeError, ImportError, OSError) as e:
         print(f"meshtensor {args.command}: error: {e}", file=sys.stderr)
         return 2
 

@@ -1,4 +1,4 @@
-"""The cost model: what a plan step moves, and over how many links.
+"""The cost model: what a plan step moves, and over which links.
 
 Assumptions (the planner only compares these numbers):
 
@@ -10,15 +10,28 @@ Assumptions (the planner only compares these numbers):
   reduce_scatter followed by an all_gather (the bandwidth-optimal schedule: each device
   receives ``2 * (B - B/k)`` of its ``B`` bytes in a group of ``k``), its pieces cut
   ceil-div over the flattened local array.
-- Links: a mesh connects each device to its row and column neighbours (no
-  wraparound). Traffic follows dimension-ordered (XY) routing, so a flow crosses
-  ``hops = sum |a_i - b_i|`` links (the Manhattan distance of the coordinates) and
-  ``link_bytes = nbytes * hops``.
+- Links: a mesh connects each device to its neighbours along every axis (no
+  wraparound), one link per direction. Traffic follows dimension-ordered (XY) routing:
+  a flow first travels along mesh axis 0 to the receiver's coordinate, then along axis
+  1, and so on. It crosses ``hops = sum |a_i - b_i|`` links (the Manhattan distance)
+  and ``link_bytes = nbytes * hops``; a link's *load* is the bytes of all flows routed
+  over it, and ``max_link_bytes`` the load of the busiest link.
+
+Two representations, one interface (``total``, ``received``, ``link_loads``,
+``link_bytes``, ``max_link_bytes``, ``pairs``):
+
+- :class:`Flows` lists point-to-point flows (a transfer step: only pairs that really
+  exchange data exist);
+- :class:`GroupFlows` describes a collective in closed form, without listing its
+  ``k * (k - 1)`` pairs per group: member ``i`` of a group sends member ``j`` (``i !=
+  j``) ``send[i] + recv[j] + u[i] * w[j]`` bytes. Totals, per-device bytes and link
+  loads are sums of prefix sums, linear in the number of devices.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -35,60 +48,275 @@ def hops(mesh: Mesh, src: np.ndarray | int, dst: np.ndarray | int) -> np.ndarray
     return np.abs(c[np.asarray(src)] - c[np.asarray(dst)]).sum(axis=-1)
 
 
+def xy_link_loads(mesh: Mesh, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
+    """Bytes on every directed link when each flow ``src[i] -> dst[i]`` of ``nbytes[i]``
+    follows XY routing (axis 0 first).
+
+    Returns ``loads`` of shape ``(ndim, 2, *mesh.shape)``: ``loads[a, 0][c]`` is the
+    link from ``c`` to ``c + e_a``, ``loads[a, 1][c]`` the link from ``c + e_a`` back to
+    ``c`` (zero where ``c[a]`` is the last coordinate). Each flow adds one interval per
+    axis to a difference array, so the cost is linear in flows plus links.
+
+    >>> l = xy_link_loads(Mesh([3]), np.array([0]), np.array([2]), np.array([5]))
+    >>> l[0, 0].tolist(), l[0, 1].tolist()
+    ([5, 5, 0], [0, 0, 0])
+    """
+    shape = mesh.shape
+    loads = np.zeros((mesh.ndim, 2) + shape, dtype=np.int64)
+    if not len(src) or not mesh.ndim:
+        return loads
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    strides = np.cumprod((1,) + shape[::-1])[:-1][::-1].astype(np.int64)
+    w = np.asarray(nbytes, dtype=np.float64)  # bincount weights; exact below 2**53
+    for a in range(mesh.ndim):
+        stride, block = int(strides[a]), int(strides[a]) * shape[a]
+        # The axis-a leg runs at the receiver's coordinates on earlier axes and the
+        # sender's on later ones: ``base`` is that linear index with axis a at 0.
+        base = (dst // block) * block + src % stride
+        s_a, d_a = (src // stride) % shape[a], (dst // stride) % shape[a]
+        for direction, sel in ((0, d_a > s_a), (1, d_a < s_a)):
+            if not sel.any():
+                continue
+            lo = np.minimum(s_a[sel], d_a[sel]) * stride + base[sel]
+            hi = np.maximum(s_a[sel], d_a[sel]) * stride + base[sel]
+            diff = np.bincount(lo, weights=w[sel], minlength=mesh.size) - \
+                np.bincount(hi, weights=w[sel], minlength=mesh.size)
+            loads[a, direction] = np.rint(np.cumsum(diff.reshape(shape), axis=a))
+    return loads
+
+
+class _FlowMetrics:
+    """Link metrics shared by both flow representations (needs ``_link_loads``);
+    computed once per mesh and remembered (flows are immutable)."""
+
+    def _memo(self, key, fn):
+        memo = self.__dict__.setdefault("_memo_store", {})
+        if key not in memo:
+            memo[key] = fn()
+        return memo[key]
+
+    def link_loads(self, mesh: Mesh) -> np.ndarray:
+        """Bytes per directed link under XY routing: ``(ndim, 2, *mesh.shape)``, as
+        :func:`xy_link_loads` (read-only)."""
+        def compute():
+            loads = self._link_loads(mesh)
+            loads.flags.writeable = False
+            return loads
+        return self._memo(("loads", mesh), compute)
+
+    def link_bytes(self, mesh: Mesh) -> int:
+        """Bytes times links crossed (XY routing)."""
+        return self._memo(("link_bytes", mesh), lambda: int(self.link_loads(mesh).sum()))
+
+    def max_link_bytes(self, mesh: Mesh) -> int:
+        """Load of the busiest directed link (XY routing)."""
+        def compute():
+            loads = self.link_loads(mesh)
+            return int(loads.max()) if loads.size else 0
+        return self._memo(("max_link", mesh), compute)
+
+
 @dataclass(frozen=True, eq=False)
-class Flows:
+class Flows(_FlowMetrics):
     """Point-to-point flows of one step: arrays ``src``, ``dst``, ``nbytes`` (int64)."""
 
     src: np.ndarray
     dst: np.ndarray
     nbytes: np.ndarray
 
+    def __post_init__(self) -> None:
+        for a in (self.src, self.dst, self.nbytes):
+            a.flags.writeable = False  # flows are values (plans compare them)
+
     @classmethod
     def empty(cls) -> "Flows":
         z = np.zeros(0, dtype=np.int64)
         return cls(z, z, z)
 
-    @classmethod
-    def concat(cls, parts: list["Flows"]) -> "Flows":
-        if not parts:
-            return cls.empty()
-        return cls(*(np.concatenate([getattr(p, f) for p in parts]).astype(np.int64)
-                     for f in ("src", "dst", "nbytes")))
+    def __len__(self) -> int:
+        return len(self.src)
 
     def total(self) -> int:
         """Bytes received by all devices."""
         return int(self.nbytes.sum())
 
-    def link_bytes(self, mesh: Mesh) -> int:
-        """Bytes times links crossed (XY routing)."""
-        if not len(self.src):
-            return 0
-        return int((self.nbytes * hops(mesh, self.src, self.dst)).sum())
-
     def received(self, mesh: Mesh) -> np.ndarray:
         """Bytes received per device (linear order)."""
         return np.bincount(self.dst, weights=self.nbytes, minlength=mesh.size).astype(np.int64)
 
-    def pairs(self) -> list[tuple[int, int, int]]:
-        """``(src, dst, bytes)`` summed per device pair, largest first."""
+    def _link_loads(self, mesh: Mesh) -> np.ndarray:
+        return xy_link_loads(mesh, self.src, self.dst, self.nbytes)
+
+    def _pair_sums(self) -> tuple[np.ndarray, np.ndarray]:
+        """Distinct ``src << 32 | dst`` keys (sorted) and their byte sums."""
+        def compute():
+            key = self.src * (1 << 32) + self.dst
+            order = np.argsort(key, kind="stable")
+            k = key[order]
+            start = np.flatnonzero(np.r_[True, k[1:] != k[:-1]]) if len(k) else \
+                np.zeros(0, dtype=np.int64)
+            sums = np.add.reduceat(self.nbytes[order], start) if len(k) else k
+            return k[start], sums.astype(np.int64)
+        return self._memo("pairs", compute)
+
+    def as_pairs(self) -> "Flows":
+        return self
+
+    def pairs(self, limit: int | None = None) -> list[tuple[int, int, int]]:
+        """``(src, dst, bytes)`` summed per device pair, largest first (the first
+        ``limit`` only, when given)."""
         if not len(self.src):
             return []
-        key = self.src * (1 << 32) + self.dst
-        uniq, inv = np.unique(key, return_inverse=True)
-        sums = np.bincount(inv, weights=self.nbytes).astype(np.int64)
-        order = np.argsort(-sums, kind="stable")
+        uniq, sums = self._pair_sums()
+        if limit is not None and limit < len(sums):
+            top = np.argpartition(-sums, limit)[:limit]
+            order = top[np.lexsort((uniq[top], -sums[top]))]
+        else:
+            order = np.lexsort((uniq, -sums))
         return [(int(uniq[i] >> 32), int(uniq[i] & 0xFFFFFFFF), int(sums[i])) for i in order]
 
+    def num_pairs(self) -> int:
+        """Distinct (sender, receiver) pairs."""
+        return len(self._pair_sums()[0])
 
-def group_exchange(groups: np.ndarray, piece_bytes: np.ndarray) -> Flows:
-    """Flows where every member ``i`` of each group sends ``piece_bytes[g, i, j]`` to member
-    ``j`` (``i != j``); ``groups`` is ``(G, k)`` device ids, ``piece_bytes`` ``(G, k, k)``."""
-    G, k = groups.shape
-    if k < 2:
-        return Flows.empty()
-    src = np.repeat(groups[:, :, None], k, axis=2)
-    dst = np.repeat(groups[:, None, :], k, axis=1)
-    off = ~np.eye(k, dtype=bool)[None].repeat(G, axis=0)
-    keep = off & (piece_bytes > 0)
-    return Flows(src[keep].astype(np.int64), dst[keep].astype(np.int64),
-                 piece_bytes[keep].astype(np.int64))
+
+@dataclass(frozen=True, eq=False)
+class GroupFlows(_FlowMetrics):
+    """A collective's flows in closed form: in each group (row of ``groups``, devices in
+    in-group order, the group spanning mesh axes ``axes``) member ``i`` sends member
+    ``j != i`` ``send[g, i] + recv[g, j] + u[g, i] * w[g, j]`` bytes.
+
+    >>> f = GroupFlows((0,), np.array([[0, 1, 2]]), send=np.array([[4, 4, 4]]))
+    >>> f.total(), f.received(Mesh([3])).tolist(), f.max_link_bytes(Mesh([3]))
+    (24, [8, 8, 8], 8)
+    """
+
+    axes: tuple[int, ...]
+    groups: np.ndarray
+    send: np.ndarray | None = None
+    recv: np.ndarray | None = None
+    u: np.ndarray | None = None
+    w: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        for a in (self.groups, self.send, self.recv, self.u, self.w):
+            if a is not None:
+                a.flags.writeable = False  # flows are values (plans compare them)
+
+    def _terms(self):
+        z = np.zeros(self.groups.shape, dtype=np.int64)
+        pick = lambda a: z if a is None else np.asarray(a, dtype=np.int64)  # noqa: E731
+        return pick(self.send), pick(self.recv), pick(self.u), pick(self.w)
+
+    @property
+    def k(self) -> int:
+        return self.groups.shape[1]
+
+    def total(self) -> int:
+        """Bytes received by all devices."""
+        k = self.k
+        if k < 2:
+            return 0
+        out = 0
+        for a in (self.send, self.recv):
+            if a is not None:
+                out += (k - 1) * int(a.sum())
+        if self.u is not None and self.w is not None:
+            u, w = self.u, self.w
+            out += int((u.sum(1) * w.sum(1)).sum() - (u * w).sum())
+        return out
+
+    def received(self, mesh: Mesh) -> np.ndarray:
+        """Bytes received per device (linear order)."""
+        out = np.zeros(mesh.size, dtype=np.int64)
+        if self.k < 2:
+            return out
+        s, r, u, w = self._terms()
+        got = (s.sum(1, keepdims=True) - s) + (self.k - 1) * r + w * (u.sum(1, keepdims=True) - u)
+        out[self.groups] = got
+        return out
+
+    def _link_loads(self, mesh: Mesh) -> np.ndarray:
+        """Bytes per directed link under XY routing, from prefix sums (see module doc).
+
+        A link along group axis ``a`` at coordinate ``p -> p + 1`` carries the flows
+        whose sender has ``i[a] <= p`` and already sits on the link's coordinates for
+        the later axes, and whose receiver has ``j[a] > p`` and the link's coordinates
+        on the earlier axes: both sets are boxes, so the load is a product of sums.
+        """
+        loads = np.zeros((mesh.ndim, 2) + mesh.shape, dtype=np.int64)
+        if self.k < 2:
+            return loads
+        terms = self._terms()
+        per_dev = []
+        for t in terms + (np.ones(self.groups.shape, dtype=np.int64),):
+            d = np.zeros(mesh.size, dtype=np.int64)
+            d[self.groups] = t
+            per_dev.append(d.reshape(mesh.shape))
+        s, r, u, w, one = per_dev
+        group_axes = sorted(self.axes)
+        for a in group_axes:
+            if mesh.shape[a] < 2:
+                continue
+            before = tuple(b for b in group_axes if b < a)
+            after = tuple(b for b in group_axes if b > a)
+
+            def part(x, axes, upto):
+                # Sums over ``axes``, then along ``a``: coordinates <= p (``upto``)
+                # or > p.
+                x = x.sum(axis=axes, keepdims=True) if axes else x
+                c = np.cumsum(x, axis=a)
+                return c if upto else c[tuple(_last(a, x.ndim))] - c
+
+            # upward (p -> p + 1): senders at i[a] <= p, receivers at j[a] > p;
+            # downward (p + 1 -> p): senders at i[a] > p, receivers at j[a] <= p.
+            for direction, upward in ((0, True), (1, False)):
+                si = lambda x: part(x, before, upward)  # noqa: E731
+                rj = lambda x: part(x, after, not upward)  # noqa: E731
+                load = si(s) * rj(one) + si(one) * rj(r) + si(u) * rj(w)
+                loads[a, direction] = np.broadcast_to(load, mesh.shape)
+            idx = [slice(None)] * mesh.ndim
+            idx[a] = -1
+            loads[(a, slice(None)) + tuple(idx)] = 0
+        return loads
+
+    def as_pairs(self) -> Flows:
+        """Every flow listed (``G * k * (k - 1)`` rows: for small meshes only)."""
+        return self._pairs
+
+    @cached_property
+    def _pairs(self) -> Flows:
+        G, k = self.groups.shape
+        if k < 2:
+            return Flows.empty()
+        s, r, u, w = self._terms()
+        nb = s[:, :, None] + r[:, None, :] + u[:, :, None] * w[:, None, :]
+        src = np.repeat(self.groups[:, :, None], k, axis=2)
+        dst = np.repeat(self.groups[:, None, :], k, axis=1)
+        keep = ~np.eye(k, dtype=bool)[None] & (nb > 0)
+        return Flows(src[keep].astype(np.int64), dst[keep].astype(np.int64),
+                     nb[keep].astype(np.int64))
+
+    def num_pairs(self) -> int:
+        """Distinct (sender, receiver) pairs that exchange bytes, counted without listing
+        them: a pair is silent when ``send[i] = recv[j] = 0`` and ``u[i] * w[j] = 0``."""
+        if self.k < 2:
+            return 0
+        s, r, u, w = self._terms()
+        a, b = s == 0, r == 0
+        au, bw = a & (u != 0), b & (w != 0)  # silent only if the product term is 0
+        silent = a.sum(1) * b.sum(1) - au.sum(1) * bw.sum(1)
+        silent -= (a & b).sum(1) - (au & bw).sum(1)  # i == j is no pair
+        return int(self.groups.shape[0] * self.k * (self.k - 1) - silent.sum())
+
+    def pairs(self, limit: int | None = None) -> list[tuple[int, int, int]]:
+        """As :meth:`Flows.pairs` (lists the flows: small meshes only)."""
+        return self.as_pairs().pairs(limit)
+
+
+def _last(a: int, ndim: int) -> list:
+    """Index of the last entry along axis ``a``, keeping the axis."""
+    idx: list = [slice(None)] * ndim
+    idx[a] = slice(-1, None)
+    return idx

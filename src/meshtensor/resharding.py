@@ -15,23 +15,30 @@ How a plan is chosen (costs from :mod:`meshtensor.cost`)::
       move an axis         S(a,b)R -> S(a)S(b) all_to_all
       halos only differ    (source has none)   update_halo
       anything else        transfers: every device receives exactly the cells of its
-                           target it does not hold, each from the nearest holder
+                           target it does not hold, from a replica holding them (the
+                           nearest, or replicas in turn when that lowers the busiest
+                           link under XY routing)
 
-The collective sequence (MLIR's patterns, applied greedily with slicing first) is
-kept only if it moves no more than the transfers, which always move exactly the lower
-bound; so without partial sources ``bytes_moved == lower_bound_bytes`` for every pair.
+Planning works on structure, not on pairs of devices: costs are closed-form (per-device
+boxes, and collectives as :class:`~meshtensor.cost.GroupFlows`), and the transfers,
+which always move exactly the lower bound, are built only when no collective sequence
+(MLIR's patterns, applied greedily with slicing first) reaches that bound. So without
+partial sources ``bytes_moved == lower_bound_bytes`` for every pair, halos included.
+Plans are immutable values, cached on ``(src, tgt, global_shape, itemsize)``.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Sequence, Union
+from functools import cached_property, lru_cache
+from typing import Any, Callable, NamedTuple, Sequence, Union
 
 import numpy as np
 
 from . import collectives as C
 from .boxes import box_difference, box_slices, clip_boxes, split_by_owner, volume
-from .cost import Flows, group_exchange
+from .cost import Flows, GroupFlows
 from .mesh import Mesh, _is_int
 from .mesh_array import MeshArray, _frozen
 from .sharding import Sharding
@@ -46,22 +53,40 @@ class Transfer(NamedTuple):
     region: tuple[slice, ...]
 
 
+StepFlows = Union[Flows, GroupFlows]
+
+
+def _same_arrays(a: Sequence[Any], b: Sequence[Any]) -> bool:
+    return all((x is None and y is None) or (x is not None and y is not None
+                                             and np.array_equal(x, y)) for x, y in zip(a, b))
+
+
+def _flows_key(f: StepFlows) -> tuple:
+    if isinstance(f, GroupFlows):
+        return ("group", f.axes), (f.groups, f.send, f.recv, f.u, f.w)
+    return ("pairs",), (f.src, f.dst, f.nbytes)
+
+
 @dataclass(frozen=True, eq=False)
 class CollectiveStep:
-    """One collective of :mod:`meshtensor.collectives` taking ``before`` to ``after``."""
+    """One collective of :mod:`meshtensor.collectives` taking ``before`` to ``after``.
+
+    A value: steps with the same op, axes, parameters, layouts and flows are equal and
+    hash equal.
+    """
 
     op: str
     mesh_axes: tuple[int, ...]
     params: tuple[tuple[str, Any], ...]
     before: Sharding
     after: Sharding
-    flows: Flows
+    flows: StepFlows
 
     @property
     def kwargs(self) -> dict[str, Any]:
         return dict(self.params)
 
-    @property
+    @cached_property
     def bytes(self) -> int:
         return self.flows.total()
 
@@ -70,11 +95,28 @@ class CollectiveStep:
         args = "".join(f", {k}={v!r}" for k, v in self.params)
         return f"{self.op}(mesh_axes={names}{args})"
 
+    def _scalars(self) -> tuple:
+        return (self.op, self.mesh_axes, self.params, self.before, self.after)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CollectiveStep):
+            return NotImplemented
+        if self is other:
+            return True
+        (k1, a1), (k2, a2) = _flows_key(self.flows), _flows_key(other.flows)
+        return self._scalars() == other._scalars() and k1 == k2 and _same_arrays(a1, a2)
+
+    def __hash__(self) -> int:
+        return hash(self._scalars() + (self.bytes,))
+
 
 @dataclass(frozen=True, eq=False)
 class TransferStep:
     """Point-to-point transfers: row ``i`` sends global box ``[lo[i], hi[i])`` from device
-    ``src[i]`` to ``dst[i]``. Cells a device already holds are kept locally."""
+    ``src[i]`` to ``dst[i]``. Cells a device already holds are kept locally.
+
+    A value: equal layouts and equal transfer rows give equal steps (arrays are
+    read-only)."""
 
     before: Sharding
     after: Sharding
@@ -85,20 +127,24 @@ class TransferStep:
     itemsize: int
     op: str = "transfers"
 
+    def __post_init__(self) -> None:
+        for a in (self.src, self.dst, self.lo, self.hi):
+            a.flags.writeable = False
+
     @classmethod
     def local_only(cls, before: Sharding, after: Sharding, rank: int) -> "TransferStep":
         """No transfers: each device re-lays its own cells into its ``after`` array
         (the first half of ``update_halo`` when halo sizes change)."""
         z = np.zeros(0, dtype=np.int64)
         zr = np.zeros((0, rank), dtype=np.int64)
-        return cls(before, after, z, z, zr, zr, 1)
+        return cls(before, after, z, z.copy(), zr, zr.copy(), 1)
 
-    @property
+    @cached_property
     def flows(self) -> Flows:
         vol = np.prod(self.hi - self.lo, axis=1, dtype=np.int64) * self.itemsize
         return Flows(self.src, self.dst, vol)
 
-    @property
+    @cached_property
     def bytes(self) -> int:
         return self.flows.total()
 
@@ -112,18 +158,40 @@ class TransferStep:
             return "local re-layout (no communication)"
         return f"transfers({len(self.src)} point-to-point copies)"
 
+    def _scalars(self) -> tuple:
+        return (self.op, self.before, self.after, self.itemsize, len(self.src))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TransferStep):
+            return NotImplemented
+        if self is other:
+            return True
+        return self._scalars() == other._scalars() and _same_arrays(
+            (self.src, self.dst, self.lo, self.hi), (other.src, other.dst, other.lo, other.hi))
+
+    def __hash__(self) -> int:
+        return hash(self._scalars())
+
 
 Step = Union[CollectiveStep, TransferStep]
 
+#: Meshes up to this many devices list device pairs in ``explain()``; larger ones get
+#: per-step summaries (groups, busiest device, busiest link) and the top pairs.
+EXPLAIN_ALL_PAIRS_UP_TO = 64
 
-@dataclass(frozen=True, eq=False)
+
+@dataclass(frozen=True)
 class ReshardPlan:
     """A plan from ``src`` to ``tgt`` for a tensor of ``global_shape``.
 
     ``bytes_moved`` counts bytes received by devices from other devices;
     ``lower_bound_bytes`` the in-tensor cells of each target local array that its source
     local array did not hold; ``link_bytes`` bytes times links crossed (XY routing);
-    ``max_device_bytes`` the bytes received by the busiest device.
+    ``max_link_bytes`` the busiest link's load, summed over steps (steps run one after
+    another); ``max_device_bytes`` the bytes received by the busiest device.
+
+    A plan is an immutable value: equal content compares and hashes equal, so plans can
+    be cached, compared and used as dict keys.
     """
 
     src: Sharding
@@ -132,6 +200,9 @@ class ReshardPlan:
     itemsize: int
     steps: tuple[Step, ...]
     lower_bound_bytes: int
+
+    def __hash__(self) -> int:
+        return hash((self.src, self.tgt, self.global_shape, self.itemsize, self.steps))
 
     @property
     def mesh(self) -> Mesh:
@@ -146,6 +217,10 @@ class ReshardPlan:
         return int(sum(s.flows.link_bytes(self.mesh) for s in self.steps))
 
     @property
+    def max_link_bytes(self) -> int:
+        return int(sum(s.flows.max_link_bytes(self.mesh) for s in self.steps))
+
+    @property
     def max_device_bytes(self) -> int:
         if not self.steps:
             return 0
@@ -154,68 +229,144 @@ class ReshardPlan:
     def explain(self, max_pairs: int = 12) -> str:
         """A readable state chain: each step, which devices talk and how many bytes.
 
+        Meshes of more than ``EXPLAIN_ALL_PAIRS_UP_TO`` devices get a summary per step
+        (groups, pairs, busiest device and link) and at most ``max_pairs`` of the
+        largest transfers, so the text stays short on thousands of devices.
+
         >>> from meshtensor import Mesh, Sharding
         >>> m = Mesh([2])
         >>> print(plan_reshard(Sharding(m, [[0]]), Sharding(m, []), (4,)).explain())
         reshard S(x) -> R on mesh 2 ('x',), shape (4,), 4 B/element
           step 1  all_gather(mesh_axes=['x'], gather_axis=0)
-                  S(x) -> R   bytes 16   link bytes 16
+                  S(x) -> R   bytes 16   link bytes 16   busiest link 8
                   (0,) -> (1,)   8 B
                   (1,) -> (0,)   8 B
-          total: bytes_moved 16, lower bound 16 (ratio 1.00), link bytes 16, busiest device receives 8
+          total: bytes_moved 16, lower bound 16 (ratio 1.00), max_link_bytes 8
+                 link bytes 16, busiest device receives 8
         """
+        if not _is_int(max_pairs) or max_pairs < 0:
+            raise ValueError(f"ReshardPlan.explain: max_pairs must be an int >= 0, got "
+                             f"{max_pairs!r}")
         m = self.mesh
         lines = [f"reshard {self.src} -> {self.tgt} on mesh {m} {m.axis_names}, shape "
                  f"{self.global_shape}, {self.itemsize} B/element"]
         if not self.steps:
             lines.append("  nothing to do: source and target are the same")
+        big = m.size > EXPLAIN_ALL_PAIRS_UP_TO
         for i, s in enumerate(self.steps, 1):
+            f = s.flows
             lines.append(f"  step {i}  {s.describe()}")
             lines.append(f"          {s.before} -> {s.after}   bytes {s.bytes}   link bytes "
-                         f"{s.flows.link_bytes(m)}")
-            pairs = s.flows.pairs()
+                         f"{f.link_bytes(m)}   busiest link {f.max_link_bytes(m)}")
+            if big:
+                lines += ["          " + x for x in _step_summary(s, m)]
+            if s.bytes == 0:
+                continue
+            if big and isinstance(f, GroupFlows):
+                continue  # the summary says who talks; listing k*(k-1) pairs would not
+            pairs = f.pairs(max_pairs + 1)
             for src, dst, nb in pairs[:max_pairs]:
                 lines.append(f"          {m.multi_index(src)} -> {m.multi_index(dst)}   {nb} B")
             if len(pairs) > max_pairs:
-                lines.append(f"          ... {len(pairs) - max_pairs} more device pairs")
+                lines.append(f"          ... {f.num_pairs() - max_pairs} more device pairs")
         ratio = (self.bytes_moved / self.lower_bound_bytes) if self.lower_bound_bytes else 1.0
         lines.append(f"  total: bytes_moved {self.bytes_moved}, lower bound "
-                     f"{self.lower_bound_bytes} (ratio {ratio:.2f}), link bytes "
-                     f"{self.link_bytes}, busiest device receives {self.max_device_bytes}")
+                     f"{self.lower_bound_bytes} (ratio {ratio:.2f}), max_link_bytes "
+                     f"{self.max_link_bytes}")
+        lines.append(f"         link bytes {self.link_bytes}, busiest device receives "
+                     f"{self.max_device_bytes}")
         return "\n".join(lines)
 
     def __str__(self) -> str:
         return self.explain()
 
+    def to_mlir(self, mesh_name: str = "mesh", element_type: str | None = None) -> str:
+        """The plan's collectives as MLIR ``shard`` dialect ops (point-to-point transfer
+        steps as a comment); see :func:`meshtensor.interop.plan_to_mlir`.
+
+        >>> from meshtensor import Mesh, Sharding
+        >>> m = Mesh([2])
+        >>> p = plan_reshard(Sharding(m, [[0]]), Sharding(m, []), (4,))
+        >>> print(p.to_mlir().splitlines()[-1])
+        %1 = shard.all_gather %0 on @mesh grid_axes = [0] gather_axis = 0 : tensor<2xf32> -> tensor<4xf32>
+        """
+        from .interop import plan_to_mlir
+        return plan_to_mlir(self, mesh_name, element_type)
+
+    def __repr__(self) -> str:
+        ops = [s.op for s in self.steps]
+        return (f"ReshardPlan({self.src} -> {self.tgt}, shape={self.global_shape}, "
+                f"itemsize={self.itemsize}, steps={ops}, bytes_moved={self.bytes_moved}, "
+                f"lower_bound_bytes={self.lower_bound_bytes})")
+
+
+def _step_summary(s: Step, m: Mesh) -> list[str]:
+    """One or two lines on who talks in a step, without listing pairs."""
+    f = s.flows
+    if s.bytes == 0:
+        return []
+    got = f.received(m)
+    busiest = int(np.argmax(got))
+    out = []
+    if isinstance(f, GroupFlows):
+        names = [m.axis_names[a] for a in f.axes]
+        out.append(f"{f.groups.shape[0]} groups of {f.k} devices along {names}")
+    else:
+        out.append(f"{len(f)} copies between {f.num_pairs()} device pairs")
+    out.append(f"{int((got > 0).sum())} of {m.size} devices receive; busiest "
+               f"{m.multi_index(busiest)} receives {int(got[busiest])} B")
+    return out
+
 
 # -- layouts as boxes -------------------------------------------------------------------------
+@lru_cache(maxsize=256)
 def _held(s: Sharding, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """In-tensor cells each device's local array holds (core and halos)."""
-    return clip_boxes(*s.windows(shape), shape)
+    """In-tensor cells each device's local array holds (core and halos); read-only,
+    cached per ``(sharding, shape)`` like ``Sharding.windows``."""
+    lo, hi = clip_boxes(*s.windows(shape), shape)
+    lo.flags.writeable = hi.flags.writeable = False
+    return lo, hi
 
 
 def _same_layout(lo, hi, s: Sharding, shape) -> bool:
     """Boxes ``[lo, hi)`` equal ``s``'s core regions: same extents everywhere, same
     starts wherever the box is not empty."""
     slo, shi = s.regions(shape)
-    if not np.array_equal(hi - lo, shi - slo):
+    if not ((hi - lo) == (shi - slo)).all():
         return False
     full = volume(lo, hi) > 0
-    return bool(np.array_equal(lo[full], slo[full]))
+    return bool((lo[full] == slo[full]).all())
 
 
-def transfer_step(before: Sharding, after: Sharding, shape, itemsize, held=None) -> TransferStep:
+def transfer_step(before: Sharding, after: Sharding, shape, itemsize, held=None,
+                  spread: bool = False) -> TransferStep:
     """The point-to-point step from ``before`` to ``after``: every device receives the
     in-tensor cells of its ``after`` array that ``held`` (default: what its ``before``
-    array holds) does not cover, each from the nearest device whose core has it. With
-    ``held`` = the core regions and ``before == after`` it is ``update_halo``'s traffic."""
+    array holds) does not cover, each from a device whose core has it: the nearest one,
+    or with ``spread`` replicas taken in turn (see :func:`meshtensor.boxes.split_by_owner`).
+    With ``held`` = the core regions and ``before == after`` it is ``update_halo``'s
+    traffic. Only pairs that exchange data appear: the wanted boxes are cut by the
+    source's shard boundaries per dim (``searchsorted``), never by scanning pairs."""
     t_lo, t_hi = _held(after, shape)
     h_lo, h_hi = held if held is not None else _held(before, shape)
     rows, lo, hi = box_difference(t_lo, t_hi, h_lo, h_hi)
-    send, recv, lo, hi, _ = split_by_owner(before, shape, rows, lo, hi)
-    for a in (send, recv, lo, hi):
-        a.flags.writeable = False
+    send, recv, lo, hi, _ = split_by_owner(before, shape, rows, lo, hi, spread=spread)
     return TransferStep(before, after, send, recv, lo, hi, itemsize)
+
+
+def _best_transfer_step(before: Sharding, after: Sharding, shape, itemsize) -> TransferStep:
+    """Link-aware choice among byte-optimal transfer steps: every replica of a shard
+    holds the same cells, so which one sends changes only the links used. The nearest
+    replica (fewest link bytes) and replicas taken in turn are both tried; the lower
+    busiest-link load under XY routing wins (ties: nearest)."""
+    near = transfer_step(before, after, shape, itemsize)
+    mesh = before.mesh
+    if not len(near.src) or not any(mesh.shape[a] > 1 for a in before.replicated_axes):
+        return near
+    spread = transfer_step(before, after, shape, itemsize, spread=True)
+    if spread.flows.max_link_bytes(mesh) < near.flows.max_link_bytes(mesh):
+        return spread
+    return near
 
 
 # -- collective steps on boxes ---------------------------------------------------------------------
@@ -225,8 +376,9 @@ def _piece(n: np.ndarray, k: int, p: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 
 def _sim(op: str, mesh: Mesh, lo, hi, axes, itemsize, **kw):
-    """Apply a collective to a layout of boxes: the new boxes and the flows, or None when
-    the result is not a box per device."""
+    """Apply a collective to a layout of boxes: the new boxes and the flows (closed
+    form: per-member sizes, no k x k arrays), or None when the result is not a box per
+    device."""
     groups = mesh.group_array(axes)
     k = groups.shape[1]
     rank = lo.shape[1]
@@ -239,16 +391,15 @@ def _sim(op: str, mesh: Mesh, lo, hi, axes, itemsize, **kw):
     glo, ghi = lo[groups], hi[groups]  # (G, k, rank)
     cat = kw["gather_axis"] if op == "all_gather" else kw["concat_axis"]
     other = [i for i in range(rank) if i != cat]
-    if not (np.array_equal(glo[:, :, other], np.broadcast_to(glo[:, :1, other], glo[:, :, other].shape))
-            and np.array_equal(ghi[:, :, other], np.broadcast_to(ghi[:, :1, other], ghi[:, :, other].shape))
-            and np.array_equal(ghi[:, :-1, cat], glo[:, 1:, cat])):
+    if not ((glo[:, :, other] == glo[:, :1, other]).all()
+            and (ghi[:, :, other] == ghi[:, :1, other]).all()
+            and (ghi[:, :-1, cat] == glo[:, 1:, cat]).all()):
         return None  # the group's pieces do not tile one box
     lo2, hi2 = lo.copy(), hi.copy()
     lo2[groups, cat] = glo[:, :1, cat]
     hi2[groups, cat] = ghi[:, -1:, cat]
-    if op == "all_gather":
-        vol = volume(glo, ghi) * itemsize  # (G, k): member i sends its whole box to all
-        return lo2, hi2, group_exchange(groups, np.repeat(vol[:, :, None], k, axis=2))
+    if op == "all_gather":  # member i sends its whole box to every other member
+        return lo2, hi2, GroupFlows(axes, groups, send=volume(glo, ghi) * itemsize)
     d = kw["split_axis"]  # all_to_all: member j gets piece j (along d) of every member
     n = hi[groups, d] - lo[groups, d]
     pos = np.arange(k)[None, :].repeat(len(groups), 0)
@@ -257,13 +408,15 @@ def _sim(op: str, mesh: Mesh, lo, hi, axes, itemsize, **kw):
     hi2[groups, d] = lo[groups, d] + b
     ext = np.maximum(ghi - glo, 0)
     rest = np.prod(np.delete(ext, d, axis=2), axis=2, dtype=np.int64)  # (G, k) per sender i
-    piece_bytes = rest[:, :, None] * (b - a)[:, None, :] * itemsize  # [g, i, j]
-    return lo2, hi2, group_exchange(groups, piece_bytes)
+    # bytes[g, i, j] = rest[g, i] * len(piece j); pieces are cut alike on every member
+    return lo2, hi2, GroupFlows(axes, groups, u=rest * itemsize, w=(b - a))
 
 
-def _collective_sequence(cur: Sharding, tgt: Sharding, shape, itemsize) -> tuple[Step, ...] | None:
+def _collective_sequence(cur: Sharding, tgt: Sharding, shape, itemsize,
+                         budget: int | None = None) -> tuple[Step, ...] | None:
     """MLIR's patterns applied greedily (slice first, then all_to_all, then gather), each
-    step checked on boxes; None if they do not reach ``tgt`` exactly."""
+    step checked on boxes; None if they do not reach ``tgt`` exactly, or (given a
+    ``budget``) as soon as their bytes exceed it."""
     mesh, rank = cur.mesh, len(shape)
     c = [list(cur.axes_of(d)) for d in range(rank)]
     t = [list(tgt.axes_of(d)) for d in range(rank)]
@@ -320,26 +473,39 @@ def _collective_sequence(cur: Sharding, tgt: Sharding, shape, itemsize) -> tuple
         if not _same_layout(lo, hi, after, shape):
             return None  # nested cuts differ from the flat ceil-div rule (uneven sizes)
         steps.append(CollectiveStep(op, tuple(axes), tuple(kw.items()), before, after, flows))
+        if budget is not None and sum(s.bytes for s in steps) > budget:
+            return None  # bytes only add up: this route cannot win any more
         before = after
     return None
 
 
-def _plan_plain(cur: Sharding, tgt: Sharding, shape, itemsize) -> tuple[Step, ...]:
-    """Best plan between two shardings without partial axes."""
+#: A candidate plan: (bytes, number of steps, a function that builds its steps). Costs
+#: are closed-form; only the chosen candidate's point-to-point transfers get built.
+Candidate = tuple[int, int, Callable[[], tuple[Step, ...]]]
+
+
+def _plain(cur: Sharding, tgt: Sharding, shape, itemsize, lb: int | None = None) -> Candidate:
+    """Best plan between two shardings without partial axes.
+
+    The point-to-point transfers always move exactly the lower bound, so any collective
+    route that reaches it wins (ties go to collectives: fewer, regular messages) and the
+    transfers are built only when none does.
+    """
     if cur == tgt:
-        return ()
-    p2p = transfer_step(cur, tgt, shape, itemsize)
-    best = (p2p.bytes, 1, (p2p,))
+        return 0, 0, lambda: ()
+    if lb is None:
+        lb = _lower_bound(cur, tgt, shape, itemsize)
     if not cur.halo_sizes and not tgt.halo_sizes:
-        seq = _collective_sequence(cur, tgt, shape, itemsize)
-        if seq is not None:
-            best = min(best, (sum(s.bytes for s in seq), 0, seq), key=lambda x: x[:2])
+        seq = _collective_sequence(cur, tgt, shape, itemsize, budget=lb)
+        if seq is not None and sum(s.bytes for s in seq) <= lb:
+            return lb, len(seq), lambda: seq
     if tgt.halo_sizes and not cur.halo_sizes and cur == tgt.replace(halo_sizes=None):
         # update_halo refills every in-tensor halo cell from its owner's core.
         uh = transfer_step(cur, tgt, shape, itemsize, held=cur.regions(shape))
         step = CollectiveStep("update_halo", (), (), cur, tgt, uh.flows)
-        best = min(best, (step.bytes, 0, (step,)), key=lambda x: x[:2])
-    return best[2]
+        if step.bytes <= lb:
+            return lb, 1, lambda: (step,)
+    return lb, 1, lambda: (_best_transfer_step(cur, tgt, shape, itemsize),)
 
 
 def _plan_partial(src: Sharding, tgt: Sharding, shape, itemsize) -> tuple[Step, ...]:
@@ -355,30 +521,31 @@ def _plan_partial(src: Sharding, tgt: Sharding, shape, itemsize) -> tuple[Step, 
     a, b = _piece(local[groups], k, np.arange(k)[None, :])
     p = (b - a) * itemsize  # (G, k): piece j's bytes
     ar = CollectiveStep("all_reduce", P, (("reduction", kind),), src, base,
-                        group_exchange(groups, p[:, :, None] + p[:, None, :]))
-    rest = _plan_plain(base, tgt, shape, itemsize)
-    cands = [(ar.bytes + sum(s.bytes for s in rest), 1 + len(rest), (ar,) + rest)]
-    if not src.halo_sizes:
+                        GroupFlows(P, groups, send=p, recv=p))
+    cands: list[Candidate] = []
+
+    def then(first: CollectiveStep, rest: Candidate) -> Candidate:
+        return first.bytes + rest[0], 1 + rest[1], lambda: (first,) + rest[2]()
+
+    cands.append(then(ar, _plain(base, tgt, shape, itemsize)))
+    if not src.halo_sizes and not src.sharded_dims_offsets:
+        # (reduce_scatter cuts ceil-div; explicit offsets never match)
         lo, hi = src.regions(shape)
         for d in range(len(shape)):
             split = [list(src.axes_of(i)) for i in range(len(shape))]
             split[d] = split[d] + list(P)
-            if src.sharded_dims_offsets:
-                break  # reduce_scatter cuts ceil-div; explicit offsets never match
             new = Sharding(mesh, split)
             lo2, hi2, _ = _sim("all_slice", mesh, lo, hi, P, itemsize, slice_axis=d)
             if not _same_layout(lo2, hi2, new, shape):
                 continue
-            ext = hi[groups] - lo[groups]  # (G, k, rank), equal inside a group
-            n = ext[:, :, d]
-            pa, pb = _piece(n[:, :1], k, np.arange(k)[None, :])
-            rest_vol = np.prod(np.delete(ext[:, :1, :], d, axis=2), axis=2, dtype=np.int64)
-            piece_bytes = np.repeat(((pb - pa) * rest_vol * itemsize)[:, None, :], k, axis=1)
+            ext = hi[groups[:, 0]] - lo[groups[:, 0]]  # (G, rank), equal inside a group
+            pa, pb = _piece(ext[:, d:d + 1], k, np.arange(k)[None, :])
+            rest_vol = np.prod(np.delete(ext, d, axis=1), axis=1, dtype=np.int64)[:, None]
+            # member j receives piece j from every other member
             rs = CollectiveStep("reduce_scatter", P, (("scatter_axis", d), ("reduction", kind)),
-                                src, new, group_exchange(groups, piece_bytes))
-            rest = _plan_plain(new, tgt, shape, itemsize)
-            cands.append((rs.bytes + sum(s.bytes for s in rest), 1 + len(rest), (rs,) + rest))
-    return min(cands, key=lambda x: x[:2])[2]
+                                src, new, GroupFlows(P, groups, recv=(pb - pa) * rest_vol * itemsize))
+            cands.append(then(rs, _plain(new, tgt, shape, itemsize)))
+    return min(cands, key=lambda x: x[:2])[2]()
 
 
 def _lower_bound(src: Sharding, tgt: Sharding, shape, itemsize) -> int:
@@ -397,14 +564,89 @@ def plan_reshard(src: Sharding, tgt: Sharding, global_shape: Sequence[int],
 
     Works for every pair of shardings on one mesh (split, replicated, several axes per
     dim, swaps, uneven and empty shards, halos, explicit offsets, partial sources).
-    Resharding into a partial sharding is refused unless ``src == tgt``.
+    Resharding into a partial sharding is refused unless ``src == tgt``. Plans are
+    immutable values cached on ``(src, tgt, global_shape, itemsize)`` (the last
+    ``PLAN_CACHE_SIZE`` pairs, at most ``PLAN_CACHE_BYTES`` of transfer rows): a
+    repeated call returns the same plan in microseconds; ``plan_reshard.cache_clear()``
+    empties the cache, ``plan_reshard.cache_info()`` reports hits, misses, size, bytes.
 
     >>> from meshtensor import Mesh, Sharding
     >>> m = Mesh([2, 3])
     >>> p = plan_reshard(Sharding(m, [[0], [1]]), Sharding(m, [[1], [0]]), (6, 6))
     >>> p.bytes_moved == p.lower_bound_bytes, [s.op for s in p.steps]
     (True, ['transfers'])
+    >>> plan_reshard(Sharding(m, [[0], [1]]), Sharding(m, [[1], [0]]), (6, 6)) is p
+    True
     """
+    try:
+        return _cached_plan(src, tgt, global_shape, itemsize)
+    except TypeError:  # an unhashable argument (a list shape): validate, then cache
+        pass
+    return _checked_plan(src, tgt, global_shape, itemsize)
+
+
+#: How many (src, tgt, shape, itemsize) plans :func:`plan_reshard` keeps, and how many
+#: bytes of transfer rows they may hold together (a 16384-device halo plan alone has
+#: ~190k rows, ~12 MB: a count bound alone could keep GBs).
+PLAN_CACHE_SIZE = 256
+PLAN_CACHE_BYTES = 256 << 20
+
+
+def _plan_nbytes(plan: ReshardPlan) -> int:
+    """Bytes of the arrays a plan holds (transfer rows; collective flows are closed form)."""
+    return sum(a.nbytes for st in plan.steps if isinstance(st, TransferStep)
+               for a in (st.src, st.dst, st.lo, st.hi))
+
+
+class _PlanCache:
+    """Least-recently-used plans, bounded by count and by the bytes of their arrays; a
+    plan larger than the whole byte budget is returned but not kept."""
+
+    def __init__(self, maxsize: int, maxbytes: int) -> None:
+        self.maxsize, self.maxbytes = maxsize, maxbytes
+        self._plans: OrderedDict = OrderedDict()
+        self._nbytes = 0
+        self.hits = self.misses = 0
+
+    def __call__(self, src, tgt, global_shape, itemsize) -> ReshardPlan:
+        key = (src, tgt, global_shape, itemsize)  # TypeError if unhashable: caller handles
+        got = self._plans.get(key)
+        if got is not None:
+            self.hits += 1
+            self._plans.move_to_end(key)
+            return got[0]
+        self.misses += 1
+        plan = _checked_plan(src, tgt, global_shape, itemsize)
+        size = _plan_nbytes(plan)
+        if size <= self.maxbytes and key not in self._plans:
+            self._plans[key] = (plan, size)
+            self._nbytes += size
+            while len(self._plans) > self.maxsize or self._nbytes > self.maxbytes:
+                _, (_, dropped) = self._plans.popitem(last=False)
+                self._nbytes -= dropped
+        return plan
+
+    def cache_clear(self) -> None:
+        self._plans.clear()
+        self._nbytes = 0
+        self.hits = self.misses = 0
+
+    def cache_info(self) -> _CacheInfo:
+        return _CacheInfo(self.hits, self.misses, self.maxsize, len(self._plans), self._nbytes)
+
+
+class _CacheInfo(NamedTuple):
+    hits: int
+    misses: int
+    maxsize: int
+    currsize: int
+    nbytes: int
+
+
+_cached_plan = _PlanCache(PLAN_CACHE_SIZE, PLAN_CACHE_BYTES)
+
+
+def _checked_plan(src, tgt, global_shape, itemsize) -> ReshardPlan:
     for name, s in (("src", src), ("tgt", tgt)):
         if not isinstance(s, Sharding):
             raise TypeError(f"plan_reshard: {name} must be a Sharding, got {type(s).__name__}")
@@ -414,32 +656,50 @@ def plan_reshard(src: Sharding, tgt: Sharding, global_shape: Sequence[int],
         raise ValueError(f"plan_reshard: itemsize must be a positive int, got {itemsize!r}")
     shape = src.check_shape(global_shape, "plan_reshard (src)")
     tgt.check_shape(shape, "plan_reshard (tgt)")
+    if shape != global_shape or type(itemsize) is not int:
+        # one cache entry per normal form: (4, 4) and [4, 4] share a plan
+        return _cached_plan(src, tgt, shape, int(itemsize))
     if tgt.partial_axes and tgt != src:
         raise ValueError(f"plan_reshard: cannot reshard {src} into the partial sharding {tgt}: "
                          f"a partial target is only reachable from itself (reduce first, then "
                          f"split the work that produces partial values)")
+    lb = _lower_bound(src, tgt, shape, itemsize)
     if src == tgt:
         steps: tuple[Step, ...] = ()
     elif src.partial_axes:
         steps = _plan_partial(src, tgt, shape, itemsize)
     else:
-        steps = _plan_plain(src, tgt, shape, itemsize)
-    return ReshardPlan(src, tgt, shape, int(itemsize), steps,
-                       _lower_bound(src, tgt, shape, itemsize))
+        steps = _plain(src, tgt, shape, itemsize, lb)[2]()
+    return ReshardPlan(src, tgt, shape, int(itemsize), steps, lb)
+
+
+plan_reshard.cache_clear = _cached_plan.cache_clear  # type: ignore[attr-defined]
+plan_reshard.cache_info = _cached_plan.cache_info  # type: ignore[attr-defined]
 
 
 # -- execution on the simulator -------------------------------------------------------------------
+@lru_cache(maxsize=64)
+def _own_boxes(before: Sharding, after: Sharding, shape: tuple[int, ...]):
+    """For every device at once: the box of its own held cells that its ``after`` array
+    keeps, and whether it is non-empty (computed once per step, not once per device)."""
+    w0, w1 = after.windows(shape)
+    h_lo, h_hi = _held(before, shape)
+    lo = np.maximum(h_lo, np.maximum(w0, 0))
+    hi = np.minimum(h_hi, np.minimum(w1, np.asarray(shape, dtype=np.int64)))
+    keep = np.all(lo < hi, axis=1)
+    return lo, hi, keep
+
+
 def own_cells(step: TransferStep, shape, r: int) -> tuple[tuple[slice, ...], tuple[slice, ...]] | None:
     """Where device ``r``'s own held cells go: ``(slices in its new array, slices in its
     old array)``, or None when it keeps nothing."""
-    w0, w1 = step.after.windows(shape)
-    s0, _ = step.before.windows(shape)
-    h_lo, h_hi = _held(step.before, shape)
-    lo = np.maximum(h_lo[r], np.maximum(w0[r], 0))
-    hi = np.minimum(h_hi[r], np.minimum(w1[r], shape))
-    if not np.all(lo < hi):
+    shape = tuple(shape)
+    lo, hi, keep = _own_boxes(step.before, step.after, shape)
+    if not keep[r]:
         return None
-    return box_slices(lo, hi, w0[r]), box_slices(lo, hi, s0[r])
+    w0, _ = step.after.windows(shape)
+    s0, _ = step.before.windows(shape)
+    return box_slices(lo[r], hi[r], w0[r]), box_slices(lo[r], hi[r], s0[r])
 
 
 def new_local_shape(step: Step, shape, r: int) -> tuple[int, ...]:
@@ -451,16 +711,18 @@ def new_local_shape(step: Step, shape, r: int) -> tuple[int, ...]:
 def _run_transfers(arr: MeshArray, step: TransferStep, shape) -> MeshArray:
     """Build every device's ``after`` array: its own held cells, then what it receives."""
     mesh = arr.mesh
-    w0, _ = step.after.windows(shape)
+    w0, w1 = step.after.windows(shape)
     s0, _ = step.before.windows(shape)
+    own_lo, own_hi, keep = _own_boxes(step.before, step.after, tuple(shape))
     order = np.argsort(step.dst, kind="stable")
     bounds = np.searchsorted(step.dst[order], np.arange(mesh.size + 1))
+    ext = (w1 - w0).tolist()
     out = []
     for r in range(mesh.size):
-        buf = np.zeros(new_local_shape(step, shape, r), dtype=arr.dtype)
-        own = own_cells(step, shape, r)
-        if own is not None:
-            buf[own[0]] = arr.locals[r][own[1]]
+        buf = np.zeros(ext[r], dtype=arr.dtype)
+        if keep[r]:
+            buf[box_slices(own_lo[r], own_hi[r], w0[r])] = \
+                arr.locals[r][box_slices(own_lo[r], own_hi[r], s0[r])]
         for i in order[bounds[r]:bounds[r + 1]].tolist():
             s = int(step.src[i])
             buf[box_slices(step.lo[i], step.hi[i], w0[r])] = \

@@ -35,6 +35,24 @@ def chunk_bounds(n: int, k: int) -> np.ndarray:
     return np.minimum(np.arange(k + 1, dtype=np.int64) * c, n)
 
 
+def nested_chunk_bounds(n: int, ks: Sequence[int]) -> np.ndarray:
+    """The ``prod(ks) + 1`` boundaries of nested chunking, as PyTorch DTensor cuts a dim
+    sharded by several mesh axes: ``chunk_bounds`` by ``ks[0]``, then each chunk by
+    ``ks[1]``, and so on (a ``torch.chunk`` of a chunk). Equals ``chunk_bounds(n,
+    prod(ks))`` when the sizes divide.
+
+    >>> nested_chunk_bounds(6, [2, 2]).tolist()      # flat rule: [0, 2, 4, 6, 6]
+    [0, 2, 3, 5, 6]
+    """
+    bounds = np.array([0, n], dtype=np.int64)
+    for k in ks:
+        lo, length = bounds[:-1], np.diff(bounds)
+        c = -(-length // k)
+        cut = np.minimum(np.arange(k, dtype=np.int64)[None, :] * c[:, None], length[:, None])
+        bounds = np.append((lo[:, None] + cut).reshape(-1), n)
+    return bounds
+
+
 def _shape_tuple(global_shape: Sequence[int], what: str) -> tuple[int, ...]:
     if isinstance(global_shape, (int, np.integer)):
         global_shape = (global_shape,)
@@ -202,13 +220,18 @@ class Sharding:
         return cls(mesh, [])
 
     @classmethod
-    def from_seed(cls, mesh: Mesh, mapping: Mapping[str, int | None] | Sequence[int | None]
-                  ) -> "Sharding":
+    def from_seed(cls, mesh: Mesh, mapping: Mapping[str, int | None] | Sequence[int | None],
+                  *, ndim: int | None = None) -> "Sharding":
         """From the seed format ``{"x": d0, "y": d1}``: mesh axis -> tensor dim it splits.
 
         ``None`` or a missing axis means replicated along that axis; two axes naming the
         same dim split it by both, in mesh-axis order. A sequence with one entry per
         mesh axis (the seed's tuple form ``(x_dim, y_dim)``) is accepted too.
+
+        ``ndim`` (the tensor's rank) checks every dim against it. Without it, a dim
+        index above ``mesh.ndim`` is refused: a seed dict names at most one dim per mesh
+        axis, and ``{"x": 5}`` on a 2-D mesh is far likelier a typo than a rank-6 tensor
+        (docs/decisions.md); pass ``ndim=`` to confirm such a rank.
 
         >>> m = Mesh({"x": 4, "y": 4})
         >>> Sharding.from_seed(m, {"x": 0, "y": 0}).spec()
@@ -228,6 +251,8 @@ class Sharding:
         else:
             raise TypeError(f"Sharding.from_seed: expected a dict mesh axis -> tensor dim, "
                             f"got {mapping!r}")
+        if ndim is not None and (not _is_int(ndim) or ndim < 0):
+            raise ValueError(f"Sharding.from_seed: ndim must be an int >= 0, got {ndim!r}")
         split: list[list[int]] = []
         for a, d in enumerate(dims):
             if d is None:
@@ -235,10 +260,89 @@ class Sharding:
             if not _is_int(d) or d < 0:
                 raise ValueError(f"Sharding.from_seed: mesh axis {mesh.axis_names[a]!r} "
                                  f"maps to {d!r}; expected a tensor dim >= 0 or None")
+            if ndim is not None and d >= ndim:
+                raise ValueError(f"Sharding.from_seed: mesh axis {mesh.axis_names[a]!r} maps "
+                                 f"to tensor dim {d}, out of range [0, {ndim}) for ndim={ndim}")
+            if ndim is None and d > mesh.ndim:
+                raise ValueError(f"Sharding.from_seed: mesh axis {mesh.axis_names[a]!r} maps "
+                                 f"to tensor dim {d}, which would make the tensor rank "
+                                 f"{d + 1} on a {mesh.ndim}-axis mesh; pass ndim= (the "
+                                 f"tensor's rank) to confirm, or fix the dim")
             while len(split) <= d:
                 split.append([])
             split[d].append(a)
         return cls(mesh, split)
+
+    # -- other systems' forms (meshtensor.interop) ------------------------------------
+    @classmethod
+    def from_partition_spec(cls, mesh: Mesh, spec: Any, ndim: int | None = None) -> "Sharding":
+        """From a JAX ``PartitionSpec`` or a tuple (``None``, a name, or a tuple of names
+        per dim); see :func:`meshtensor.interop.from_partition_spec`.
+
+        >>> Sharding.from_partition_spec(Mesh({"x": 2, "y": 2}), ("y", "x")).spec()
+        [['y'], ['x']]
+        """
+        from .interop import from_partition_spec
+        return from_partition_spec(mesh, spec, ndim)
+
+    def to_partition_spec(self) -> Any:
+        """The JAX form: a ``PartitionSpec`` when jax imports, else a plain tuple.
+
+        >>> tuple(Sharding(Mesh({"x": 2, "y": 2}), [["x", "y"]]).to_partition_spec())
+        (('x', 'y'),)
+        """
+        from .interop import to_partition_spec
+        return to_partition_spec(self)
+
+    @classmethod
+    def from_placements(cls, mesh: Mesh, placements: Sequence[Any], ndim: int,
+                        global_shape: Sequence[int] | None = None) -> "Sharding":
+        """From PyTorch DTensor placements, one per mesh axis (exact nested layout given
+        ``global_shape``); see :func:`meshtensor.interop.from_placements`.
+
+        >>> Sharding.from_placements(Mesh([2, 2]), ["S(0)", "R"], 2).spec()
+        [['x']]
+        """
+        from .interop import from_placements
+        return from_placements(mesh, placements, ndim, global_shape)
+
+    def to_placements(self, global_shape: Sequence[int] | None = None) -> list[Any]:
+        """PyTorch DTensor placements (torch objects), one per mesh axis; see
+        :func:`meshtensor.interop.to_placements`.
+
+        >>> [str(p) for p in Sharding(Mesh([2, 2]), [[1]]).to_placements()]
+        ['R', 'S(0)']
+        """
+        from .interop import to_placements
+        return to_placements(self, global_shape)
+
+    @classmethod
+    def from_mlir(cls, text: str, mesh: Mesh) -> "Sharding":
+        """From MLIR's ``shard.sharding @grid split_axes = [[0], [1]] ...`` (seed 003).
+
+        >>> Sharding.from_mlir("shard.sharding @g split_axes = [[1]]", Mesh([2, 2])).spec()
+        [['y']]
+        """
+        from .interop import from_mlir
+        return from_mlir(text, mesh)
+
+    def to_mlir(self, mesh_name: str = "mesh") -> str:
+        """MLIR's ``shard.sharding`` op for this layout.
+
+        >>> Sharding(Mesh([2, 2]), [[], [0, 1]]).to_mlir("grid0")
+        'shard.sharding @grid0 split_axes = [[], [0, 1]]'
+        """
+        from .interop import to_mlir
+        return to_mlir(self, mesh_name)
+
+    def to_seed(self) -> dict[str, int | None]:
+        """The seed dict ``{"x": d, "y": None}`` (inverse of :meth:`from_seed`).
+
+        >>> Sharding(Mesh({"x": 2, "y": 2}), [[], ["y"]]).to_seed()
+        {'x': None, 'y': 1}
+        """
+        from .interop import to_seed
+        return to_seed(self)
 
     # -- plain facts -----------------------------------------------------------
     @property

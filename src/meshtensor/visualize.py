@@ -37,7 +37,7 @@ def _value_lines(a: np.ndarray, width: int = 24) -> list[str]:
     def row(v: np.ndarray) -> str:
         items = [f"{x:g}" if a.dtype.kind == "f" else str(x) for x in v.tolist()]
         s = " ".join(items)
-        return s if len(s) <= width else s[:width - 3] + "..."
+        return _cut(s, width)
 
     if a.ndim == 1:
         return [row(a)]
@@ -50,22 +50,33 @@ def _value_lines(a: np.ndarray, width: int = 24) -> list[str]:
     return out
 
 
-def _cells(s: Sharding, shape: tuple[int, ...], values: Any) -> tuple[list[list[str]], list[str]]:
-    """Per device, the lines of its cell; and the legend lines."""
+def _shard_ids(starts: np.ndarray, stops: np.ndarray) -> tuple[np.ndarray, int]:
+    """Per device, the index of its core region among the distinct regions, numbered in
+    order of first appearance (replicas share one); and how many there are."""
+    if starts.shape[1] == 0:
+        return np.zeros(len(starts), dtype=np.int64), 1
+    _, first, inv = np.unique(np.concatenate([starts, stops], axis=1), axis=0,
+                              return_index=True, return_inverse=True)
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+    return rank[inv.reshape(-1)], len(first)
+
+
+def _cells(s: Sharding, shape: tuple[int, ...], values: Any, devices: Sequence[int]
+           ) -> tuple[dict[int, list[str]], list[str]]:
+    """The lines of the cells of ``devices``; and the legend lines (for the whole mesh)."""
     mesh = s.mesh
     starts, stops = s.regions(shape)
     w0, w1 = s.windows(shape)
-    keys: dict[tuple, int] = {}
-    cells = []
+    shard, n_shards = _shard_ids(starts, stops)
+    cells: dict[int, list[str]] = {}
     locals_ = None
     if values is not None:
         from .mesh_array import MeshArray, distribute
         arr = values if isinstance(values, MeshArray) else distribute(np.asarray(values), s)
         locals_ = arr.locals
-    for d in range(mesh.size):
-        key = tuple(starts[d]) + tuple(stops[d])
-        letter = _letter(keys.setdefault(key, len(keys)))
-        head = f"{mesh.multi_index(d)} {letter}"
+    for d in devices:
+        head = f"{mesh.multi_index(d)} {_letter(int(shard[d]))}"
         lines = [head]
         empty = bool(np.any(stops[d] <= starts[d])) and len(shape) > 0
         if locals_ is not None:
@@ -82,10 +93,9 @@ def _cells(s: Sharding, shape: tuple[int, ...], values: Any) -> tuple[list[list[
                                             [mesh.shape[a] for a in s.partial_axes]))
             k = int(np.prod([mesh.shape[a] for a in s.partial_axes]))
             lines.append(f"{s.partial_kind} term {term}/{k}")
-        cells.append(lines)
+        cells[d] = lines
     legend = [f"tensor {shape} over mesh {mesh} {dict(zip(mesh.axis_names, mesh.shape))}, "
               f"sharding {s.spec()} = {s}"]
-    n_shards = len(keys)
     per = mesh.size // n_shards if n_shards else 0
     names = mesh.axis_names
     line = f"{n_shards} distinct shards (letters)"
@@ -104,22 +114,52 @@ def _cells(s: Sharding, shape: tuple[int, ...], values: Any) -> tuple[list[list[
     return cells, legend
 
 
-def _grid(cells: list[list[str]], rows: int, cols: int, width: int) -> list[str]:
-    """Cells (row-major) as a box-drawing grid, each ``width`` wide."""
-    height = max(len(c) for c in cells)
-    top = "┌" + "┬".join("─" * (width + 2) for _ in range(cols)) + "┐"
-    mid = "├" + "┼".join("─" * (width + 2) for _ in range(cols)) + "┤"
-    bot = "└" + "┴".join("─" * (width + 2) for _ in range(cols)) + "┘"
+#: Text drawings show at most this many mesh rows (and blocks of a 3-D mesh); larger
+#: meshes show the first and last ones with an ellipsis row between.
+MAX_ROWS = 8
+
+
+def _cut(text: str, width: int) -> str:
+    """``text`` in ``width`` columns: cut with an ellipsis, never silently."""
+    return text if len(text) <= width else text[:max(width - 1, 0)] + "…"
+
+
+def _visible(n: int, fit: int) -> list[int | None]:
+    """Indices ``0..n-1`` to draw when only ``fit`` slots exist: the first and last ones
+    with ``None`` (an ellipsis) between."""
+    if n <= fit:
+        return list(range(n))
+    fit = max(fit, 3)
+    head = (fit - 1 + 1) // 2
+    tail = fit - 1 - head
+    return list(range(head)) + [None] + list(range(n - tail, n))
+
+
+def _grid(cells: dict[int, list[str]], rows: int, cols: int, width: int,
+          show_rows: list[int | None] | None = None,
+          show_cols: list[int | None] | None = None) -> list[str]:
+    """Cells (row-major) as a box-drawing grid, each ``width`` wide; only the rows and
+    columns listed (``None``: an ellipsis row or column)."""
+    show_rows = list(range(rows)) if show_rows is None else show_rows
+    show_cols = list(range(cols)) if show_cols is None else show_cols
+    widths = [width if c is not None else 1 for c in show_cols]
+    height = max(len(c) for c in cells.values())
+    top = "┌" + "┬".join("─" * (w + 2) for w in widths) + "┐"
+    mid = "├" + "┼".join("─" * (w + 2) for w in widths) + "┤"
+    bot = "└" + "┴".join("─" * (w + 2) for w in widths) + "┘"
     out = [top]
-    for r in range(rows):
-        for h in range(height):
+    for n, r in enumerate(show_rows):
+        for h in range(height if r is not None else 1):
             parts = []
-            for c in range(cols):
-                cell = cells[r * cols + c]
-                text = cell[h] if h < len(cell) else ""
-                parts.append(" " + text[:width].ljust(width) + " ")
+            for c, w in zip(show_cols, widths):
+                if r is None or c is None:
+                    text = "…" if h == 0 else ""
+                else:
+                    cell = cells[r * cols + c]
+                    text = cell[h] if h < len(cell) else ""
+                parts.append(" " + _cut(text, w).ljust(w) + " ")
             out.append("│" + "│".join(parts) + "│")
-        out.append(mid if r < rows - 1 else bot)
+        out.append(mid if n < len(show_rows) - 1 else bot)
     return out
 
 
@@ -132,7 +172,10 @@ def visualize(sharding: Sharding, global_shape: Sequence[int], *, values: Any = 
         global_shape: the tensor's shape (any rank).
         values: optional global array (or a MeshArray) whose local values to print
             instead of the regions.
-        max_width: cell text is cut so the drawing fits this many columns.
+        max_width: the drawing fits this many columns: cell text that does not fit
+            ends in ``…``; a mesh too wide shows its first and last columns with a
+            ``…`` column between, and meshes of more than ``MAX_ROWS`` rows their
+            first and last rows (big meshes stay a screenful).
 
     Example:
         >>> print(visualize(Sharding(Mesh([2]), [[0]]), (4, 2)))
@@ -150,23 +193,46 @@ def visualize(sharding: Sharding, global_shape: Sequence[int], *, values: Any = 
     if not 1 <= mesh.ndim <= 3:
         raise ValueError(f"visualize: meshes of 1 to 3 axes are drawn, this one has {mesh.ndim}")
     shape = sharding.check_shape(global_shape, "visualize")
-    cells, legend = _cells(sharding, shape, values)
     names = mesh.axis_names
     cols = mesh.shape[-1]
     rows = mesh.shape[-2] if mesh.ndim >= 2 else 1
+    blocks = mesh.shape[0] if mesh.ndim == 3 else 1
     down = f"mesh axis {names[-2]} ({mesh.ndim - 2})" if mesh.ndim >= 2 else ""
     room = max_width - (len(down) + 1 if down else 0) - 1  # the side arrow's label
-    need = max(len(line) for c in cells for line in c)
-    width = max(min(max(need, 14), room // cols - 3), 4)
-    grid_w = (width + 3) * cols + 1
+    show_rows = _visible(rows, MAX_ROWS)
+    show_blocks = _visible(blocks, 3 if blocks > 4 else blocks)
+    per = rows * cols
+    probe = [b * per + r * cols + c for b in show_blocks if b is not None
+             for r in show_rows if r is not None for c in (0, cols - 1)]
+    probe_cells, _ = _cells(sharding, shape, values, sorted(set(probe)))
+    need = max(len(line) for c in probe_cells.values() for line in c)
+    if room // cols - 3 >= min(need, 12):  # every column fits
+        width = max(min(max(need, 14), room // cols - 3), 4)
+        show_cols: list[int | None] = list(range(cols))
+    else:  # the first and last columns, an ellipsis column between
+        width = max(min(need, (room - 1 - 4) // 2 - 3), 4)  # at least two columns
+        fit = max((room - 1 - 4) // (width + 3), 2)
+        show_cols = _visible(cols, fit + 1)
+    devices = [b * per + r * cols + c for b in show_blocks if b is not None
+               for r in show_rows if r is not None for c in show_cols if c is not None]
+    cells, legend = _cells(sharding, shape, values, devices)
     across = f"mesh axis {names[-1]} ({mesh.ndim - 1}) "
     out = [w for line in legend for w in textwrap.wrap(line, max_width)]
-    per = rows * cols
-    blocks = mesh.shape[0] if mesh.ndim == 3 else 1
-    for b in range(blocks):
+    if len(show_cols) < cols or len(show_rows) < rows or len(show_blocks) < blocks:
+        out += textwrap.wrap(f"showing the first and last mesh rows and columns of {mesh} "
+                             f"(… marks the ones left out)", max_width)
+    grid_w = 0
+    for b in show_blocks:
+        if b is None:
+            out.append(f"… {blocks - len(show_blocks) + 1} more blocks along mesh axis "
+                       f"{names[0]} (0)")
+            continue
         if mesh.ndim == 3:
             out.append(f"mesh axis {names[0]} (0) = {b}:")
-        g = _grid(cells[b * per:(b + 1) * per], rows, cols, width)
+        block = {r * cols + c: cells[b * per + r * cols + c] for r in show_rows if r is not None
+                 for c in show_cols if c is not None}
+        g = _grid(block, rows, cols, width, show_rows, show_cols)
+        grid_w = len(g[0])
         if mesh.ndim >= 2:
             n = len(g)
             for i in range(n):
@@ -181,40 +247,47 @@ def visualize(sharding: Sharding, global_shape: Sequence[int], *, values: Any = 
     return "\n".join(out)
 
 
-def plan_matrix(step: Any, mesh: Mesh) -> np.ndarray:
-    """Bytes sent in one step: ``[sender, receiver]`` over linear device ids."""
-    f = step.flows
-    m = np.zeros((mesh.size, mesh.size), dtype=np.int64)
-    np.add.at(m, (f.src, f.dst), f.nbytes)
-    return m
+def plan_matrix(step: Any, mesh: Mesh, bins: int | None = None) -> np.ndarray:
+    """Bytes sent in one step: ``[sender, receiver]`` over linear device ids. With
+    ``bins``, devices are grouped into at most ``bins`` consecutive id ranges per side
+    (for pictures of big meshes)."""
+    f = step.flows.as_pairs()
+    n = mesh.size
+    b = n if bins is None or bins >= n else bins
+    src, dst = (f.src * b) // n, (f.dst * b) // n
+    m = np.bincount(src * b + dst, weights=f.nbytes, minlength=b * b)
+    return np.rint(m).astype(np.int64).reshape(b, b)
 
 
-def visualize_plan(plan: Any, max_devices: int = 16) -> str:
+def visualize_plan(plan: Any, max_devices: int = 16, max_pairs: int = 12) -> str:
     """Which devices send how many bytes to which, per step, as text.
 
-    Small meshes get a sender x receiver matrix per step; larger ones the busiest pairs.
+    Small meshes get a sender x receiver matrix per step; larger ones a summary (who
+    talks, the busiest device and link) and at most ``max_pairs`` of the largest
+    point-to-point copies, so the text stays short on thousands of devices.
 
     >>> from meshtensor import plan_reshard
     >>> m = Mesh([2])
     >>> print(visualize_plan(plan_reshard(Sharding(m, [[0]]), Sharding(m, []), (4,))))
-    reshard S(x) -> R on mesh 2, shape (4,): 16 bytes in 1 step (lower bound 16)
+    reshard S(x) -> R on mesh 2, shape (4,): 16 bytes in 1 step (lower bound 16, max_link_bytes 8)
     step 1: all_gather(mesh_axes=['x'], gather_axis=0)  S(x) -> R  16 bytes
       bytes sent (row: sender, column: receiver)
                (0,)   (1,)
         (0,)      .      8
         (1,)      8      .
     """
+    from .resharding import _step_summary
     mesh = plan.mesh
     out = [f"reshard {plan.src} -> {plan.tgt} on mesh {mesh}, shape {plan.global_shape}: "
            f"{plan.bytes_moved} bytes in {len(plan.steps)} step{'s' * (len(plan.steps) != 1)} "
-           f"(lower bound {plan.lower_bound_bytes})"]
+           f"(lower bound {plan.lower_bound_bytes}, max_link_bytes {plan.max_link_bytes})"]
     for i, s in enumerate(plan.steps, 1):
         out.append(f"step {i}: {s.describe()}  {s.before} -> {s.after}  {s.bytes} bytes")
         if s.bytes == 0:
             out.append("  no communication")
             continue
-        m = plan_matrix(s, mesh)
         if mesh.size <= max_devices:
+            m = plan_matrix(s, mesh)
             labels = [str(mesh.multi_index(d)) for d in range(mesh.size)]
             w = max(max(len(x) for x in labels), len(str(int(m.max())))) + 1
             out.append("  bytes sent (row: sender, column: receiver)")
@@ -222,8 +295,11 @@ def visualize_plan(plan: Any, max_devices: int = 16) -> str:
             for d in range(mesh.size):
                 out.append("  " + f"{labels[d]:>{w}s}" +
                            "".join(f"{(str(v) if v else '.'):>{w}s}" for v in m[d]))
-        else:
-            for src, dst, nb in s.flows.pairs()[:12]:
+            continue
+        out += ["  " + x for x in _step_summary(s, mesh)]
+        out.append(f"  busiest link carries {s.flows.max_link_bytes(mesh)} bytes (XY routing)")
+        if s.op == "transfers":
+            for src, dst, nb in s.flows.pairs(max_pairs):
                 out.append(f"  {mesh.multi_index(src)} -> {mesh.multi_index(dst)}: {nb} bytes")
     return "\n".join(out)
 
@@ -239,46 +315,73 @@ def _plt():
     return plt
 
 
+#: Pictures sample the tensor on at most this many points per side, and label mesh
+#: cells with text only up to this many rows and columns (beyond, colour alone).
+PNG_SAMPLES = 512
+PNG_LABELS = 16
+
+
 def save_png(sharding: Sharding, global_shape: Sequence[int], path: str) -> None:
     """Save a picture: the tensor coloured by owning shard (dims 0 and 1; a 1-D tensor
     is one row, higher dims are folded into the columns) and the mesh grid in the same
-    colours, each device labelled with its shard letter."""
+    colours, each device labelled with its shard letter (on meshes up to
+    ``PNG_LABELS`` x ``PNG_LABELS``; bigger ones get colour and sparse ticks, so a 64x64
+    mesh stays readable and quick)."""
     plt = _plt()
     shape = sharding.check_shape(global_shape, "save_png")
     mesh = sharding.mesh
     starts, stops = sharding.regions(shape)
-    keys: dict[tuple, int] = {}
-    shard_of = np.array([keys.setdefault(tuple(starts[d]) + tuple(stops[d]), len(keys))
-                         for d in range(mesh.size)])
+    shard_of, n_shards = _shard_ids(starts, stops)
     rows = shape[0] if len(shape) >= 1 else 1
     cols = shape[1] if len(shape) >= 2 else 1
-    owner = np.full((max(rows, 1), max(cols, 1)), -1.0)
-    for d in np.unique(shard_of, return_index=True)[1]:
-        r0, r1 = (starts[d][0], stops[d][0]) if len(shape) >= 1 else (0, 1)
-        c0, c1 = (starts[d][1], stops[d][1]) if len(shape) >= 2 else (0, 1)
-        owner[r0:r1, c0:c1] = shard_of[d]
-    cmap = plt.get_cmap("tab20", max(len(keys), 1))
+    # Owner of each sampled cell: the shard whose interval holds it, per dim (boxes of
+    # a sharding tile the tensor per dim, so two searchsorted calls find it).
+    ys = np.unique(np.linspace(0, max(rows, 1) - 1, min(max(rows, 1), PNG_SAMPLES)).astype(np.int64))
+    xs = np.unique(np.linspace(0, max(cols, 1) - 1, min(max(cols, 1), PNG_SAMPLES)).astype(np.int64))
+    owner = np.full((len(ys), len(xs)), -1.0)
+    reps = np.unique(shard_of, return_index=True)[1]
+    if rows and cols:
+        for d in reps.tolist():
+            r0, r1 = (starts[d][0], stops[d][0]) if len(shape) >= 1 else (0, 1)
+            c0, c1 = (starts[d][1], stops[d][1]) if len(shape) >= 2 else (0, 1)
+            ri = slice(np.searchsorted(ys, r0), np.searchsorted(ys, r1))
+            ci = slice(np.searchsorted(xs, c0), np.searchsorted(xs, c1))
+            owner[ri, ci] = shard_of[d]
+    # A qualitative palette; past 20 shards colours repeat (shard id mod 20), so
+    # neighbouring shards along a mesh row or column still differ.
+    n_col = min(max(n_shards, 1), 20)
+    cmap = plt.get_cmap("tab20", n_col)
+    owner = np.where(owner < 0, owner, owner % n_col)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 5))
-    ax1.imshow(np.ma.masked_less(owner, 0), cmap=cmap, vmin=-0.5, vmax=len(keys) - 0.5,
-               interpolation="nearest", aspect="auto")
-    ax1.set_title(f"tensor {shape}: {sharding}")
+    ext = (-0.5, max(cols, 1) - 0.5, max(rows, 1) - 0.5, -0.5)
+    ax1.imshow(np.ma.masked_less(owner, 0), cmap=cmap, vmin=-0.5, vmax=n_col - 0.5,
+               interpolation="nearest", aspect="auto", extent=ext)
+    ax1.set_title(f"tensor {shape}: {sharding}" + (f"\n{n_shards} shards, colours repeat every "
+                                                      f"{n_col}" if n_shards > n_col else ""))
     ax1.set_xlabel("dim 1" if len(shape) >= 2 else "")
     ax1.set_ylabel("dim 0")
-    for k, idx in keys.items():
-        d = int(np.flatnonzero(shard_of == idx)[0])
-        if np.all(stops[d] > starts[d]):
-            r = (starts[d][0] + stops[d][0] - 1) / 2 if shape else 0
-            c = (starts[d][1] + stops[d][1] - 1) / 2 if len(shape) >= 2 else 0
-            ax1.text(c, r, _letter(idx), ha="center", va="center", fontsize=12)
+    if n_shards <= 64:
+        for d in reps.tolist():
+            if np.all(stops[d] > starts[d]):
+                r = (starts[d][0] + stops[d][0] - 1) / 2 if shape else 0
+                c = (starts[d][1] + stops[d][1] - 1) / 2 if len(shape) >= 2 else 0
+                ax1.text(c, r, _letter(int(shard_of[d])), ha="center", va="center", fontsize=12)
     grid_rows = mesh.shape[0] if mesh.ndim >= 2 else 1
     grid = shard_of.reshape(grid_rows, -1)
-    ax2.imshow(grid, cmap=cmap, vmin=-0.5, vmax=len(keys) - 0.5, interpolation="nearest")
+    ax2.imshow(grid % n_col, cmap=cmap, vmin=-0.5, vmax=n_col - 0.5, interpolation="nearest")
     ax2.set_title(f"mesh {mesh} {mesh.axis_names}")
-    for (r, c), v in np.ndenumerate(grid):
-        ax2.text(c, r, f"{_letter(int(v))}\n{mesh.multi_index(r * grid.shape[1] + c)}",
-                 ha="center", va="center", fontsize=8)
-    ax2.set_xticks(range(grid.shape[1]))
-    ax2.set_yticks(range(grid.shape[0]))
+    if max(grid.shape) <= PNG_LABELS:
+        for (r, c), v in np.ndenumerate(grid):
+            ax2.text(c, r, f"{_letter(int(v))}\n{mesh.multi_index(r * grid.shape[1] + c)}",
+                     ha="center", va="center", fontsize=8)
+        ax2.set_xticks(range(grid.shape[1]))
+        ax2.set_yticks(range(grid.shape[0]))
+    else:
+        step_r, step_c = -(-grid.shape[0] // 8), -(-grid.shape[1] // 8)
+        ax2.set_xticks(range(0, grid.shape[1], step_c))
+        ax2.set_yticks(range(0, grid.shape[0], step_r))
+        ax2.set_xlabel("mesh column (last axes)")
+        ax2.set_ylabel(f"mesh axis {mesh.axis_names[0]}")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -294,9 +397,14 @@ def save_plan_png(plan: Any, path: str) -> None:
             ax.set_title("nothing to move")
             ax.axis("off")
             continue
-        m = plan_matrix(s, plan.mesh)
-        im = ax.imshow(m, cmap="viridis", interpolation="nearest")
-        ax.set_title(f"{s.op}: {s.bytes} bytes", fontsize=9)
+        m = plan_matrix(s, plan.mesh, bins=PNG_SAMPLES)
+        n = plan.mesh.size
+        # Binned matrices keep linear device ids on the axes (a bin spans n / bins ids).
+        im = ax.imshow(m, cmap="viridis", interpolation="nearest",
+                       extent=(-0.5, n - 0.5, n - 0.5, -0.5))
+        per = f"; bytes per block of ~{n / len(m):.3g} x {n / len(m):.3g} pairs" \
+            if len(m) < n else ""
+        ax.set_title(f"{s.op}: {s.bytes} bytes{per}", fontsize=9)
         ax.set_xlabel("receiver (linear id)")
         ax.set_ylabel("sender (linear id)")
         fig.colorbar(im, ax=ax, shrink=0.8)

@@ -1,14 +1,22 @@
-"""meshtensor.dist on gloo, one process per device, against the NumPy simulator."""
+"""meshtensor.dist on gloo, one process per device, against the NumPy simulator, and
+the engine's promises: a sub-group collective gives up after its timeout; ``run`` has no
+whole-job limit unless given a ``deadline``; ``dist_reshard`` skips shape exchanges; no
+deprecated torch API (the jobs run with warnings as errors); no accumulation dtype that
+wraps."""
+import collections
+import multiprocessing
+import re
 import time
+import types
 
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 
-from meshtensor import Mesh, MeshArray, Sharding, distribute, reshard  # noqa: E402
+from meshtensor import Mesh, MeshArray, Sharding, distribute, plan_reshard, reshard  # noqa: E402
 from meshtensor import collectives as C  # noqa: E402
-from meshtensor.dist import DistRunError, run  # noqa: E402
+from meshtensor.dist import DistRunError, launch, run  # noqa: E402
 
 import workers as W  # noqa: E402
 
@@ -37,6 +45,10 @@ def sim_collectives(m):
     out["permute"] = C.permute(terms, [(0, m.size - 1), (m.size - 1, 0), (1, 2)])
     out["shift"] = C.shift(terms, [1], 1, 1, rotate=True)
     out["shift_plain"] = C.shift(terms, [0, 1], 0, -1)
+    for dt in W.ODD_DTYPES:
+        v = MeshArray.from_locals(m, [W.odd_values(dt, r) for r in range(m.size)])
+        for name, got in W.odd_dtype_ops(C, v).items():
+            out[f"{dt}_{name}"] = got
     h = Sharding(m, [[0], [1]], halo_sizes=[1, 1, 2, 0])
     good = distribute(W.global_tensor((7, 9), seed=3), h)
     stale = [np.array(v) for v in good.locals]
@@ -46,11 +58,44 @@ def sim_collectives(m):
     return out
 
 
+# One job per mesh runs every check (W.everything); `run` watches the 2x2 job through a
+# clock SPEEDUP times fast, so that job looks far longer to it than the old whole-job
+# limit of 60 s + 5 x timeout.
+TIMEOUT, SHORT_TIMEOUT, LATE, SPEEDUP = 60.0, 2.0, 6.0, 100
+# The one torch.distributed call each collective step makes (its data; the batched
+# point-to-point calls of all_to_all and transfer steps are counted apart).
+TORCH_CALL = {"all_gather": "all_gather_single", "all_reduce": "all_reduce",
+              "reduce_scatter": "reduce_scatter", "reduce": "reduce", "gather": "gather",
+              "scatter": "scatter", "broadcast": "broadcast"}
+P2P = {"batch_isend_irecv"}
+
+
+@pytest.fixture(scope="module")
+def job_2x2():
+    """Every check on 2x2, with a late peer at the end; (results, real seconds)."""
+    real = time.monotonic
+    fast = types.SimpleNamespace(monotonic=lambda: real() * SPEEDUP, sleep=time.sleep)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(launch, "time", fast)
+        t0 = real()
+        got = run(W.everything, (2, 2), LATE, SHORT_TIMEOUT, timeout=TIMEOUT)
+        return got, real() - t0
+
+
+@pytest.fixture(scope="module")
+def job_2x3():
+    """Every check on 2x3 except the late peer."""
+    return run(W.everything, (2, 3), timeout=TIMEOUT), None
+
+
+JOBS = pytest.mark.parametrize("job", ["job_2x2", "job_2x3"], ids=["2x2", "2x3"])
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("mesh_shape", [(2, 2), (2, 3)], ids=["2x2", "2x3"])
-def test_every_collective_and_reshard_matches_simulator(mesh_shape):
-    m = Mesh(mesh_shape)
-    got = run(_all, mesh_shape, timeout=60)
+@JOBS
+def test_every_collective_and_reshard_matches_simulator(job, request):
+    got, _ = request.getfixturevalue(job)
+    m = Mesh((2, 2) if job == "job_2x2" else (2, 3))
     want = sim_collectives(m)
     for r in range(m.size):
         for name, sim in want.items():
@@ -64,13 +109,105 @@ def test_every_collective_and_reshard_matches_simulator(mesh_shape):
                                           err_msg=f"reshard case {i} rank {r}")
 
 
-def _all(dm):
-    return {"collectives": W.collectives(dm), "reshards": W.reshards(dm)}
+@pytest.mark.slow
+@JOBS
+def test_dist_reshard_issues_one_op_per_collective_step(job, request):
+    """No shape exchange: the plan knows every local shape (the calls counted as
+    DTensor's test_redistribute counts comm ops)."""
+    got, _ = request.getfixturevalue(job)
+    m = Mesh((2, 2) if job == "job_2x2" else (2, 3))
+    for i, (shape, a, b, ka, kb) in enumerate(W.RESHARD_CASES):
+        plan = plan_reshard(Sharding(m, a, **ka), Sharding(m, b, **kb), shape)
+        want = collections.Counter(TORCH_CALL[s.op] for s in plan.steps if s.op in TORCH_CALL)
+        for r in range(m.size):
+            counts = got[r]["reshard_comm_counts"][i]
+            assert {k: v for k, v in counts.items() if k not in P2P} == dict(want), \
+                f"case {i} rank {r}: {counts}"
+
+
+@pytest.mark.slow
+def test_unsafe_accumulation_dtypes_are_refused_on_the_engine(job_2x2):
+    got, _ = job_2x2
+    want = ["all_reduce: dtype int8 cannot hold every int32 input value",
+            "reduce: dtype int16 cannot hold every int32 input value",
+            "reduce_scatter: dtype float16 cannot hold every int32 input value",
+            "all_reduce: dtype bfloat16 cannot hold every float32 input value"]
+    for r in range(4):
+        assert len(got[r]["dtype_errors"]) == len(want)
+        for msg, start in zip(got[r]["dtype_errors"], want):
+            assert msg.startswith(start) and "NumPy 'safe' casting" in msg, msg
+        wide = got[r]["widened"]
+        assert wide.dtype == np.int64 and wide.tolist() == [600, -14]
+
+
+# W.bad_calls: each of the engine's argument errors, by name, raised on every rank.
+ENGINE_ERRORS = {
+    "reshard-mesh": r"ValueError: dist_reshard: src is on mesh Mesh\(.*\) but the DistMesh is "
+                    r"Mesh\(.*\)",
+    "reshard-type": r"TypeError: dist_reshard: tgt must be a Sharding, got list",
+    "shapes-rank": r"ValueError: all_gather: shapes must hold one local shape of rank 2 per "
+                   r"device, an integer array of shape \(4, 2\); got shape \(4, 1\) of int64",
+    "shapes-mine": r"ValueError: all_reduce: shapes\[(\d)\] is \(9, 3\) but rank \1 "
+                   r"\(\d, \d\) holds \(2, 3\)",
+    "timeout": r"ValueError: DistMesh: timeout must be positive, got 0 s",
+    "dtype": r"TypeError: all_reduce: dtype 'nope' is not a NumPy or torch dtype",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ENGINE_ERRORS)
+def test_engine_errors(job_2x2, name):
+    got, _ = job_2x2
+    for r in range(4):
+        assert re.fullmatch(ENGINE_ERRORS[name], got[r]["errors"][name]), got[r]["errors"][name]
+
+
+@pytest.mark.slow
+def test_a_late_peer_on_a_sub_group_fails_within_the_timeout(job_2x2):
+    got, _ = job_2x2
+    status, waited, msg = got[0]["late"]
+    assert status == "failed", (status, waited)
+    assert SHORT_TIMEOUT - 0.5 < waited < SHORT_TIMEOUT + 2.5 < LATE
+    assert msg.startswith("all_reduce failed on rank 0 (0, 0): ")
+    assert f"collective timeout {SHORT_TIMEOUT:g} s" in msg
+    assert [got[r]["late"][0] for r in (2, 3)] == ["ok", "ok"]  # the other group is fine
+    assert {got[r]["default_timeout"] for r in range(4)} == {TIMEOUT}
+
+
+@pytest.mark.slow
+def test_a_job_longer_than_the_old_whole_job_limit_completes(job_2x2):
+    got, elapsed = job_2x2
+    assert elapsed * SPEEDUP > 60 + 5 * TIMEOUT
+    assert [g["late"] == "slept" for g in got] == [False, True, False, False]
+
+
+@pytest.mark.slow
+def test_an_explicit_deadline_stops_a_hung_job():
+    t0 = time.monotonic()
+    with pytest.raises(DistRunError) as e:
+        run(W.hangs_on_rank_0, (2,), deadline=6)
+    elapsed = time.monotonic() - t0
+    stopped = "stopped: no result within the deadline of 6 s"
+    assert e.value.outcomes[0] == stopped
+    assert e.value.outcomes[1] in ("finished", stopped)  # finished unless start-up was slow
+    assert f"rank 0 (0,) {stopped}" in str(e.value)
+    assert 6 <= elapsed < 6 + 12  # the deadline, then terminate and join
+    assert not [p for p in multiprocessing.active_children() if p.is_alive()]
+
+
+@pytest.mark.parametrize("kwargs, err, match", [
+    ({"deadline": 0}, ValueError, "deadline must be positive, got 0"),
+    ({"deadline": "1h"}, TypeError, "deadline must be a number of seconds or None, got str"),
+    ({"timeout": -1}, ValueError, "timeout must be positive, got -1"),
+    ({"timeout": None}, TypeError, "timeout must be a number of seconds, got NoneType"),
+], ids=["deadline-zero", "deadline-str", "timeout-negative", "timeout-none"])
+def test_run_checks_its_limits_before_spawning(kwargs, err, match):
+    with pytest.raises(err, match=f"meshtensor.dist.run: {match}"):
+        run(W.hangs_on_rank_0, (2,), **kwargs)
 
 
 @pytest.mark.slow
 def test_a_rank_dying_mid_plan_fails_cleanly():
-    import multiprocessing
     t0 = time.monotonic()
     with pytest.raises(DistRunError) as e:
         run(W.dies_mid_plan, (2, 2), timeout=10)

@@ -175,7 +175,7 @@ BAD = [
     (lambda i: i({"x": 0}, (4,)), r"buffer 'A': block_shape \(4,\) must have one entry per buffer dim \(2\)"),
     (lambda i: i({"x": 0}, (4, 0)), r"buffer 'A': block_shape\[1\] must be a positive int, got 0"),
     (lambda i: {**i({"x": 0}, (4, 4)), "sharding": {"x": 2}},
-     r"buffer 'A': sharding splits dim 2 \(mesh axes \['x'\]\) but the buffer has rank 2"),
+     r"buffer 'A': .*mesh axis 'x' maps to tensor dim 2, out of range \[0, 2\) for ndim=2"),
     (lambda i: {**i({"x": 0}, (4, 4)), "sharding": {"q": 0}}, "buffer 'A': sharding names unknown mesh axis 'q'"),
     (lambda i: i({"x": 0}, (3, 4)),
      r"buffer 'A': dim 0: tile 4 \(size 16 over 4 shards\) is not a multiple of block 3"),
@@ -311,3 +311,36 @@ def test_program_id_as_tir_expression_round_trips():
     assert isinstance(pid, tirx.PrimExpr) and "n" in str(pid)
     ker = tilelang.compile(kernel, target="c")
     assert str(read_mesh_tensor_info(ker)["A"].program_id) == str(pid)
+
+
+def test_sharding_object_out_of_mesh_order_keeps_its_axis_order():
+    """A Sharding the seed dict can't say (dim split by y then x) is stored as given."""
+    annotate, _, _, init = helpers({"x": 2, "y": 2})
+    s = Sharding(Mesh({"x": 2, "y": 2}), [["y", "x"]])
+
+    @T.prim_func
+    def k(A: T.Tensor((8, 4), "float32")):
+        annotate({A: init(s, (2, 4))})
+        with T.Kernel(2, 2, threads=1) as (bx, by):
+            T.evaluate(0)
+
+    e = read_mesh_tensor_info(k)["A"]
+    assert e.sharding == s
+    assert e.sharding.local_region((8, 4), (1, 0))[0] == slice(2, 4)  # y outer: shard 1
+
+
+def test_batched_block_may_be_split_past_the_mesh_rank():
+    """{"x": 2} on a 1-D mesh splits dim 2 of a rank-3 block: the rank comes from the
+    block (init) and the buffer (annotate), not from the mesh."""
+    annotate, _, _, init = helpers({"x": 4})
+    entry = init({"x": 2}, (1, 16, 4))
+
+    @T.prim_func
+    def k(A: T.Tensor((2, 16, 16), "float32")):
+        annotate({A: entry})
+        with T.Kernel(4, threads=1) as bx:
+            T.evaluate(0)
+
+    assert read_mesh_tensor_info(k)["A"].sharding.spec() == [[], [], ["x"]]
+    with pytest.raises(ValueError, match="init_mesh_tensor_info: .*dim 3"):
+        init({"x": 3}, (1, 16, 4))

@@ -1,4 +1,6 @@
 """GEMM kernels on a 4x4 mesh and the passes that read mesh_tensor_info."""
+import re
+
 import numpy as np
 import pytest
 
@@ -146,12 +148,54 @@ def test_launch_grid_must_match_mesh():
         analyze_mesh_communication(wrong)
 
 
-def test_demo_command_runs(capsys):
+@pytest.mark.slow
+def test_demo_command_runs_the_comm_summa(capsys):
     from meshtensor.cli import main
     assert main(["demo", "--size", "64", "--repeat", "1"]) == 0
     out = capsys.readouterr().out
-    assert "VerifyMeshTensors: ok" in out and "GFLOP/s" in out and "(ok)" in out
+    assert "summa_comm GEMM" in out and "(ok)" in out
+    assert "VerifyMeshTensors(owner_only=True): ok" in out
+    assert "comm recv" in out and "'N hop' columns:" in out and "XY routing" in out
+    assert "comm 0: broadcast Ao -> Ar over ('y',)" in out and "max link" in out
     assert "A (64, 64) sharding [['x'], ['y']]" in out
+    assert "[TileLang" not in out and "pid" not in out
+    rate = re.search(r"time ([0-9.]+) (us|ms), ([0-9.e+-]+) GFLOP/s", out)
+    assert rate and float(rate.group(3)) > 0 and rate.group(3) != "0.0"
+    grid = [line for line in out.splitlines() if line.startswith("   [")][:4]  # A's 4 rows
+    starts = {tuple(m.start() for m in re.finditer(r"\[", line)) for line in grid}
+    assert len(grid) == 4 and len(starts) == 1  # every row's cells start in the same columns
+
+
+def test_rate_has_digits_for_tiny_runs():
+    from meshtensor.tilelang.demo import _rate
+    assert _rate(2 * 1 ** 3, 2e-6) == "2.0 us, 0.001 GFLOP/s"
+    assert _rate(2 * 512 ** 3, 0.0125) == "12.50 ms, 21.5 GFLOP/s"
+
+
+def test_quiet_tilelang_hides_info_lines_unless_asked(capsys, monkeypatch):
+    import logging
+
+    from meshtensor.tilelang.logs import quiet_tilelang
+    log = logging.getLogger("tilelang.jit.kernel")
+    monkeypatch.delenv("MESHTENSOR_TILELANG_LOG", raising=False)
+    with quiet_tilelang():
+        log.info("begins to compile (hidden)")
+        log.warning("a warning (shown)")
+        logging.getLogger("tilelang.cache.kernel_cache").warning(
+            "Found kernel 'k' in memory cache. For better performance, ... (hidden)")
+    log.info("after the block (shown)")
+    monkeypatch.setenv("MESHTENSOR_TILELANG_LOG", "info")
+    with quiet_tilelang():
+        log.info("asked for (shown)")
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert "hidden" not in text
+    assert all(w in text for w in ("a warning", "after the block", "asked for"))
+    assert logging.getLogger("tilelang").level == logging.INFO  # restored
+    monkeypatch.setenv("MESHTENSOR_TILELANG_LOG", "LOUD")
+    with pytest.raises(ValueError, match="quiet_tilelang: unknown log level 'LOUD'"):
+        with quiet_tilelang():
+            pass
 
 
 def test_symbolic_shapes_are_not_silently_skipped():

@@ -19,7 +19,7 @@ import torch.distributed as dist
 from ..collectives import (check_same_shapes, check_tensor_axis, permute_sources,
                            root_position, shift_sources)
 from ..mesh import AxisLike, DeviceLike, Mesh
-from ..reduction import check_reduction
+from ..reduction import check_accumulation, check_reduction
 from ..boxes import box_slices
 from ..resharding import (TransferStep, new_local_shape, own_cells, plan_reshard,
                           transfer_step)
@@ -27,6 +27,39 @@ from ..sharding import Sharding, chunk_bounds
 
 _OPS = {"sum": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX, "min": dist.ReduceOp.MIN,
         "prod": dist.ReduceOp.PRODUCT}
+
+
+# gloo has no 16-bit or unsigned wide integers ("Invalid scalar type"). Data moves as a
+# same-size type (gloo copies bytes); reductions run in a wider type and are cast back,
+# which wraps exactly as the narrow type would (sum and prod modulo 2^bits; max and min
+# exact). uint64 reduces as int64 bits, its order kept by flipping the sign bit.
+_WIRE = {torch.int16: torch.float16, torch.uint16: torch.float16, torch.uint32: torch.int32,
+         torch.uint64: torch.int64}
+_WIDE = {torch.int16: torch.int32, torch.uint16: torch.int32, torch.uint32: torch.int64}
+_SIGN = -2 ** 63
+
+
+def _wire(t: torch.Tensor) -> torch.Tensor:
+    """``t``'s bytes as a type every backend moves (a view: writes land in ``t``)."""
+    return t.view(_WIRE[t.dtype]) if t.dtype in _WIRE else t
+
+
+def _reducible(t: torch.Tensor, reduction: str) -> torch.Tensor:
+    """A tensor the backend can reduce whose result :func:`_unreducible` maps back."""
+    if t.dtype in _WIDE:
+        return t.to(_WIDE[t.dtype])
+    if t.dtype == torch.uint64:
+        bits = t.view(torch.int64)
+        return bits ^ _SIGN if reduction in ("max", "min") else bits.clone()
+    return t
+
+
+def _unreducible(t: torch.Tensor, dtype: torch.dtype, reduction: str) -> torch.Tensor:
+    if dtype in _WIDE:
+        return t.to(dtype)
+    if dtype == torch.uint64:
+        return (t ^ _SIGN if reduction in ("max", "min") else t).view(torch.uint64)
+    return t
 
 
 class DistCollectiveError(RuntimeError):
@@ -48,17 +81,80 @@ def _guard(op: str):
                 raise DistCollectiveError(
                     f"{op} failed on rank {self.rank} {self.coords}: {type(e).__name__}: "
                     f"{str(e).splitlines()[0] if str(e) else ''} (a peer process may have "
-                    f"died or raised; collective timeout {self.timeout})") from e
+                    f"died or raised; collective timeout {_seconds(self.timeout)})") from e
         return wrapper
     return deco
 
 
-def _torch_dtype(dtype: Any, like: torch.Tensor) -> torch.dtype:
+def _seconds(td: datetime.timedelta | None) -> str:
+    return "the process group's" if td is None else f"{td.total_seconds():g} s"
+
+
+def _as_timedelta(timeout: Any) -> datetime.timedelta | None:
+    """``timeout`` as a timedelta: seconds (int or float) or a timedelta, positive."""
+    if timeout is None or isinstance(timeout, datetime.timedelta):
+        td = timeout
+    elif isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
+        td = datetime.timedelta(seconds=timeout)
+    else:
+        raise TypeError(f"DistMesh: timeout must be seconds or a datetime.timedelta, got "
+                        f"{type(timeout).__name__}")
+    if td is not None and td.total_seconds() <= 0:
+        raise ValueError(f"DistMesh: timeout must be positive, got {td.total_seconds():g} s")
+    return td
+
+
+def _group_timeout() -> datetime.timedelta | None:
+    """The default process group's collective timeout (None where torch hides it)."""
+    pg = dist.group.WORLD
+    for dev in getattr(pg, "_device_types", ()):
+        try:
+            return pg._get_backend(dev).options._timeout
+        except (AttributeError, RuntimeError):
+            continue
+    return None
+
+
+def _numpy_dtype(t: torch.dtype) -> np.dtype | None:
+    """The NumPy dtype of a torch dtype (None for bfloat16 and others NumPy lacks)."""
+    try:
+        return np.dtype(_name(t))
+    except TypeError:
+        return None
+
+
+def _torch_dtype(op: str, dtype: Any, like: torch.Tensor) -> torch.dtype:
+    """The accumulation dtype: ``dtype`` (NumPy or torch) if it holds every value of
+    ``like``'s dtype, else a ValueError (the simulator's rule, in one place)."""
     if dtype is None:
         return like.dtype
     if isinstance(dtype, torch.dtype):
-        return dtype
-    return getattr(torch, np.dtype(dtype).name)
+        out = dtype
+    else:
+        try:
+            out = getattr(torch, np.dtype(dtype).name)
+        except (TypeError, AttributeError):
+            raise TypeError(f"{op}: dtype {dtype!r} is not a NumPy or torch dtype") from None
+    src, dst = _numpy_dtype(like.dtype), _numpy_dtype(out)
+    safe = (np.can_cast(src, dst, casting="safe") if src is not None and dst is not None
+            else _bfloat16_safe(like.dtype, out))
+    check_accumulation(op, _name(like.dtype), _name(out), safe=safe)
+    return out
+
+
+def _name(t: torch.dtype) -> str:
+    return str(t).removeprefix("torch.")
+
+
+def _bfloat16_safe(src: torch.dtype, dst: torch.dtype) -> bool:
+    """NumPy has no bfloat16: its values are a subset of float32's, and it holds every
+    bool, int8 and uint8 exactly."""
+    if src == dst:
+        return True
+    if src == torch.bfloat16:
+        d = _numpy_dtype(dst)
+        return d is not None and np.can_cast(np.float32, d, casting="safe")
+    return dst == torch.bfloat16 and src in (torch.bool, torch.int8, torch.uint8)
 
 
 class DistMesh:
@@ -67,12 +163,25 @@ class DistMesh:
     Sub-groups for each set of mesh axes are created once, in the same order on every
     rank (every rank must call the same collectives, as in any SPMD program), and reused.
 
+    Every collective accepts ``shapes=``: every device's local shape by linear device
+    index (``(mesh.size, ndim)``), when the caller knows them (``dist_reshard`` does,
+    from the shardings). Without it the group first all-gathers its shapes (one extra
+    round trip) to check them and to size uneven pieces.
+
     Args:
         mesh: the mesh (or its shape); its size must equal the world size.
-        timeout: shown in errors; the transport timeout is the process group's.
+        timeout: how long a collective on a sub-group waits for its peers (seconds or
+            a timedelta; default: the default process group's timeout, which collectives
+            over the whole mesh use). A late or dead peer makes the collective raise
+            :class:`DistCollectiveError` after about this long.
+
+    Example (inside ``fn`` of ``meshtensor.dist.run(fn, (2, 2))``, ``dm`` a DistMesh)::
+
+        dm.all_reduce(torch.ones(3), ["x"])      # tensor([2., 2., 2.]) on every rank
     """
 
-    def __init__(self, mesh: Mesh | Sequence[int] | dict, timeout: datetime.timedelta | None = None):
+    def __init__(self, mesh: Mesh | Sequence[int] | dict,
+                 timeout: datetime.timedelta | float | None = None):
         if not dist.is_available() or not dist.is_initialized():
             raise RuntimeError("DistMesh: torch.distributed is not initialised; call "
                                "meshtensor.dist.init_from_env() or use meshtensor.dist.run()")
@@ -83,7 +192,7 @@ class DistMesh:
                              f"process group has {world} ranks")
         self.rank = dist.get_rank()
         self.coords = self.mesh.multi_index(self.rank)
-        self.timeout = timeout
+        self.timeout = _as_timedelta(timeout) or _group_timeout()
         self._groups: dict[tuple[int, ...], tuple[Any, list[int], int]] = {}
 
     def __repr__(self) -> str:
@@ -101,7 +210,7 @@ class DistMesh:
             elif groups.shape[1] > 1:
                 mine = None
                 for g in groups.tolist():  # every rank creates every group, in order
-                    pg = dist.new_group(sorted(g))
+                    pg = dist.new_group(sorted(g), timeout=self.timeout)
                     if self.rank in g:
                         mine = (pg, g)
             else:
@@ -126,8 +235,27 @@ class DistMesh:
         return out
 
     # -- helpers -----------------------------------------------------------------------------
-    def _shapes(self, x: torch.Tensor, pg, members: list[int], op: str) -> list[tuple[int, ...]]:
-        """Every member's local shape (the ranks must agree on the rank of the tensor)."""
+    def _known(self, op: str, x: torch.Tensor, shapes, mine: bool = True) -> np.ndarray | None:
+        """``shapes`` checked: one shape of ``x``'s rank per device, this rank's equal to
+        ``x.shape`` where the op reads its input (``mine``)."""
+        if shapes is None:
+            return None
+        arr = np.asarray(shapes)
+        if arr.shape != (self.mesh.size, x.ndim) or (arr.size and arr.dtype.kind not in "iu"):
+            raise ValueError(f"{op}: shapes must hold one local shape of rank {x.ndim} per "
+                             f"device, an integer array of shape ({self.mesh.size}, {x.ndim}); "
+                             f"got shape {arr.shape} of {arr.dtype}")
+        if mine and tuple(arr[self.rank].tolist()) != tuple(x.shape):
+            raise ValueError(f"{op}: shapes[{self.rank}] is {tuple(arr[self.rank].tolist())} but "
+                             f"rank {self.rank} {self.coords} holds {tuple(x.shape)}")
+        return arr.astype(np.int64, copy=False)
+
+    def _shapes(self, x: torch.Tensor, pg, members: list[int], op: str,
+                known: np.ndarray | None = None) -> list[tuple[int, ...]]:
+        """Every member's local shape: from ``known`` when given, else all-gathered (the
+        ranks must agree on the rank of the tensor)."""
+        if known is not None:
+            return [tuple(known[m].tolist()) for m in members]
         if len(members) == 1:
             return [tuple(x.shape)]
         mine = torch.tensor([x.ndim] + list(x.shape) + [0] * (8 - x.ndim), dtype=torch.int64)
@@ -171,36 +299,38 @@ class DistMesh:
         ``recv_shapes[src]`` from each; one batched isend/irecv round."""
         ops, got = [], {}
         for dst, t in sorted(sends.items()):
-            ops.append(dist.P2POp(dist.isend, t.contiguous(), dst))
+            ops.append(dist.P2POp(dist.isend, _wire(t.contiguous()), dst))
         for src, shape in sorted(recv_shapes.items()):
             got[src] = torch.empty(shape, dtype=dtype)
-            ops.append(dist.P2POp(dist.irecv, got[src], src))
+            ops.append(dist.P2POp(dist.irecv, _wire(got[src]), src))
         if ops:
             for req in dist.batch_isend_irecv(ops):
                 req.wait()
         return got
 
     # -- the collectives ---------------------------------------------------------------------
-    def _gather_shapes(self, op: str, x: torch.Tensor, pg, members, gather_axis: int):
+    def _gather_shapes(self, op: str, x: torch.Tensor, pg, members, gather_axis: int, known):
         """Checked gather axis, every member's shape, and the padded block shape."""
         ax = check_tensor_axis(op, "gather_axis", gather_axis, x.ndim)
-        shapes = self._shapes(x, pg, members, op)
+        shapes = self._shapes(x, pg, members, op, known)
         self._check_same(op, shapes, members, except_axis=ax)
         big = list(shapes[0])
         big[ax] = max(s[ax] for s in shapes)
         return ax, shapes, big
 
     @_guard("all_gather")
-    def all_gather(self, x: torch.Tensor, mesh_axes, gather_axis: int) -> torch.Tensor:
+    def all_gather(self, x: torch.Tensor, mesh_axes, gather_axis: int, *,
+                   shapes=None) -> torch.Tensor:
         """As :func:`meshtensor.collectives.all_gather`, on this rank's local tensor."""
+        known = self._known("all_gather", x, shapes)
         pg, members, _ = self.group(mesh_axes, "all_gather")
-        ax, shapes, big = self._gather_shapes("all_gather", x, pg, members, gather_axis)
+        ax, shapes, big = self._gather_shapes("all_gather", x, pg, members, gather_axis, known)
         if len(members) == 1:
             return x.clone()
         # One flat buffer: member i's (padded) block lands at row i, then one copy
         # moves the blocks into place along the gather axis.
         buf = torch.empty([len(members)] + big, dtype=x.dtype)
-        dist.all_gather_into_tensor(buf, self._pad(x, big).unsqueeze(0), group=pg)
+        dist.all_gather_single(_wire(buf), _wire(self._pad(x, big).unsqueeze(0)), group=pg)
         order = self._from_torch(members, list(range(len(members))))
         if all(s[ax] == big[ax] for s in shapes):
             blocks = buf[order] if order != list(range(len(members))) else buf
@@ -210,30 +340,41 @@ class DistMesh:
                          dim=ax)
 
     @_guard("all_reduce")
-    def all_reduce(self, x: torch.Tensor, mesh_axes, reduction: str = "sum", dtype=None) -> torch.Tensor:
-        """As :func:`meshtensor.collectives.all_reduce` (``dtype`` accumulates)."""
+    def all_reduce(self, x: torch.Tensor, mesh_axes, reduction: str = "sum", dtype=None, *,
+                   shapes=None) -> torch.Tensor:
+        """As :func:`meshtensor.collectives.all_reduce` (``dtype`` accumulates; one that
+        cannot hold every input value raises ValueError)."""
         check_reduction("all_reduce", reduction)
+        dt = _torch_dtype("all_reduce", dtype, x)
+        known = self._known("all_reduce", x, shapes)
         pg, members, _ = self.group(mesh_axes, "all_reduce")
-        self._check_same("all_reduce", self._shapes(x, pg, members, "all_reduce"), members)
-        y = x.to(_torch_dtype(dtype, x)).clone()
+        self._check_same("all_reduce", self._shapes(x, pg, members, "all_reduce", known), members)
+        y = x.to(dt).clone()
         if len(members) > 1:
-            dist.all_reduce(y, op=_OPS[reduction], group=pg)
+            z = _reducible(y, reduction)
+            dist.all_reduce(z, op=_OPS[reduction], group=pg)
+            y = _unreducible(z, dt, reduction)
         return y
 
-    def all_slice(self, x: torch.Tensor, mesh_axes, slice_axis: int) -> torch.Tensor:
-        """As :func:`meshtensor.collectives.all_slice` (no communication)."""
+    def all_slice(self, x: torch.Tensor, mesh_axes, slice_axis: int, *,
+                  shapes=None) -> torch.Tensor:
+        """As :func:`meshtensor.collectives.all_slice` (no communication; ``shapes`` is
+        only checked)."""
+        self._known("all_slice", x, shapes)
         _, members, pos = self.group(mesh_axes, "all_slice")
         ax = check_tensor_axis("all_slice", "slice_axis", slice_axis, x.ndim)
         return self._piece(x, ax, len(members), pos).clone()
 
     @_guard("all_to_all")
-    def all_to_all(self, x: torch.Tensor, mesh_axes, split_axis: int, concat_axis: int) -> torch.Tensor:
+    def all_to_all(self, x: torch.Tensor, mesh_axes, split_axis: int, concat_axis: int, *,
+                   shapes=None) -> torch.Tensor:
         """As :func:`meshtensor.collectives.all_to_all`."""
+        known = self._known("all_to_all", x, shapes)
         pg, members, pos = self.group(mesh_axes, "all_to_all")
         sa = check_tensor_axis("all_to_all", "split_axis", split_axis, x.ndim)
         ca = check_tensor_axis("all_to_all", "concat_axis", concat_axis, x.ndim)
         k = len(members)
-        shapes = self._shapes(x, pg, members, "all_to_all")
+        shapes = self._shapes(x, pg, members, "all_to_all", known)
         pieces = [[self._piece_shape(s, sa, k, j) for j in range(k)] for s in shapes]
         self._check_same("all_to_all", [pieces[i][pos] for i in range(k)], members, except_axis=ca)
         for j in range(k):  # every receiver's parts must concatenate
@@ -254,77 +395,93 @@ class DistMesh:
         r = root_position(op, self.mesh, axes, root)
         return pg, members, pos, r
 
-    def _root_shape(self, x: torch.Tensor, pg, members, r: int) -> tuple[int, ...]:
+    def _root_shape(self, x: torch.Tensor, pg, members, r: int, known) -> tuple[int, ...]:
+        if known is not None:
+            return tuple(known[members[r]].tolist())
         shape = torch.tensor(list(x.shape), dtype=torch.int64)
         if len(members) > 1:
             dist.broadcast(shape, src=members[r], group=pg)
         return tuple(int(v) for v in shape)
 
     @_guard("broadcast")
-    def broadcast(self, x: torch.Tensor, mesh_axes, root) -> torch.Tensor:
+    def broadcast(self, x: torch.Tensor, mesh_axes, root, *, shapes=None) -> torch.Tensor:
         """As :func:`meshtensor.collectives.broadcast`."""
         pg, members, pos, r = self._root_rank("broadcast", mesh_axes, root)
-        shape = self._root_shape(x, pg, members, r)
+        known = self._known("broadcast", x, shapes, mine=pos == r)
+        shape = self._root_shape(x, pg, members, r, known)
         y = x.clone().contiguous() if pos == r else torch.empty(shape, dtype=x.dtype)
         if len(members) > 1:
-            dist.broadcast(y, src=members[r], group=pg)
+            dist.broadcast(_wire(y), src=members[r], group=pg)
         return y
 
     @_guard("gather")
-    def gather(self, x: torch.Tensor, mesh_axes, gather_axis: int, root) -> torch.Tensor:
+    def gather(self, x: torch.Tensor, mesh_axes, gather_axis: int, root, *,
+               shapes=None) -> torch.Tensor:
         """As :func:`meshtensor.collectives.gather`: the root gets the concatenation,
         others keep their input."""
+        known = self._known("gather", x, shapes)
         pg, members, pos, r = self._root_rank("gather", mesh_axes, root)
-        ax, shapes, big = self._gather_shapes("gather", x, pg, members, gather_axis)
+        ax, shapes, big = self._gather_shapes("gather", x, pg, members, gather_axis, known)
         if len(members) == 1:
             return x.clone()
         outs = [torch.empty(big, dtype=x.dtype) for _ in members] if pos == r else None
-        dist.gather(self._pad(x, big), outs, dst=members[r], group=pg)
+        dist.gather(_wire(self._pad(x, big)), [_wire(o) for o in outs] if outs else None,
+                    dst=members[r], group=pg)
         if pos != r:
             return x.clone()
         outs = self._from_torch(members, outs)
         return torch.cat([o.narrow(ax, 0, s[ax]) for o, s in zip(outs, shapes)], dim=ax)
 
     @_guard("reduce")
-    def reduce(self, x: torch.Tensor, mesh_axes, root, reduction: str = "sum", dtype=None) -> torch.Tensor:
+    def reduce(self, x: torch.Tensor, mesh_axes, root, reduction: str = "sum", dtype=None, *,
+               shapes=None) -> torch.Tensor:
         """As :func:`meshtensor.collectives.reduce` (non-roots keep their input, converted
         to ``dtype``)."""
         check_reduction("reduce", reduction)
+        dt = _torch_dtype("reduce", dtype, x)
+        known = self._known("reduce", x, shapes)
         pg, members, pos, r = self._root_rank("reduce", mesh_axes, root)
-        self._check_same("reduce", self._shapes(x, pg, members, "reduce"), members)
-        y = x.to(_torch_dtype(dtype, x)).clone()
+        self._check_same("reduce", self._shapes(x, pg, members, "reduce", known), members)
+        y = x.to(dt).clone()
         if len(members) > 1:
-            keep = y.clone()
-            dist.reduce(y, dst=members[r], op=_OPS[reduction], group=pg)
-            if pos != r:
-                return keep
+            z = _reducible(y, reduction)
+            z = y.clone() if z is y else z  # the backend may write into z on any rank
+            dist.reduce(z, dst=members[r], op=_OPS[reduction], group=pg)
+            if pos == r:
+                y = _unreducible(z, dt, reduction)
         return y
 
     @_guard("reduce_scatter")
     def reduce_scatter(self, x: torch.Tensor, mesh_axes, scatter_axis: int, reduction: str = "sum",
-                       dtype=None) -> torch.Tensor:
+                       dtype=None, *, shapes=None) -> torch.Tensor:
         """As :func:`meshtensor.collectives.reduce_scatter`."""
         check_reduction("reduce_scatter", reduction)
+        dt = _torch_dtype("reduce_scatter", dtype, x)
+        known = self._known("reduce_scatter", x, shapes)
         pg, members, pos = self.group(mesh_axes, "reduce_scatter")
         ax = check_tensor_axis("reduce_scatter", "scatter_axis", scatter_axis, x.ndim)
-        self._check_same("reduce_scatter", self._shapes(x, pg, members, "reduce_scatter"), members)
+        self._check_same("reduce_scatter", self._shapes(x, pg, members, "reduce_scatter", known),
+                         members)
         k = len(members)
-        y = x.to(_torch_dtype(dtype, x))
+        y = x.to(dt)
         if k == 1:
             return y.clone()
         big = list(y.shape)
         big[ax] = -(-y.shape[ax] // k)
-        ins = [self._pad(self._piece(y, ax, k, j), big) for j in range(k)]
-        out = torch.empty(big, dtype=y.dtype)
+        ins = [_reducible(self._pad(self._piece(y, ax, k, j), big), reduction) for j in range(k)]
+        out = torch.empty(big, dtype=ins[0].dtype)
         dist.reduce_scatter(out, self._to_torch(members, ins), op=_OPS[reduction], group=pg)
+        out = _unreducible(out, dt, reduction)
         return out.narrow(ax, 0, self._piece_shape(tuple(y.shape), ax, k, pos)[ax]).clone()
 
     @_guard("scatter")
-    def scatter(self, x: torch.Tensor, mesh_axes, scatter_axis: int, root) -> torch.Tensor:
+    def scatter(self, x: torch.Tensor, mesh_axes, scatter_axis: int, root, *,
+                shapes=None) -> torch.Tensor:
         """As :func:`meshtensor.collectives.scatter` (non-roots' input is ignored)."""
         pg, members, pos, r = self._root_rank("scatter", mesh_axes, root)
         ax = check_tensor_axis("scatter", "scatter_axis", scatter_axis, x.ndim)
-        shape = self._root_shape(x, pg, members, r)
+        known = self._known("scatter", x, shapes, mine=pos == r)
+        shape = self._root_shape(x, pg, members, r, known)
         k = len(members)
         if k == 1:
             return self._piece(x, ax, 1, 0).clone()
@@ -332,19 +489,22 @@ class DistMesh:
         big[ax] = -(-shape[ax] // k)
         ins = [self._pad(self._piece(x, ax, k, j), big) for j in range(k)] if pos == r else None
         out = torch.empty(big, dtype=x.dtype)
-        dist.scatter(out, self._to_torch(members, ins) if ins is not None else None,
+        ins = None if ins is None else [_wire(t) for t in ins]
+        dist.scatter(_wire(out), self._to_torch(members, ins) if ins is not None else None,
                      src=members[r], group=pg)
         return out.narrow(ax, 0, self._piece_shape(shape, ax, k, pos)[ax]).clone()
 
     @_guard("permute")
-    def permute(self, x: torch.Tensor, pairs: Iterable[tuple[DeviceLike, DeviceLike]]) -> torch.Tensor:
+    def permute(self, x: torch.Tensor, pairs: Iterable[tuple[DeviceLike, DeviceLike]], *,
+                shapes=None) -> torch.Tensor:
         """As :func:`meshtensor.collectives.permute` (every rank passes the same pairs)."""
         src_of = permute_sources("permute", self.mesh, pairs)
-        return self._move(x, src_of)
+        return self._move(x, src_of, self._known("permute", x, shapes))
 
-    def _move(self, x: torch.Tensor, src_of: dict[int, int]) -> torch.Tensor:
+    def _move(self, x: torch.Tensor, src_of: dict[int, int], known) -> torch.Tensor:
         pg, members, _ = self.group(range(self.mesh.ndim), "permute")
-        shapes = self._shapes(x, pg, members, "permute")  # world group: member i is rank i
+        # the world group: member i is rank i
+        shapes = self._shapes(x, pg, members, "permute", known)
         sends = {d: x for d, s in src_of.items() if s == self.rank and d != self.rank}
         src = src_of.get(self.rank)
         recv = {src: shapes[src]} if src is not None and src != self.rank else {}
@@ -352,10 +512,12 @@ class DistMesh:
         return got[src] if recv else x.clone()
 
     @_guard("shift")
-    def shift(self, x: torch.Tensor, mesh_axes, shift_axis, offset: int, rotate: bool = False) -> torch.Tensor:
+    def shift(self, x: torch.Tensor, mesh_axes, shift_axis, offset: int, rotate: bool = False, *,
+              shapes=None) -> torch.Tensor:
         """As :func:`meshtensor.collectives.shift`."""
         src, valid = shift_sources("shift", self.mesh, mesh_axes, shift_axis, offset, rotate)
-        return self._move(x, {d: int(s) for d, (s, ok) in enumerate(zip(src, valid)) if ok})
+        return self._move(x, {d: int(s) for d, (s, ok) in enumerate(zip(src, valid)) if ok},
+                          self._known("shift", x, shapes))
 
     @_guard("update_halo")
     def update_halo(self, x: torch.Tensor, sharding: Sharding, global_shape: Sequence[int]) -> torch.Tensor:
@@ -401,9 +563,17 @@ def dist_reshard(local: torch.Tensor, src: Sharding, tgt: Sharding, global_shape
                  dmesh: DistMesh) -> torch.Tensor:
     """Execute ``plan_reshard(src, tgt, global_shape)`` with torch.distributed and return
     this rank's new local tensor. Every rank calls it with its own local tensor; the
-    plan is computed identically on each."""
+    plan is computed identically on each. Every local shape follows from the shardings,
+    so collectives skip their shape exchange: one transport call per collective step.
+    """
     if not isinstance(local, torch.Tensor):
         raise TypeError(f"dist_reshard: local must be a torch.Tensor, got {type(local).__name__}")
+    for name, s in (("src", src), ("tgt", tgt)):
+        if not isinstance(s, Sharding):
+            raise TypeError(f"dist_reshard: {name} must be a Sharding, got {type(s).__name__}")
+    if src.mesh != dmesh.mesh:
+        raise ValueError(f"dist_reshard: src is on mesh {src.mesh!r} but the DistMesh is "
+                         f"{dmesh.mesh!r}")
     shape = src.check_shape(global_shape, "dist_reshard")
     want = src.local_shape(shape, dmesh.rank)
     if tuple(local.shape) != want:
@@ -419,7 +589,8 @@ def dist_reshard(local: torch.Tensor, src: Sharding, tgt: Sharding, global_shape
             relaid = _run_transfer_step(dmesh, x, local, shape)
             x = dmesh.update_halo(relaid, step.after, shape)
         else:
-            x = getattr(dmesh, step.op)(x, list(step.mesh_axes), **step.kwargs)
+            w0, w1 = step.before.windows(shape)  # every device's local shape, known
+            x = getattr(dmesh, step.op)(x, list(step.mesh_axes), **step.kwargs, shapes=w1 - w0)
     return x
 
 

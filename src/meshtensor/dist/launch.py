@@ -37,18 +37,38 @@ def _plain(x: Any) -> Any:
         return x.detach().cpu().numpy()
     if isinstance(x, dict):
         return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, tuple) and hasattr(x, "_fields"):  # a namedtuple takes fields
+        return type(x)(*(_plain(v) for v in x))
     if isinstance(x, (list, tuple)):
         return type(x)(_plain(v) for v in x)
     return x
 
 
+def _seconds(api: str, name: str, value: Any, optional: bool = False) -> float | None:
+    """A positive number of seconds (or None where ``optional``), else a clear error."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"meshtensor.dist.{api}: {name} must be a number of seconds"
+                        f"{' or None' if optional else ''}, got {type(value).__name__}")
+    if not value > 0:
+        raise ValueError(f"meshtensor.dist.{api}: {name} must be positive, got {value!r}")
+    return float(value)
+
+
 def init_from_env(mesh_shape: Any, backend: str = "gloo", timeout: float = 60.0):
     """Initialise torch.distributed from the environment (``torchrun`` sets ``RANK``,
-    ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``) and return a :class:`DistMesh`."""
+    ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``) and return a :class:`DistMesh`
+    whose collectives time out after ``timeout`` seconds.
+
+    Example (in a script started by ``torchrun --nproc-per-node 4``)::
+
+        dm = init_from_env((2, 2))
+    """
     import torch.distributed as dist
 
     from .engine import DistMesh
-    td = datetime.timedelta(seconds=timeout)
+    td = datetime.timedelta(seconds=_seconds("init_from_env", "timeout", timeout))
     if not dist.is_initialized():
         dist.init_process_group(backend, timeout=td)
     return DistMesh(Mesh(mesh_shape) if not isinstance(mesh_shape, Mesh) else mesh_shape, timeout=td)
@@ -79,19 +99,36 @@ def _worker(rank: int, world: int, mesh_shape: Any, backend: str, port: int, tim
 
 
 def run(fn: Callable, mesh_shape: Any, *args: Any, backend: str = "gloo",
-        timeout: float = 60.0) -> list[Any]:
+        timeout: float = 60.0, deadline: float | None = None) -> list[Any]:
     """Run ``fn(dist_mesh, *args)`` on one process per device and return each rank's
     result (NumPy arrays for tensors), in rank order.
 
     On this machine it spawns ``mesh.size`` processes talking over loopback. Under
     ``torchrun`` (``RANK`` is set) it runs in the current process and returns
-    ``[this rank's result]``. ``fn`` must be a module-level function (it is pickled).
+    ``[this rank's result]``. ``fn`` must be a module-level function (it is pickled),
+    and a script that calls ``run`` must guard it with ``if __name__ == "__main__":``.
 
-    Every collective times out after ``timeout`` seconds. If a rank raises or dies, the
-    others fail with :class:`DistCollectiveError` within the timeout, every process is
-    stopped, and :class:`DistRunError` reports what happened to each rank.
+    Two limits, independent of each other:
+
+    - ``timeout`` (seconds): how long one collective waits for its peers. If a rank
+      raises or dies, the others fail with :class:`DistCollectiveError` within about
+      ``timeout``, every process is stopped, and :class:`DistRunError` reports what
+      happened to each rank. A healthy job may run any number of collectives.
+    - ``deadline`` (seconds, default None: no limit): wall-clock limit for the whole
+      job, start-up included. When it passes, every process is stopped and
+      :class:`DistRunError` says which ranks had no result. Under ``torchrun`` the job's
+      lifetime is torchrun's business and ``deadline`` is not applied.
+
+    Example (in a script)::
+
+        def work(dm):
+            return dm.rank
+        if __name__ == "__main__":
+            print(run(work, (2, 2), timeout=30))     # [0, 1, 2, 3]
     """
     mesh = mesh_shape if isinstance(mesh_shape, Mesh) else Mesh(mesh_shape)
+    _seconds("run", "timeout", timeout)
+    deadline = _seconds("run", "deadline", deadline, optional=True)
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
         dm = init_from_env(mesh, backend, timeout)
         return [_plain(fn(dm, *args))]
@@ -106,8 +143,8 @@ def run(fn: Callable, mesh_shape: Any, *args: Any, backend: str = "gloo",
         p.start()
     outcomes: dict[int, tuple[str, Any]] = {}
     failed_at: float | None = None
-    start_grace = 60.0 + timeout  # process start-up (importing torch) counts too
-    deadline = time.monotonic() + start_grace + timeout * 4
+    stop_at = None if deadline is None else time.monotonic() + deadline
+    why = "no result"
     try:
         while len(outcomes) < mesh.size:
             try:
@@ -131,8 +168,11 @@ def run(fn: Callable, mesh_shape: Any, *args: Any, backend: str = "gloo",
                         failed_at = failed_at or time.monotonic()
             now = time.monotonic()
             if failed_at is not None and now - failed_at > timeout + 10:
-                break  # survivors had their timeout to notice; stop waiting
-            if now > deadline:
+                # survivors had their collective timeout to notice; stop waiting
+                why = f"no result {timeout:g} s (the collective timeout) + 10 s after a failure"
+                break
+            if stop_at is not None and now > stop_at:
+                why = f"no result within the deadline of {deadline:g} s"
                 break
     finally:
         for p in procs:
@@ -150,7 +190,7 @@ def run(fn: Callable, mesh_shape: Any, *args: Any, backend: str = "gloo",
         lines = {r: "finished" if v[0] == "ok" else f"{v[0]}: {str(v[1]).splitlines()[0]}"
                  for r, v in sorted(outcomes.items())}
         for r in missing:
-            lines[r] = "stopped: no result before the deadline"
+            lines[r] = f"stopped: {why}"
         msg = "meshtensor.dist.run: " + "; ".join(f"rank {r} {mesh.multi_index(r)} {t}"
                                                   for r, t in sorted(lines.items()))
         raise DistRunError(msg, lines)

@@ -35,14 +35,21 @@ class Cond(NamedTuple):
     taken: bool
 
 
-ScopeItem = Union[tirx.For, Let, Cond]
+class WhileLoop(NamedTuple):
+    """An enclosing ``while`` loop and its condition (its trip count is data-dependent)."""
+
+    expr: tirx.PrimExpr
+
+
+ScopeItem = Union[tirx.For, Let, Cond, WhileLoop]
 
 
 @dataclass(frozen=True)
 class Found:
     """A call statement found by :func:`find_calls`, with what encloses it, outermost
-    first: ``tirx.For`` loops (thread-binding ones included), :class:`Let` bindings and
-    :class:`Cond` conditions, in nesting order (a later item may use an earlier one)."""
+    first: ``tirx.For`` loops (thread-binding ones included), :class:`Let` bindings,
+    :class:`Cond` conditions and :class:`WhileLoop` loops, in nesting order (a later
+    item may use an earlier one)."""
 
     call: tirx.Call
     scope: tuple[ScopeItem, ...] = ()
@@ -85,7 +92,8 @@ def region_of(arg: Any) -> CopyRegion:
 
 def find_calls(func: tirx.PrimFunc | tirx.Stmt, match: Callable[[tirx.Call], bool]) -> list[Found]:
     """Every ``Evaluate(call)`` statement whose call satisfies ``match``, in program
-    order, with its scope (loops, lets and ``if`` conditions, outermost first)."""
+    order, with its scope (loops, lets, ``if`` conditions and ``while`` loops, outermost
+    first)."""
     body = func.body if isinstance(func, tirx.PrimFunc) else func
     out: list[Found] = []
 
@@ -109,7 +117,7 @@ def find_calls(func: tirx.PrimFunc | tirx.Stmt, match: Callable[[tirx.Call], boo
             if node.else_case is not None:
                 walk(node.else_case, scope + (Cond(node.condition, False),))
         elif isinstance(node, tirx.While):
-            walk(node.body, scope + (Cond(node.condition, True),))
+            walk(node.body, scope + (WhileLoop(node.condition),))
         else:
             for attr in ("body", "block"):
                 child = getattr(node, attr, None)

@@ -94,8 +94,10 @@ class MeshTensorEntry:
         return None if any(n is None for n in s) else s
 
 
-def _sharding_from(mesh: Mesh, value: Any, where: str) -> Sharding:
-    """The seed dict (``{"x": d, "y": None}``), the tuple form or a Sharding."""
+def _sharding_from(mesh: Mesh, value: Any, where: str, ndim: int | None = None) -> Sharding:
+    """The seed dict (``{"x": d, "y": None}``), the tuple form or a Sharding, for a
+    tensor of rank ``ndim`` (the buffer's or the block's: so a batched buffer may be
+    split on a dim past the mesh's rank)."""
     if isinstance(value, Sharding):
         if value.mesh != mesh:
             raise ValueError(f"{where}: sharding is on mesh {value.mesh}, the helpers on "
@@ -107,17 +109,18 @@ def _sharding_from(mesh: Mesh, value: Any, where: str) -> Sharding:
                 raise ValueError(f"{where}: sharding names unknown mesh axis {axis!r}; mesh "
                                  f"axes are {list(mesh.axis_names)}")
     try:
-        return Sharding.from_seed(mesh, value)
+        return Sharding.from_seed(mesh, value, ndim=ndim)
     except (ValueError, TypeError) as e:
         raise ValueError(f"{where}: {e}") from None
 
 
-def _seed_dict(s: Sharding) -> dict[str, int | None]:
-    out: dict[str, int | None] = {n: None for n in s.mesh.axis_names}
-    for d, axes in enumerate(s.split_axes):
-        for a in axes:
-            out[s.mesh.axis_names[a]] = d
-    return out
+def _seed_dict(s: Sharding) -> dict[str, int | None] | None:
+    """The seed dict form, or None where it cannot say the sharding (e.g. a dim split
+    by mesh axes out of mesh order): ``split_axes`` is the stored truth either way."""
+    try:
+        return s.to_seed()
+    except ValueError:
+        return None
 
 
 def _check_program_id(mesh: Mesh, pid: Any, where: str) -> Any:
@@ -154,7 +157,7 @@ def _make_entry(mesh: Mesh, buf: tirx.Buffer, info: Mapping[str, Any]) -> MeshTe
             raise ValueError(f"{where}: missing key {key!r} (required: {list(_REQUIRED)})")
     shape = tuple(_static(n) if _static(n) is not None else n for n in buf.shape)
     rank = len(shape)
-    sharding = _sharding_from(mesh, info["sharding"], where)
+    sharding = _sharding_from(mesh, info["sharding"], where, ndim=rank)
     if len(sharding.split_axes) > rank:
         d = len(sharding.split_axes) - 1
         axes = [mesh.axis_names[a] for a in sharding.split_axes[d]]
@@ -288,13 +291,14 @@ def mesh_tensor_functions(mesh_shape: Mapping[str, int] | str | Mesh | None = No
         granule; ``program_id`` the owning program (int, coordinates, TIR expression or
         ``None`` = the running program)."""
         where = "init_mesh_tensor_info"
-        s = _sharding_from(mesh, sharding, where)
         if order not in _ORDERS:
             raise ValueError(f"{where}: order {order!r} is not one of {list(_ORDERS)}")
         if not isinstance(block_shape, (tuple, list)):
             raise ValueError(f"{where}: block_shape must be a tuple of ints, got "
                              f"{block_shape!r}")
-        return {"sharding": _seed_dict(s), "block_shape": tuple(block_shape),
+        s = _sharding_from(mesh, sharding, where, ndim=len(block_shape))
+        seed = _seed_dict(s)  # a Sharding the seed form can't say is kept as it is
+        return {"sharding": s if seed is None else seed, "block_shape": tuple(block_shape),
                 "program_id": _check_program_id(mesh, program_id, where), "order": order}
 
     def annotate_mesh_tensor_info(mesh_tensor_info: Mapping[tirx.Buffer, Mapping[str, Any]]):

@@ -12,6 +12,22 @@ Each kernel is written with :func:`mesh_tensor_functions` and launched with
 - ``cannon``: the same layout with Cannon's skewed order ``k = (i + j + s) mod n``,
   so at every step each core serves exactly one reader of A and one of B.
 
+Those three are *global-view* kernels: a core reads other cores' shards straight from
+global memory. The ``*_comm`` kernels are distributed-memory programs: every core loads
+only its own shards of A and B and writes only its own tile of C; all other data moves
+through comm ops (:func:`mesh_comm`), compiled with :func:`compile_mesh_kernel`:
+
+- ``summa_comm``: A, B, C fully sharded; at step ``k`` a row broadcast of A's tile from
+  column ``k`` and a column broadcast of B's tile from row ``k``, then a local product.
+- ``cannon_comm``: the same layout; an initial skew (a static ``permute``: row ``i`` of A
+  moves left by ``i``, column ``j`` of B up by ``j``), then ``n`` local products with a
+  rotation by one along rows (A) and columns (B) between them (``shift`` with
+  ``rotate=True``).
+- ``ksplit_comm``: K split over the mesh's columns: core ``(i, j)`` holds A's block
+  ``(i, j)`` and B's row panel ``j`` (replicated down the mesh column), computes a
+  partial ``C`` row panel ``i`` and a ``reduce_scatter`` along the row sums the partials
+  and hands core ``(i, j)`` its own tile of C.
+
 The inner product is a register-blocked micro-kernel (6x16 accumulators, unrolled by
 TVM) that gcc vectorises on the C backend; tiles are padded to multiples of it, and
 copies of edge blocks are guarded, so sizes need not divide by ``n``.
@@ -20,15 +36,18 @@ copies of edge blocks are guarded, so sizes need not divide by ``n``.
 
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
 import tilelang
 import tilelang.language as T
 
+from .comm import mesh_comm
 from .frontend import mesh_tensor_functions
 
-ALGORITHMS = ("local", "summa", "cannon")
+ALGORITHMS = ("local", "summa", "cannon")  # global view
+COMM_ALGORITHMS = ("summa_comm", "cannon_comm", "ksplit_comm")  # distributed memory
 RB, CB = 6, 16  # micro-kernel: RB rows x CB columns of C held in registers
 # gcc's -O3 loop vectoriser (dynamic cost model) turns the micro-kernel's k loop into
 # slow gathers for power-of-two tiles (1.8 vs 45 GFLOP/s at 512^3, measured here);
@@ -61,10 +80,13 @@ def layouts(algorithm: str) -> dict[str, dict[str, Any]]:
     """The seed-format shardings of A, B and C for an algorithm."""
     if algorithm == "local":
         return {"A": {"x": 0, "y": None}, "B": {"x": None, "y": 1}, "C": {"x": 0, "y": 1}}
-    if algorithm in ("summa", "cannon"):
+    if algorithm in ("summa", "cannon", "summa_comm", "cannon_comm"):
         full = {"x": 0, "y": 1}
         return {"A": dict(full), "B": dict(full), "C": dict(full)}
-    raise ValueError(f"unknown GEMM algorithm {algorithm!r}; choose one of {list(ALGORITHMS)}")
+    if algorithm == "ksplit_comm":
+        return {"A": {"x": 0, "y": 1}, "B": {"x": None, "y": 0}, "C": {"x": 0, "y": 1}}
+    raise ValueError(f"unknown GEMM algorithm {algorithm!r}; choose one of "
+                     f"{list(ALGORITHMS + COMM_ALGORITHMS)}")
 
 
 def build_gemm(algorithm: str, M: int, N: int, K: int, mesh: int = 4, dtype: str = "float32"):
@@ -73,6 +95,8 @@ def build_gemm(algorithm: str, M: int, N: int, K: int, mesh: int = 4, dtype: str
     for name, v in (("M", M), ("N", N), ("K", K), ("mesh", mesh)):
         if not isinstance(v, int) or v < 1:
             raise ValueError(f"build_gemm: {name} must be a positive int, got {v!r}")
+    if algorithm in COMM_ALGORITHMS:
+        return _COMM_BUILDERS[algorithm](M, N, K, mesh, dtype)
     n = mesh
     fns = mesh_tensor_functions({"x": n, "y": n})
     annotate, mcopy, init = (fns["annotate_mesh_tensor_info"], fns["mesh_tensor_copy"],
@@ -103,9 +127,113 @@ def build_gemm(algorithm: str, M: int, N: int, K: int, mesh: int = 4, dtype: str
     return gemm
 
 
+def _comm_setup(algorithm: str, M: int, N: int, K: int, mesh: int):
+    n = mesh
+    fns = mesh_tensor_functions({"x": n, "y": n})
+    return (n, fns["annotate_mesh_tensor_info"], fns["mesh_tensor_copy"],
+            fns["init_mesh_tensor_info"], mesh_comm({"x": n, "y": n}), layouts(algorithm))
+
+
+def _build_2d_comm(algorithm: str, M: int, N: int, K: int, mesh: int, dtype: str):
+    """``summa_comm`` and ``cannon_comm``: A, B, C fully sharded; each core loads its own
+    tiles, receives the others' through comm ops and stores its own tile of C."""
+    n, annotate, mcopy, init, mc, lay = _comm_setup(algorithm, M, N, K, mesh)
+    tm, tn, tk = _ceil(M, n), _ceil(N, n), _ceil(K, n)
+    tmp, tnp = _ceil(tm, RB) * RB, _ceil(tn, CB) * CB
+    cannon = algorithm == "cannon_comm"
+    # Cannon's skew: core (i, j) gets A's block (i, i + j) and B's block (i + j, j), mod n
+    skew_a = [((i, (i + j) % n), (i, j)) for i in range(n) for j in range(n)]
+    skew_b = [(((i + j) % n, j), (i, j)) for i in range(n) for j in range(n)]
+
+    @T.prim_func
+    def gemm(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+        annotate({A: init(lay["A"], (tm, tk)), B: init(lay["B"], (tk, tn)),
+                  C: init(lay["C"], (tm, tn))})
+        with T.Kernel(n, n, threads=1) as (bx, by):
+            Ao = T.alloc_local((tm, tk), dtype)  # own shards
+            Bo = T.alloc_local((tk, tn), dtype)
+            Ar = T.alloc_local((tmp, tk), dtype)  # this step's tiles (zero padded)
+            Br = T.alloc_local((tk, tnp), dtype)
+            Cl = T.alloc_local((tmp, tnp), dtype)
+            acc = T.alloc_local((RB, CB), dtype)
+            # zero only what no copy overwrites: own tiles past the tensor's edge and the
+            # micro-kernel's padding (the comm ops fill [0:tm, 0:tk] and [0:tk, 0:tn])
+            if (bx + 1) * tm > M or (by + 1) * tk > K:
+                T.clear(Ao)
+            if (bx + 1) * tk > K or (by + 1) * tn > N:
+                T.clear(Bo)
+            for i, j in T.grid(tmp - tm, tk):
+                Ar[tm + i, j] = T.cast(0, dtype)
+            for i, j in T.grid(tk, tnp - tn):
+                Br[i, tn + j] = T.cast(0, dtype)
+            T.clear(Cl)
+            if bx * tm < M and by * tk < K:  # shards past the tensor (tiny sizes) are empty
+                mcopy(A, Ao, src_coord=(bx, by))
+            if bx * tk < K and by * tn < N:
+                mcopy(B, Bo, src_coord=(bx, by))
+            if cannon:
+                mc.permute(Ao, Ar[0:tm, 0:tk], skew_a)
+                mc.permute(Bo, Br[0:tk, 0:tn], skew_b)
+            for k in T.serial(n):
+                if cannon:
+                    if k > 0:
+                        # A moves one core left along its row, B one core up its column
+                        mc.shift(Ar[0:tm, 0:tk], Ar[0:tm, 0:tk], ["y"], "y", -1, rotate=True)
+                        mc.shift(Br[0:tk, 0:tn], Br[0:tk, 0:tn], ["x"], "x", -1, rotate=True)
+                else:
+                    # SUMMA: row broadcast of A's tile from column k, column one of B's
+                    mc.broadcast(Ao, Ar[0:tm, 0:tk], ["y"], root=[k])
+                    mc.broadcast(Bo, Br[0:tk, 0:tn], ["x"], root=[k])
+                _block_mma(Ar, Br, Cl, acc, tmp, tnp, tk)
+            if bx * tm < M and by * tn < N:
+                mcopy(Cl[0:tm, 0:tn], C, dst_coord=(bx, by))
+
+    return gemm.with_attr("global_symbol", algorithm)
+
+
+def _build_ksplit_comm(M: int, N: int, K: int, mesh: int, dtype: str):
+    n, annotate, mcopy, init, mc, lay = _comm_setup("ksplit_comm", M, N, K, mesh)
+    tm, tn, tk = _ceil(M, n), _ceil(N, n), _ceil(K, n)
+    tmp, Np = _ceil(tm, RB) * RB, _ceil(N, CB) * CB
+
+    @T.prim_func
+    def ksplit_comm(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype),
+                    C: T.Tensor((M, N), dtype)):
+        annotate({A: init(lay["A"], (tm, tk)), B: init(lay["B"], (tk, N)),
+                  C: init(lay["C"], (tm, tn))})
+        with T.Kernel(n, n, threads=1) as (bx, by):
+            Ao = T.alloc_local((tmp, tk), dtype)   # A's block (i, j), zero padded
+            Bo = T.alloc_local((tk, Np), dtype)    # B's row panel j
+            Cp = T.alloc_local((tmp, Np), dtype)   # partial C row panel i
+            Cl = T.alloc_local((tm, tn), dtype)
+            acc = T.alloc_local((RB, CB), dtype)
+            T.clear(Ao)
+            T.clear(Bo)
+            T.clear(Cp)
+            if bx * tm < M and by * tk < K:
+                mcopy(A, Ao[0:tm, 0:tk], src_coord=(bx, by))
+            if by * tk < K:
+                mcopy(B, Bo[0:tk, 0:N], src_coord=(by, 0))
+            _block_mma(Ao, Bo, Cp, acc, tmp, Np, tk)
+            mc.reduce_scatter(Cp[0:tm, 0:N], Cl, ["y"], scatter_axis=1)
+            if bx * tm < M and by * tn < N:
+                mcopy(Cl, C, dst_coord=(bx, by))
+
+    return ksplit_comm
+
+
+_COMM_BUILDERS = {"summa_comm": partial(_build_2d_comm, "summa_comm"),
+                  "cannon_comm": partial(_build_2d_comm, "cannon_comm"),
+                  "ksplit_comm": _build_ksplit_comm}
+
+
 def compile_gemm(algorithm: str, M: int, N: int, K: int, mesh: int = 4, target: str = "c"):
-    """Build and compile (``target="c"`` on CPU with -O3 -march=native, or ``"cuda"``)."""
+    """Build and compile (``target="c"`` on CPU with -O3 -march=native, or ``"cuda"``);
+    the ``*_comm`` kernels go through :func:`compile_mesh_kernel`."""
     func = build_gemm(algorithm, M, N, K, mesh)
+    if algorithm in COMM_ALGORITHMS:
+        from .lower import compile_mesh_kernel
+        return compile_mesh_kernel(func, target=target)
     flags = CPU_FLAGS if target == "c" else None
     return tilelang.compile(func, target=target, compile_flags=flags)
 

@@ -1,109 +1,37 @@
-"""TIR passes that read ``mesh_tensor_info``: copy verification and communication analysis.
+"""TIR passes over mesh kernels: copy verification and communication analysis.
 
-Both evaluate every ``T.copy`` touching an annotated buffer over its whole iteration
-space (the launch grid and the enclosing serial loops) with NumPy, from the TIR
-expressions of its offsets: no compilation needed. The launch grid gives the core that
-executes each program: ``T.Kernel(nx, ny)`` on an ``nx x ny`` mesh puts block
-``(bx, by)`` on core ``(x=bx, y=by)``; a 1-D launch of ``mesh.size`` blocks uses the
-linear core id. Ownership and distances come from :class:`meshtensor.Sharding` and
+Both evaluate every ``T.copy`` touching an annotated buffer, and every comm op of
+:mod:`.comm`, over the points at which it executes (the launch grid, the enclosing
+loops with ragged bounds, lets, and ``if`` conditions; :mod:`.evaluate`) with NumPy,
+from the TIR expressions of its offsets: no compilation needed. The launch grid gives
+the core that executes each program: ``T.Kernel(nx, ny)`` on an ``nx x ny`` mesh puts
+block ``(bx, by)`` on core ``(x=bx, y=by)``; a 1-D launch of ``mesh.size`` blocks uses
+the linear core id. Ownership and distances come from :class:`meshtensor.Sharding` and
 :mod:`meshtensor.cost` (XY routing).
 """
 
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
 import numpy as np
 from tvm import tirx
 
 from ..boxes import clip_boxes, split_by_owner, volume
-from ..cost import hops
+from ..cost import hops, xy_link_loads
 from ..mesh import Mesh
-from .copies import CopyCall, CopyRegion, find_copies
-from .frontend import MeshTensorEntry, read_mesh_tensor_info
+from .comm import CommOp, comm_flows, find_comm_ops
+from .comm import _prim_func as _comm_prim_func
+from .copies import CopyCall, find_copies
+from .evaluate import IterSpace, eval_np, iteration_space, region_box  # noqa: F401  (re-exported)
+from .frontend import MeshTensorEntry, _prim_func_of, read_mesh_tensor_info
 
-_BINOPS = {
-    tirx.Add: np.add, tirx.Sub: np.subtract, tirx.Mul: np.multiply,
-    tirx.FloorDiv: np.floor_divide, tirx.FloorMod: np.mod, tirx.Min: np.minimum,
-    tirx.Max: np.maximum,
-}
-
-
-def eval_np(expr: Any, env: dict) -> np.ndarray | int:
-    """Evaluate an integer TIR expression with NumPy arrays bound to its variables."""
-    if isinstance(expr, (int, np.integer)):
-        return int(expr)
-    if isinstance(expr, tirx.IntImm):
-        return int(expr.value)
-    if isinstance(expr, tirx.Var):
-        for k, v in env.items():
-            if k.same_as(expr):
-                return v
-        raise ValueError(f"free variable {expr.name} in a copy offset")
-    for cls, fn in _BINOPS.items():
-        if isinstance(expr, cls):
-            return fn(eval_np(expr.a, env), eval_np(expr.b, env))
-    if isinstance(expr, (tirx.Div, tirx.Mod)):  # truncating (C) semantics
-        a, b = np.asarray(eval_np(expr.a, env)), np.asarray(eval_np(expr.b, env))
-        q = np.trunc(a / b).astype(np.int64)
-        return q if isinstance(expr, tirx.Div) else a - q * b
-    if isinstance(expr, tirx.Cast):
-        return eval_np(expr.value, env)
-    if isinstance(expr, tirx.Select):
-        return np.where(eval_np(expr.condition, env), eval_np(expr.true_value, env),
-                        eval_np(expr.false_value, env))
-    raise ValueError(f"cannot evaluate {type(expr).__name__} {expr} in a copy offset")
-
-
-@dataclass(frozen=True, eq=False)
-class _Space:
-    """The iteration points of one copy: loop values and the executing core."""
-
-    env: dict
-    core: np.ndarray  # linear core id per point
-    size: int
-
-
-def _launch_axes(loops: tuple[tirx.For, ...]) -> dict[str, tirx.For]:
-    return {l.thread_binding.thread_tag: l for l in loops
-            if l.thread_binding is not None and l.thread_binding.thread_tag.startswith("blockIdx")}
-
-
-def _space(c: CopyCall, mesh: Mesh, where: str) -> _Space:
-    extents = []
-    for l in c.loops:
-        try:
-            lo, n = eval_np(l.min, {}), eval_np(l.extent, {})
-        except ValueError:
-            raise ValueError(f"{where}: loop {l.loop_var.name} has a symbolic range "
-                             f"[{l.min}, {l.min} + {l.extent}); bind the shapes first") from None
-        extents.append((lo, n))
-    grid = np.indices([n for _, n in extents]).reshape(len(extents), -1) if extents else \
-        np.zeros((0, 1), dtype=np.int64)
-    env = {l.loop_var: grid[i] + lo for i, (l, (lo, _)) in enumerate(zip(c.loops, extents))}
-    for var, value in c.lets:
-        try:
-            env[var] = eval_np(value, env)
-        except ValueError:
-            pass  # e.g. launch_thread_idx: unbound, an error only if an offset uses it
-    size = grid.shape[1]
-    launch = _launch_axes(c.loops)
-    tags = [f"blockIdx.{a}" for a in "xyz"]
-    used = [t for t in tags if t in launch]
-    ext = [int(eval_np(launch[t].extent, {})) for t in used]
-    if ext == list(mesh.shape[:len(used)]) and len(used) == mesh.ndim:
-        core = np.ravel_multi_index([np.broadcast_to(env[launch[t].loop_var], (size,))
-                                     for t in used], mesh.shape)
-    elif len(used) == 1 and ext[0] == mesh.size:
-        core = np.broadcast_to(env[launch[used[0]].loop_var], (size,))
-    elif not used and mesh.size == 1:
-        core = np.zeros(size, dtype=np.int64)
-    else:
-        raise ValueError(f"{where}: launch grid {tuple(ext)} does not match the mesh "
-                         f"{mesh.shape}: launch one program per core")
-    return _Space(env, np.asarray(core, dtype=np.int64), size)
+# Assumptions of the NoC time estimate, not measurements: a 1 GHz on-chip network moving
+# 32 bytes per cycle on each directed link, one cycle per router hop.
+DEFAULT_LINK_BANDWIDTH = 32e9  # bytes per second per directed link
+DEFAULT_HOP_LATENCY = 1e-9  # seconds per hop
 
 
 def _sides(c: CopyCall, info: dict[str, MeshTensorEntry]):
@@ -114,45 +42,43 @@ def _sides(c: CopyCall, info: dict[str, MeshTensorEntry]):
             yield region, write, e
 
 
-def _box(region: CopyRegion, space: _Space, e: MeshTensorEntry, where: str):
-    starts = np.stack([np.broadcast_to(np.asarray(eval_np(s, space.env), dtype=np.int64),
-                                       (space.size,)) for s in region.starts], axis=1) \
-        if region.starts else np.zeros((space.size, 0), dtype=np.int64)
-    try:
-        ext = np.array([eval_np(x, {}) for x in region.extents], dtype=np.int64)
-    except ValueError:
-        raise ValueError(f"{where}: copy of {e.name!r} has symbolic extents") from None
-    return starts, starts + ext, ext
-
-
-def _mesh_of(info: dict[str, MeshTensorEntry], where: str) -> Mesh:
-    meshes = {e.mesh for e in info.values()}
+def _mesh_of(meshes: set, where: str) -> Mesh:
     if len(meshes) != 1:
-        raise ValueError(f"{where}: annotated buffers live on different meshes "
+        raise ValueError(f"{where}: annotated buffers and comm ops live on different meshes "
                          f"{sorted(str(m) for m in meshes)}")
     return meshes.pop()
 
 
-def _annotated_sides(func: Any, where: str):
-    """``(mesh, copies, sides)`` of a kernel: its copies, and for every copy side that
-    touches an annotated buffer ``(copy index, space, region, write, entry)``; ``None``
-    when the kernel has no annotations."""
-    info = read_mesh_tensor_info(func)
-    if not info:
-        return None
-    pf = func if isinstance(func, tirx.PrimFunc) else func.prim_func
-    mesh = _mesh_of(info, where)
-    copies = find_copies(pf)
+def _annotated_sides(pf: tirx.PrimFunc, info: dict[str, MeshTensorEntry], mesh: Mesh,
+                     where: str):
+    """For every copy side that touches an annotated buffer: ``(copy index, space,
+    region, write, entry)``."""
+    for ci, c in enumerate(find_copies(pf)):
+        found = list(_sides(c, info))
+        if found:
+            space = iteration_space(c, mesh, where)
+            for region, write, e in found:
+                yield ci, space, region, write, e
 
-    def sides():
-        for ci, c in enumerate(copies):
-            found = list(_sides(c, info))
-            if found:
-                space = _space(c, mesh, where)
-                for region, write, e in found:
-                    yield ci, space, region, write, e
 
-    return mesh, copies, sides()
+def _kernel_func(func: Any) -> tirx.PrimFunc:
+    """The PrimFunc of a PrimFunc, ``JITKernel``, ``MeshKernel`` (its source) or module
+    (the function with annotations, else the one with comm ops)."""
+    try:
+        return _prim_func_of(func)
+    except ValueError:
+        return _comm_prim_func(func)
+
+
+def _executions(core: np.ndarray, size: int) -> np.ndarray:
+    """Per point, how many earlier points the same core executed (program order: the
+    points of an :class:`IterSpace` are in loop order, launch loops outermost)."""
+    order = np.argsort(core, kind="stable")
+    counts = np.bincount(core, minlength=size)
+    first = np.cumsum(counts) - counts
+    e = np.empty(len(core), dtype=np.int64)
+    e[order] = np.arange(len(core)) - first[core[order]]
+    return e
 
 
 # -- verification --------------------------------------------------------------------------
@@ -162,7 +88,7 @@ class MeshCopyIssue:
 
     buffer: str
     copy: int
-    kind: Literal["misaligned", "outside", "crosses_cores"]
+    kind: Literal["misaligned", "outside", "crosses_cores", "remote"]
     program: tuple[int, ...]
     block: tuple[int, ...]
     cores: tuple[tuple[int, ...], ...]
@@ -170,23 +96,29 @@ class MeshCopyIssue:
     message: str
 
 
-def verify_mesh_tensors(func: Any) -> list[MeshCopyIssue]:
+def verify_mesh_tensors(func: Any, owner_only: bool = False) -> list[MeshCopyIssue]:
     """Check that every copy touching an annotated buffer reads or writes whole blocks
-    inside the buffer and stays inside one core's shard. Returns the issues found (an
-    unannotated kernel has none)."""
+    inside the buffer and stays inside one core's shard; with ``owner_only=True``, also
+    that every core touches only its own shard (a replica it holds counts as its own):
+    issue kind ``"remote"``. Returns the issues found (an unannotated kernel has none).
+
+    ``owner_only`` checks a distributed-memory kernel: all other data must reach a core
+    through comm ops (:func:`~meshtensor.tilelang.comm.mesh_comm`).
+    """
     where = "VerifyMeshTensors"
-    found = _annotated_sides(func, where)
-    if found is None:
+    info = read_mesh_tensor_info(func)
+    if not info:
         return []
-    mesh, _, sides = found
+    mesh = _mesh_of({e.mesh for e in info.values()}, where)
     issues: list[MeshCopyIssue] = []
-    for ci, space, region, write, e in sides:
+    for ci, space, region, write, e in _annotated_sides(_kernel_func(func), info, mesh, where):
         shape = e.static_shape()
         if shape is None:
             warnings.warn(f"{where}: buffer {e.name!r} has a symbolic shape "
                           f"{e.global_shape}; its copies are not checked", stacklevel=2)
             continue
-        lo, hi, ext = _box(region, space, e, where)
+        lo, hi = region_box(region, space, where)
+        ext = hi - lo
         block = np.asarray(e.block_shape)
         n = np.asarray(shape)
         verb = "writes" if write else "reads"
@@ -216,21 +148,33 @@ def verify_mesh_tensors(func: Any) -> list[MeshCopyIssue]:
             cores = tuple(mesh.multi_index(int(o)) for o in np.unique(owner[point == i]))
             report("crosses_cores", cross, cores,
                    f"spans the shards of cores {list(cores)}")
+        if owner_only:
+            foreign = owner != space.core[point]
+            remote = np.bincount(point[foreign], minlength=space.size) > 0
+            if remote.any():
+                i = int(np.flatnonzero(remote)[0])
+                mine = owner[(point == i) & foreign]
+                cores = tuple(mesh.multi_index(int(o)) for o in np.unique(mine))
+                report("remote", remote, cores,
+                       f"not its own shard: owned by {list(cores)} (owner_only)")
     return issues
 
 
-def VerifyMeshTensors(on_error: Literal["error", "warn"] = "error"):
+def VerifyMeshTensors(on_error: Literal["error", "warn"] = "error", owner_only: bool = False):
     """A ``prim_func_pass`` that runs :func:`verify_mesh_tensors`.
 
     Reads ``mesh_tensor_info``. With ``on_error="error"`` it raises ``ValueError`` listing
     every issue; with ``"warn"`` it emits a ``UserWarning`` per issue and leaves the
-    function unchanged.
+    function unchanged. ``owner_only=True`` also requires every core to touch only its
+    own shards of the annotated tensors (a distributed-memory kernel).
     """
     if on_error not in ("error", "warn"):
         raise ValueError(f"VerifyMeshTensors: on_error must be 'error' or 'warn', got {on_error!r}")
+    if not isinstance(owner_only, bool):
+        raise TypeError(f"VerifyMeshTensors: owner_only must be a bool, got {owner_only!r}")
 
     def transform(func, mod, ctx):
-        issues = verify_mesh_tensors(func)
+        issues = verify_mesh_tensors(func, owner_only=owner_only)
         if issues and on_error == "error":
             raise ValueError("VerifyMeshTensors: " + "; ".join(i.message for i in issues))
         for i in issues:
@@ -242,11 +186,67 @@ def VerifyMeshTensors(on_error: Literal["error", "warn"] = "error"):
 
 
 # -- communication analysis -------------------------------------------------------------------
+def _check_rates(link_bandwidth: float, hop_latency: float) -> None:
+    if not link_bandwidth > 0:
+        raise ValueError(f"link_bandwidth must be > 0 bytes/s, got {link_bandwidth!r}")
+    if not hop_latency >= 0:
+        raise ValueError(f"hop_latency must be >= 0 s, got {hop_latency!r}")
+
+
+@dataclass(frozen=True, eq=False)
+class Superstep:
+    """One execution of one statement by all cores, and what it moves between cores:
+    ``statement`` names it (``"comm 0: broadcast As -> As over ('y',)"`` or ``"copy 1:
+    A -> As"``), ``execution`` counts its executions from 0, ``nbytes`` and ``flows``
+    are the bytes and point-to-point transfers between distinct cores, ``hop_bytes`` the
+    bytes per XY-route length, ``link_loads`` the bytes on every directed link
+    (:func:`meshtensor.cost.xy_link_loads`: shape ``(ndim, 2, *mesh.shape)``)."""
+
+    statement: str
+    execution: int
+    nbytes: int
+    flows: int
+    hop_bytes: dict
+    link_loads: np.ndarray
+
+    @property
+    def max_hops(self) -> int:
+        return max(self.hop_bytes, default=0)
+
+    @property
+    def max_link_bytes(self) -> int:
+        return int(self.link_loads.max()) if self.link_loads.size else 0
+
+    def time(self, link_bandwidth: float = DEFAULT_LINK_BANDWIDTH,
+             hop_latency: float = DEFAULT_HOP_LATENCY) -> float:
+        """Estimated NoC seconds: ``hop_latency * max_hops + max_link_bytes /
+        link_bandwidth`` (0 without flows). See :meth:`CommReport.noc_time`."""
+        _check_rates(link_bandwidth, hop_latency)
+        if not self.flows:
+            return 0.0
+        return hop_latency * self.max_hops + self.max_link_bytes / link_bandwidth
+
+
+def _superstep(mesh: Mesh, name: str, execution: int, src, dst, nbytes) -> Superstep:
+    h = hops(mesh, src, dst) if len(src) else np.zeros(0, dtype=np.int64)
+    hb = np.bincount(h, weights=nbytes).astype(np.int64) if len(h) else []
+    return Superstep(name, execution, int(np.sum(nbytes)), len(src),
+                     {int(i): int(v) for i, v in enumerate(hb) if v},
+                     xy_link_loads(mesh, src, dst, nbytes))
+
+
 @dataclass(frozen=True, eq=False)
 class CommReport:
-    """Bytes each core reads and writes through the kernel's copies, locally and from
-    other cores. One row per (copy, iteration, owner piece): ``copy`` index, ``write``
-    flag, executing ``core``, owning ``peer`` (linear ids) and ``nbytes``."""
+    """Bytes each core moves: through its copies of annotated global tensors (locally
+    or from/to other cores' shards) and through comm ops.
+
+    One row per (statement, point, owner piece or flow): ``copy`` index (``-1`` for a
+    comm op), ``op`` comm-op index (``-1`` for a copy), ``write`` flag (copies), the
+    ``core`` that executes the copy or receives the comm op's data, its ``peer`` (the
+    owning core of a copied piece, or the comm op's sender; linear ids), ``nbytes`` and
+    ``step`` (which execution of the statement). ``supersteps`` lists every execution
+    of a comm op, and of a copy with remote bytes, with its link loads.
+    """
 
     mesh: Mesh
     copies: tuple[str, ...]
@@ -255,106 +255,239 @@ class CommReport:
     core: np.ndarray
     peer: np.ndarray
     nbytes: np.ndarray
+    comm_ops: tuple[str, ...] = ()
+    op: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    step: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    supersteps: tuple[Superstep, ...] = ()
 
     @property
     def hops(self) -> np.ndarray:
         return hops(self.mesh, self.core, self.peer) if len(self.core) else self.core
 
-    def _sum(self, mask: np.ndarray) -> np.ndarray:
-        return np.bincount(self.core[mask], weights=self.nbytes[mask],
+    @property
+    def is_comm(self) -> np.ndarray:
+        return self.op >= 0
+
+    def _sum(self, mask: np.ndarray, who: np.ndarray | None = None) -> np.ndarray:
+        who = self.core if who is None else who
+        return np.bincount(who[mask], weights=self.nbytes[mask],
                            minlength=self.mesh.size).astype(np.int64)
 
     def per_core(self) -> dict[str, np.ndarray]:
-        """Per core (linear order): local/remote read/write bytes."""
-        remote = self.core != self.peer
-        return {"local_read": self._sum(~remote & ~self.write),
-                "remote_read": self._sum(remote & ~self.write),
-                "local_write": self._sum(~remote & self.write),
-                "remote_write": self._sum(remote & self.write)}
+        """Per core (linear order): bytes of its copies read and written locally (its
+        own shard) and remotely, and bytes it received and sent through comm ops."""
+        remote, comm = self.core != self.peer, self.is_comm
+        copy = ~comm
+        return {"local_read": self._sum(copy & ~remote & ~self.write),
+                "remote_read": self._sum(copy & remote & ~self.write),
+                "local_write": self._sum(copy & ~remote & self.write),
+                "remote_write": self._sum(copy & remote & self.write),
+                "comm_received": self._sum(comm),
+                "comm_sent": self._sum(comm, self.peer)}
 
     @property
     def remote_bytes(self) -> int:
+        """Bytes moved between distinct cores: remote copy pieces and comm-op flows."""
         return int(self.nbytes[self.core != self.peer].sum())
 
     @property
     def local_bytes(self) -> int:
+        """Bytes of copies inside the executing core's own shards."""
         return int(self.nbytes[self.core == self.peer].sum())
 
+    @property
+    def comm_bytes(self) -> int:
+        """Bytes received through comm ops."""
+        return int(self.nbytes[self.is_comm].sum())
+
     def by_peer(self, core: Any) -> dict[tuple[int, ...], int]:
-        """Bytes a core moves with each other core (reads and writes)."""
+        """Bytes a core moves with each other core: its remote reads and writes, and what
+        it receives through comm ops."""
         c = self.mesh.linear_index(core)
         mask = (self.core == c) & (self.peer != c)
-        out: dict[tuple[int, ...], int] = {}
-        for p, b in zip(self.peer[mask].tolist(), self.nbytes[mask].tolist()):
-            key = self.mesh.multi_index(p)
-            out[key] = out.get(key, 0) + int(b)
-        return dict(sorted(out.items()))
+        sums = np.bincount(self.peer[mask], weights=self.nbytes[mask], minlength=self.mesh.size)
+        return {self.mesh.multi_index(int(p)): int(sums[p]) for p in np.flatnonzero(sums)}
 
     def by_hops(self, core: Any = None) -> dict[int, int]:
-        """Bytes per hop distance (0 = local), for one core or all."""
+        """Bytes per hop distance (0 = local) of the rows of one core or all."""
         mask = np.ones(len(self.core), dtype=bool) if core is None else \
             self.core == self.mesh.linear_index(core)
         h = self.hops[mask]
         sums = np.bincount(h, weights=self.nbytes[mask]).astype(np.int64) if len(h) else []
         return {int(i): int(v) for i, v in enumerate(sums) if v}
 
+    def link_loads(self) -> np.ndarray:
+        """Bytes on each directed link over the whole kernel (XY routing), as
+        :func:`meshtensor.cost.xy_link_loads`."""
+        loads = np.zeros((self.mesh.ndim, 2) + self.mesh.shape, dtype=np.int64)
+        for s in self.supersteps:
+            loads += s.link_loads
+        return loads
+
+    def max_link_bytes(self) -> int:
+        """Bytes on the busiest directed link over the whole kernel."""
+        loads = self.link_loads()
+        return int(loads.max()) if loads.size else 0
+
+    def noc_time(self, link_bandwidth: float = DEFAULT_LINK_BANDWIDTH,
+                 hop_latency: float = DEFAULT_HOP_LATENCY) -> float:
+        """Estimated NoC seconds under an alpha-beta model: supersteps run one after
+        another; in each, every transfer starts together, pays ``hop_latency`` per hop
+        of its XY route (cut-through: latency does not grow with size) and the busiest
+        link streams its bytes at ``link_bandwidth``; a superstep takes its longest
+        route's latency plus its busiest link's bytes over the bandwidth. The defaults
+        are assumptions (:data:`DEFAULT_LINK_BANDWIDTH`, :data:`DEFAULT_HOP_LATENCY`),
+        not measurements."""
+        _check_rates(link_bandwidth, hop_latency)
+        return float(sum(s.time(link_bandwidth, hop_latency) for s in self.supersteps))
+
     def table(self) -> str:
-        """Per core: local and remote bytes read and written, and remote bytes by hops."""
+        """Per core: bytes its copies read and write in its own shards (local) and in other
+        cores' shards (remote), bytes received and sent through comm ops (when the kernel
+        has any), and its remote bytes by the length of their XY route (``1 hop`` ...)."""
         pc = self.per_core()
-        maxh = int(self.hops.max()) if len(self.core) else 0
+        comm = bool(self.is_comm.any())
+        remote = self.core != self.peer
+        maxh = int(self.hops[remote].max()) if remote.any() else 0
         hop_cols = list(range(1, maxh + 1))
-        head = (f"{'core':>8s} {'local rd':>10s} {'remote rd':>10s} {'local wr':>10s} "
-                f"{'remote wr':>10s}" + "".join(f" {f'{h} hop':>9s}" for h in hop_cols))
-        lines = [head]
-        for c in range(self.mesh.size):
+        keys = ["local_read", "remote_read", "local_write", "remote_write"] + \
+            (["comm_received", "comm_sent"] if comm else [])
+        heads = ["local rd", "remote rd", "local wr", "remote wr"] + \
+            (["comm recv", "comm sent"] if comm else [])
+        lines = ["core".rjust(8) + "".join(f" {h:>10s}" for h in heads) +
+                 "".join(f" {f'{h} hop':>9s}" for h in hop_cols)]
+        for c in list(range(self.mesh.size)) + [None]:
             bh = self.by_hops(c)
-            lines.append(f"{str(self.mesh.multi_index(c)):>8s} {pc['local_read'][c]:>10d} "
-                         f"{pc['remote_read'][c]:>10d} {pc['local_write'][c]:>10d} "
-                         f"{pc['remote_write'][c]:>10d}" +
+            label = "total" if c is None else str(self.mesh.multi_index(c))
+            vals = [int(pc[k].sum()) if c is None else int(pc[k][c]) for k in keys]
+            lines.append(f"{label:>8s}" + "".join(f" {v:>10d}" for v in vals) +
                          "".join(f" {bh.get(h, 0):>9d}" for h in hop_cols))
-        tot = self.by_hops()
-        lines.append(f"{'total':>8s} {int(pc['local_read'].sum()):>10d} "
-                     f"{int(pc['remote_read'].sum()):>10d} {int(pc['local_write'].sum()):>10d} "
-                     f"{int(pc['remote_write'].sum()):>10d}" +
-                     "".join(f" {tot.get(h, 0):>9d}" for h in hop_cols))
+        return "\n".join(lines)
+
+    def superstep_table(self, link_bandwidth: float = DEFAULT_LINK_BANDWIDTH,
+                        hop_latency: float = DEFAULT_HOP_LATENCY) -> str:
+        """One line per superstep: bytes between cores, transfers, bytes by route length,
+        the busiest link's bytes and the estimated NoC time; then the totals."""
+        _check_rates(link_bandwidth, hop_latency)
+        w = max([len(s.statement) for s in self.supersteps] + [9])
+        lines = [f"{'statement':<{w}s} {'exec':>4s} {'bytes':>10s} {'xfers':>5s} "
+                 f"{'max link':>9s} {'NoC us':>8s}  bytes by hops"]
+        for s in self.supersteps:
+            hb = ", ".join(f"{h}: {b}" for h, b in sorted(s.hop_bytes.items())) or "-"
+            lines.append(f"{s.statement:<{w}s} {s.execution:>4d} {s.nbytes:>10d} {s.flows:>5d} "
+                         f"{s.max_link_bytes:>9d} {s.time(link_bandwidth, hop_latency) * 1e6:>8.3f}"
+                         f"  {hb}")
+        lines.append(f"{'total':<{w}s} {len(self.supersteps):>4d} "
+                     f"{sum(s.nbytes for s in self.supersteps):>10d} "
+                     f"{sum(s.flows for s in self.supersteps):>5d} {self.max_link_bytes():>9d} "
+                     f"{self.noc_time(link_bandwidth, hop_latency) * 1e6:>8.3f}")
         return "\n".join(lines)
 
 
+def _op_name(op: CommOp) -> str:
+    if op.src is None:
+        return f"comm {op.index}: {op.op}"
+    axes = tuple(op.mesh.axis_names[a] for a in op.mesh_axes)
+    return f"comm {op.index}: {op.op} {op.src.buffer.name} -> {op.dst.buffer.name} over {axes}"
+
+
+def _comm_rows(op: CommOp, mesh: Mesh, where: str):
+    """Rows ``(receiver, sender, nbytes, execution)`` and the supersteps of one comm op."""
+    space = iteration_space(op, mesh, where)
+    counts = np.bincount(space.core, minlength=mesh.size)
+    if counts.min() != counts.max():
+        raise ValueError(f"{where}: {_op_name(op)} runs between {counts.min()} and "
+                         f"{counts.max()} times on different cores; every core must reach "
+                         f"a comm op equally often")
+    runs = int(counts[0])
+    ex = _executions(space.core, mesh.size)
+    if op.root is not None and runs:
+        try:
+            vals = np.stack([space.value(r) for r in op.root], axis=1)
+        except ValueError as err:
+            raise ValueError(f"{where}: cannot evaluate the root of {_op_name(op)} "
+                             f"({err})") from None
+        roots = np.zeros((runs, len(op.root)), dtype=np.int64)
+        roots[ex] = vals
+        if not np.array_equal(roots[ex], vals):
+            raise ValueError(f"{where}: the root of {_op_name(op)} differs between cores in "
+                             f"one execution; a root may use loops, not the core")
+        keys = [tuple(r) for r in roots.tolist()]
+    else:
+        keys = [None] * runs
+    cache: dict = {}
+    rows, steps = [], []
+    for e, key in enumerate(keys):
+        if key not in cache:
+            snd, rcv, nb = comm_flows(op, None if key is None else list(key))
+            cache[key] = (snd, rcv, nb, _superstep(mesh, _op_name(op), 0, snd, rcv, nb))
+        snd, rcv, nb, st = cache[key]
+        rows.append((rcv, snd, nb, np.full(len(snd), e, dtype=np.int64)))
+        steps.append(Superstep(st.statement, e, st.nbytes, st.flows, st.hop_bytes, st.link_loads))
+    return rows, steps
+
+
 def analyze_mesh_communication(func: Any) -> CommReport | None:
-    """The :class:`CommReport` of a kernel, or ``None`` when it has no annotations."""
+    """The :class:`CommReport` of a kernel (a PrimFunc, IRModule, ``JITKernel`` or
+    ``MeshKernel``), or ``None`` when it has neither annotations nor comm ops."""
     where = "AnalyzeMeshCommunication"
-    found = _annotated_sides(func, where)
-    if found is None:
+    pf = _kernel_func(func)
+    info = read_mesh_tensor_info(pf)
+    ops = find_comm_ops(pf)
+    if not info and not ops:
         return None
-    mesh, copies, sides = found
-    cols: dict[str, list] = {k: [] for k in ("copy", "write", "core", "peer", "nbytes")}
+    mesh = _mesh_of({e.mesh for e in info.values()} | {o.mesh for o in ops}, where)
+    copies = find_copies(pf)
+    cols: dict[str, list] = {k: [] for k in
+                             ("copy", "op", "write", "core", "peer", "nbytes", "step")}
+    steps: list[Superstep] = []
     names = [f"{c.src.buffer.name} -> {c.dst.buffer.name}" for c in copies]
-    for ci, space, region, write, e in sides:
+
+    def add(copy, op, write, core, peer, nbytes, step):
+        for k, v in zip(cols, (copy, op, write, core, peer, nbytes, step)):
+            cols[k].append(np.broadcast_to(v, len(core)))
+
+    remote_by_copy: dict[int, list] = {}
+    for ci, space, region, write, e in _annotated_sides(pf, info, mesh, where):
         shape = e.static_shape()
         if shape is None:
             raise ValueError(f"{where}: buffer {e.name!r} has a symbolic shape "
                              f"{e.global_shape}; analyse a specialised kernel")
-        lo, hi, _ = _box(region, space, e, where)
+        lo, hi = region_box(region, space, where)
         lo, hi = clip_boxes(lo, hi, shape)  # guarded copies touch only in-tensor cells
-        owner, recv, plo, phi, _ = split_by_owner(e.sharding, shape, space.core, lo, hi)
+        owner, recv, plo, phi, point = split_by_owner(e.sharding, shape, space.core, lo, hi)
         itemsize = np.dtype(str(region.buffer.dtype)).itemsize
-        cols["copy"].append(np.full(len(owner), ci))
-        cols["write"].append(np.full(len(owner), write))
-        cols["core"].append(recv)
-        cols["peer"].append(owner)
-        cols["nbytes"].append(volume(plo, phi) * itemsize)
+        nb = volume(plo, phi) * itemsize
+        ex = _executions(space.core, mesh.size)[point]
+        add(ci, -1, write, recv, owner, nb, ex)
+        far = owner != recv
+        snd, rcv = (recv, owner) if write else (owner, recv)
+        remote_by_copy.setdefault(ci, []).append((snd[far], rcv[far], nb[far], ex[far]))
+    for ci in sorted(remote_by_copy):
+        snd, rcv, nb, ex = (np.concatenate(a) for a in zip(*remote_by_copy[ci]))
+        for e in np.unique(ex):
+            m = ex == e
+            steps.append(_superstep(mesh, f"copy {ci}: {names[ci]}", int(e), snd[m], rcv[m], nb[m]))
+    for op in ops:
+        rows, op_steps = _comm_rows(op, mesh, where)
+        for rcv, snd, nb, ex in rows:
+            add(-1, op.index, False, rcv, snd, nb, ex)
+        steps.extend(op_steps)
     arr = {k: (np.concatenate(v) if v else np.zeros(0, dtype=np.int64)) for k, v in cols.items()}
     return CommReport(mesh, tuple(names), arr["copy"].astype(np.int64),
                       arr["write"].astype(bool), arr["core"].astype(np.int64),
-                      arr["peer"].astype(np.int64), arr["nbytes"].astype(np.int64))
+                      arr["peer"].astype(np.int64), arr["nbytes"].astype(np.int64),
+                      comm_ops=tuple(_op_name(o) for o in ops), op=arr["op"].astype(np.int64),
+                      step=arr["step"].astype(np.int64), supersteps=tuple(steps))
 
 
 def AnalyzeMeshCommunication(on_report: Callable[[CommReport], None] | None = None):
     """A ``prim_func_pass`` that runs :func:`analyze_mesh_communication`.
 
-    Reads ``mesh_tensor_info``; hands the :class:`CommReport` to ``on_report`` and adds
-    the attribute ``mesh_communication`` (``local_bytes``, ``remote_bytes``) to the
-    function. A function without annotations passes through unchanged.
+    Reads ``mesh_tensor_info`` and the comm ops; hands the :class:`CommReport` to
+    ``on_report`` and adds the attribute ``mesh_communication`` (``local_bytes``,
+    ``remote_bytes``, ``comm_bytes``, ``max_link_bytes``) to the function. A function
+    with neither passes through unchanged.
     """
 
     def transform(func, mod, ctx):
@@ -363,8 +496,9 @@ def AnalyzeMeshCommunication(on_report: Callable[[CommReport], None] | None = No
             return func
         if on_report is not None:
             on_report(report)
-        return func.with_attr("mesh_communication", {"local_bytes": report.local_bytes,
-                                                      "remote_bytes": report.remote_bytes})
+        return func.with_attr("mesh_communication", {
+            "local_bytes": report.local_bytes, "remote_bytes": report.remote_bytes,
+            "comm_bytes": report.comm_bytes, "max_link_bytes": report.max_link_bytes()})
 
     return tirx.transform.prim_func_pass(transform, opt_level=0,
                                          name="meshtensor.AnalyzeMeshCommunication")

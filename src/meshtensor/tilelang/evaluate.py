@@ -1,0 +1,245 @@
+"""Evaluate a kernel's integer TIR expressions with NumPy over every point at which a
+statement executes: the launch grid times its enclosing loops, with ``let`` bindings
+and ``if`` conditions applied. The mesh passes read copy offsets and comm-op roots
+through it; nothing is compiled.
+
+A point is one execution of the statement: one value of every enclosing loop variable.
+Loop bounds are evaluated in the enclosing environment (a bound may use outer loops or
+lets: ragged spaces), and points whose enclosing conditions do not hold are dropped.
+The launch grid says which core executes a point (decision 17 in docs/decisions.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from tvm import tirx
+
+from ..mesh import Mesh
+from .copies import Cond, CopyRegion, Let, WhileLoop
+
+_ARITH = {
+    tirx.Add: np.add, tirx.Sub: np.subtract, tirx.Mul: np.multiply,
+    tirx.Min: np.minimum, tirx.Max: np.maximum,
+    tirx.EQ: np.equal, tirx.NE: np.not_equal, tirx.LT: np.less, tirx.LE: np.less_equal,
+    tirx.GT: np.greater, tirx.GE: np.greater_equal,
+    tirx.And: np.logical_and, tirx.Or: np.logical_or,
+}
+_DIVS = (tirx.Div, tirx.Mod, tirx.FloorDiv, tirx.FloorMod)
+
+
+def _int64(x: Any) -> np.ndarray:
+    return np.asarray(x).astype(np.int64, copy=False)
+
+
+def _divide(expr: Any, a: Any, b: Any) -> np.ndarray:
+    """Exact int64 division: ``Div``/``Mod`` truncate toward zero (C), ``FloorDiv``/
+    ``FloorMod`` round down (Python)."""
+    a, b = _int64(a), _int64(b)
+    if np.any(b == 0):
+        raise ValueError(f"division by zero in {expr}")
+    q = np.floor_divide(a, b)
+    if isinstance(expr, (tirx.Div, tirx.Mod)):
+        q = q + ((a - q * b != 0) & ((a < 0) != (b < 0)))
+    return q if isinstance(expr, (tirx.Div, tirx.FloorDiv)) else a - q * b
+
+
+def _lookup(var: tirx.Var, env: dict) -> Any:
+    try:
+        return env[var]
+    except (KeyError, TypeError):
+        pass
+    for k, v in env.items():
+        if k.same_as(var):
+            return v
+    raise ValueError(f"free variable {var.name} (bound: {sorted(k.name for k in env)})")
+
+
+def _eval(expr: Any, env: dict) -> Any:
+    if isinstance(expr, (bool, np.bool_)):
+        return bool(expr)
+    if isinstance(expr, (int, np.integer)):
+        return int(expr)
+    if isinstance(expr, tirx.IntImm):
+        return bool(expr.value) if expr.dtype == "bool" else int(expr.value)
+    if isinstance(expr, tirx.Var):
+        return _lookup(expr, env)
+    fn = _ARITH.get(type(expr))
+    if fn is not None:
+        return fn(_eval(expr.a, env), _eval(expr.b, env))
+    if isinstance(expr, _DIVS):
+        return _divide(expr, _eval(expr.a, env), _eval(expr.b, env))
+    if isinstance(expr, tirx.Not):
+        return np.logical_not(_eval(expr.a, env))
+    if isinstance(expr, tirx.Select):
+        return np.where(_eval(expr.condition, env), _eval(expr.true_value, env),
+                        _eval(expr.false_value, env))
+    if isinstance(expr, tirx.Call) and getattr(expr.op, "name", None) in ("tirx.if_then_else", "tir.if_then_else"):
+        c, t, f = expr.args
+        return np.where(_eval(c, env), _eval(t, env), _eval(f, env))
+    if isinstance(expr, tirx.Let):
+        return _eval(expr.body, {**env, expr.var: _eval(expr.value, env)})
+    if isinstance(expr, tirx.Cast):
+        v = _eval(expr.value, env)
+        if expr.dtype == "bool":
+            return np.not_equal(v, 0)
+        if str(expr.dtype).startswith(("int", "uint")):
+            return _int64(v)
+    raise ValueError(f"cannot evaluate {type(expr).__name__} {expr}")
+
+
+def eval_np(expr: Any, env: dict) -> np.ndarray | int:
+    """The value of an integer or boolean TIR expression with NumPy arrays (or ints)
+    bound to its variables in ``env``: an int (or bool) when it is constant, else an
+    array (int64, or bool for conditions) broadcast over ``env``'s points.
+
+    Arithmetic is exact int64: ``Div``/``Mod`` truncate toward zero as in C,
+    ``FloorDiv``/``FloorMod`` round down. Comparisons, ``And``/``Or``/``Not``,
+    ``Select``, ``if_then_else``, ``Let`` and integer casts are understood. Raises
+    ``ValueError`` for a free variable, a division by zero or anything else.
+
+    >>> import tilelang
+    >>> from tvm import tirx
+    >>> i = tirx.Var("i", "int32")
+    >>> eval_np(tirx.Div(i - 7, 2), {i: np.arange(3)}).tolist()
+    [-3, -3, -2]
+    """
+    v = _eval(expr, env)
+    if isinstance(v, np.ndarray) and v.ndim == 0 or isinstance(v, np.generic):
+        v = v.item()
+    return v
+
+
+@dataclass(frozen=True, eq=False)
+class IterSpace:
+    """Every point at which one statement executes: ``env`` maps each enclosing loop
+    variable (launch loops included) and each evaluable let to an array with one value
+    per point, ``core`` is the linear id of the core executing each point, ``size`` the
+    number of points."""
+
+    env: dict
+    core: np.ndarray
+    size: int
+
+    def value(self, expr: Any) -> np.ndarray:
+        """``expr`` evaluated at every point (int64 array of length ``size``)."""
+        return np.broadcast_to(_int64(eval_np(expr, self.env)), (self.size,))
+
+
+def _launch_loops(loops: tuple) -> dict[str, tirx.For]:
+    return {l.thread_binding.thread_tag: l for l in loops
+            if l.thread_binding is not None and l.thread_binding.thread_tag.startswith("blockIdx")}
+
+
+def _subset(env: dict, idx: np.ndarray) -> dict:
+    return {k: v[idx] for k, v in env.items()}
+
+
+def iteration_space(found: Any, mesh: Mesh, where: str) -> IterSpace:
+    """The :class:`IterSpace` of a statement found by :func:`~.copies.find_calls` (any
+    object with a ``scope``: loops, :class:`~.copies.Let` and :class:`~.copies.Cond`
+    items, outermost first).
+
+    Each loop's ``min``/``extent`` is evaluated at the points built so far (so it may
+    depend on outer loops and lets), each let is bound in order (one that cannot be
+    evaluated, such as ``launch_thread_idx``, stays unbound: an error only if used),
+    each condition keeps only the points in the statement's branch, and a ``while``
+    loop is refused (its trip count is data-dependent). The launch grid
+    ``T.Kernel(nx, ny[, nz])`` must equal the mesh shape (block ``(bx, by)`` is core
+    ``(x=bx, y=by)``), or be a 1-D launch of ``mesh.size`` blocks (the linear core id).
+
+    >>> import tilelang
+    >>> from tvm import tirx
+    >>> from meshtensor import Mesh
+    >>> from meshtensor.tilelang.copies import Cond, Found
+    >>> i, j = tirx.Var("i", "int32"), tirx.Var("j", "int32")
+    >>> inner = tirx.For(j, 0, i + 1, tirx.ForKind.SERIAL, tirx.Evaluate(0))  # ragged
+    >>> outer = tirx.For(i, 0, 3, tirx.ForKind.SERIAL, inner)
+    >>> s = iteration_space(Found(None, (outer, inner, Cond(j > 0, True))), Mesh({"x": 1}), "ex")
+    >>> s.size, s.env[i].tolist(), s.env[j].tolist()
+    (3, [1, 2, 2], [1, 1, 2])
+    """
+    env: dict = {}
+    size = 1
+    scope = tuple(found.scope)
+    for item in scope:
+        if isinstance(item, tirx.For):
+            name = item.loop_var.name
+            try:
+                lo = np.broadcast_to(_int64(eval_np(item.min, env)), (size,))
+                n = np.broadcast_to(_int64(eval_np(item.extent, env)), (size,))
+            except ValueError as err:
+                raise ValueError(f"{where}: loop {name} has a symbolic range [{item.min}, "
+                                 f"{item.min} + {item.extent}) ({err}); bind the shapes "
+                                 f"first") from None
+            counts = np.maximum(n, 0)
+            idx = np.repeat(np.arange(size), counts)
+            first = np.cumsum(counts) - counts
+            env = _subset(env, idx)
+            env[item.loop_var] = lo[idx] + (np.arange(len(idx)) - first[idx])
+            size = len(idx)
+        elif isinstance(item, Let):
+            try:
+                env[item.var] = np.broadcast_to(_int64(eval_np(item.value, env)), (size,)).copy()
+            except ValueError:
+                pass  # e.g. launch_thread_idx: an error only if a later expression uses it
+        elif isinstance(item, Cond):
+            try:
+                c = np.broadcast_to(np.asarray(eval_np(item.expr, env), dtype=bool), (size,))
+            except ValueError as err:
+                raise ValueError(f"{where}: cannot evaluate the condition {item.expr} "
+                                 f"enclosing a statement ({err})") from None
+            keep = np.flatnonzero(c if item.taken else ~c)
+            env, size = _subset(env, keep), len(keep)
+        elif isinstance(item, WhileLoop):
+            raise ValueError(f"{where}: a statement inside `while {item.expr}` runs a "
+                             f"data-dependent number of times; use a for loop")
+    launch = _launch_loops(tuple(i for i in scope if isinstance(i, tirx.For)))
+    used = [t for t in ("blockIdx.x", "blockIdx.y", "blockIdx.z") if t in launch]
+    try:
+        ext = [int(eval_np(launch[t].extent, {})) for t in used]
+    except (ValueError, TypeError):
+        raise ValueError(f"{where}: the launch grid "
+                         f"{tuple(str(launch[t].extent) for t in used)} is symbolic: "
+                         f"launch one program per core of the mesh {mesh.shape}") from None
+    if len(used) == mesh.ndim and ext == list(mesh.shape):
+        core = np.ravel_multi_index([env[launch[t].loop_var] for t in used], mesh.shape) \
+            if used else np.zeros(size, dtype=np.int64)
+    elif len(used) == 1 and ext[0] == mesh.size:
+        core = env[launch[used[0]].loop_var]
+    elif not used and mesh.size == 1:
+        core = np.zeros(size, dtype=np.int64)
+    else:
+        raise ValueError(f"{where}: launch grid {tuple(ext)} does not match the mesh "
+                         f"{mesh.shape}: launch one program per core")
+    return IterSpace(env, _int64(core), size)
+
+
+def region_box(region: CopyRegion, space: IterSpace, where: str) -> tuple[np.ndarray, np.ndarray]:
+    """The box ``[lo, hi)`` a region covers at every point of ``space``: two
+    ``(space.size, rank)`` int64 arrays (starts and extents may use loop variables).
+
+    >>> import tilelang
+    >>> from tvm import tirx
+    >>> from meshtensor.tilelang.copies import CopyRegion
+    >>> i = tirx.Var("i", "int32")
+    >>> buf = tirx.decl_buffer((8, 8), "float32", "A")
+    >>> s = IterSpace({i: np.arange(2)}, np.zeros(2, dtype=np.int64), 2)
+    >>> lo, hi = region_box(CopyRegion(buf, (i * 4, 0), (4, 8)), s, "example")
+    >>> lo.tolist(), hi.tolist()
+    ([[0, 0], [4, 0]], [[4, 8], [8, 8]])
+    """
+    def column(exprs, what):
+        try:
+            return [space.value(x) for x in exprs]
+        except ValueError as err:
+            raise ValueError(f"{where}: the {what} of a region of {region.buffer.name!r} "
+                             f"cannot be evaluated ({err})") from None
+
+    starts = column(region.starts, "start")
+    extents = column(region.extents, "extent")
+    lo = np.stack(starts, axis=1) if starts else np.zeros((space.size, 0), dtype=np.int64)
+    ext = np.stack(extents, axis=1) if extents else np.zeros((space.size, 0), dtype=np.int64)
+    return lo, lo + ext

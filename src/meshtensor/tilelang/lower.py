@@ -1,0 +1,853 @@
+"""``LowerMeshComm``: run a mesh kernel with comm ops on TileLang's C backend, in
+bulk-synchronous supersteps; ``compile_mesh_kernel`` puts the mesh passes before
+``tilelang.compile``.
+
+The kernel keeps one launch (its block loops get extent 1); inside it:
+
+- every maximal comm-free statement run (a *segment*) is wrapped in serial loops over
+  the cores, with the launch variables replaced by the loop variables: each core's code
+  between two comm ops runs for every core before the exchange;
+- loops and ``if``s that contain comm ops stay outside; their bounds and conditions must
+  not depend on the core (the collective rule), else ``ValueError`` naming the op;
+- a per-core buffer that lives across supersteps is *promoted*: one array off the
+  stack (tiles of all cores would overflow it) holding every core's copy, ``malloc``'d
+  in the kernel or taken from a workspace argument (``workspace="argument"``); a
+  segment sees core ``c``'s copy through a pointer to its slice, so its code is
+  unchanged. A buffer used by one segment stays an ordinary per-core buffer when the
+  segment runs once per core or overwrites it entirely before reading it (the
+  micro-kernel's accumulator stays in registers); otherwise, if small, it is copied in
+  and out of its slice around the segment;
+- each comm op becomes a loop nest over destination cores copying (or reducing) between
+  cores' slices, through a staging array when ``src`` and ``dst`` share a buffer;
+- lets that depend on the core are substituted where they are used.
+
+A kernel without comm ops is returned unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import tvm
+from tvm import arith, ir, tirx
+
+from ..mesh import Mesh
+from .comm import CommOp, decode, find_comm_ops, is_comm_call
+from .copies import Found, find_calls
+from .frontend import _static
+
+__all__ = ["LowerMeshComm", "lower_mesh_comm", "check_collective_rule", "compile_mesh_kernel",
+           "MeshKernel"]
+
+WORKSPACES = ("malloc", "argument")
+WORKSPACE_PARAM = "mesh_workspace"
+WORKSPACE_ATTR = "mesh_workspace_bytes"
+SMALL_PRIVATE_BYTES = 4096  # copied in/out around its one segment (kept in registers)
+
+
+# -- small TIR helpers ---------------------------------------------------------------------
+def _i32(v: int) -> tirx.IntImm:
+    return tirx.IntImm("int32", int(v))
+
+
+def _seq(stmts: Sequence[tirx.Stmt]) -> tirx.Stmt:
+    stmts = [s for s in stmts if s is not None]
+    if not stmts:
+        return tirx.Evaluate(_i32(0))
+    return stmts[0] if len(stmts) == 1 else tirx.SeqStmt(stmts)
+
+
+def _loop(var: tirx.Var, extent: Any, body: tirx.Stmt) -> tirx.Stmt:
+    return tirx.For(var, _i32(0), extent if isinstance(extent, tirx.PrimExpr) else _i32(extent),
+                    tirx.ForKind.SERIAL, body)
+
+
+def _nest(vars_: Sequence[tirx.Var], extents: Sequence[Any], body: tirx.Stmt) -> tirx.Stmt:
+    for v, e in reversed(list(zip(vars_, extents))):
+        body = _loop(v, e, body)
+    return body
+
+
+def _fresh_idx(ndim: int) -> list[tirx.Var]:
+    return [tirx.Var(f"i{d}", "int32") for d in range(ndim)]
+
+
+def _vars_in(node: Any) -> set:
+    out: set = set()
+
+    def visit(n: Any) -> None:
+        if isinstance(n, tirx.Var):
+            out.add(n)
+        elif isinstance(n, (tirx.BufferLoad, tirx.BufferStore)):
+            out.add(n.buffer.data)
+
+    stmt = node if isinstance(node, tirx.Stmt) else tirx.Evaluate(node)
+    tirx.stmt_functor.post_order_visit(stmt, visit)
+    return out
+
+
+def _remap_buffers(stmt: tirx.Stmt, bmap: dict) -> tirx.Stmt:
+    """Replace buffers (keyed by their data var) in every load and store."""
+    if not bmap:
+        return stmt
+
+    def post(n: Any) -> Any:
+        if isinstance(n, tirx.BufferLoad) and n.buffer.data in bmap:
+            return tirx.BufferLoad(bmap[n.buffer.data], n.indices, n.predicate)
+        if isinstance(n, tirx.BufferStore) and n.buffer.data in bmap:
+            return tirx.BufferStore(bmap[n.buffer.data], n.value, n.indices, n.predicate)
+        return None
+
+    return tirx.stmt_functor.ir_transform(stmt, None, post, ["tirx.BufferLoad", "tirx.BufferStore"])
+
+
+def _row_major(coords: Sequence[Any], sizes: Sequence[int]) -> tirx.PrimExpr:
+    lin = _i32(0)
+    for c, s in zip(coords, sizes):
+        lin = lin * s + c
+    return arith.Analyzer().simplify(lin)
+
+
+def _contains_comm(stmt: tirx.Stmt) -> bool:
+    return bool(find_calls(stmt, is_comm_call))
+
+
+# -- the launch ----------------------------------------------------------------------------
+@dataclass
+class _Launch:
+    loops: list            # the blockIdx thread-binding For loops, outermost first
+    mesh: Mesh
+    axis_of: list          # mesh axis of each launch loop (None: 1-D launch of the linear id)
+
+    def subst(self, coords: Sequence[tirx.PrimExpr]) -> dict:
+        """Launch var -> expression for the core with these mesh coordinates."""
+        if self.axis_of == [None]:
+            return {self.loops[0].loop_var: _row_major(coords, self.mesh.shape)}
+        return {lp.loop_var: coords[a] for lp, a in zip(self.loops, self.axis_of)}
+
+    @property
+    def vars(self) -> set:
+        return {lp.loop_var for lp in self.loops}
+
+
+_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
+
+
+def _find_launch(func: tirx.PrimFunc, mesh: Mesh) -> _Launch:
+    loops: list = []
+
+    def visit(n: Any) -> None:
+        if (isinstance(n, tirx.For) and n.kind == tirx.ForKind.THREAD_BINDING
+                and n.thread_binding is not None and n.thread_binding.thread_tag in _TAGS):
+            loops.append(n)
+
+    tirx.stmt_functor.pre_order_visit(func.body, lambda n: visit(n) or True)
+    tags = [lp.thread_binding.thread_tag for lp in loops]
+    extents = [_static(lp.extent) for lp in loops]
+    if len(loops) == 1 and extents[0] == mesh.size and mesh.ndim > 1:
+        return _Launch(loops, mesh, [None])
+    order = sorted(range(len(loops)), key=lambda i: tags[i])
+    if (len(set(tags)) == len(tags) == mesh.ndim
+            and [extents[i] for i in order] == list(mesh.shape)):
+        axis_of = [0] * len(loops)
+        for a, i in enumerate(order):
+            axis_of[i] = a
+        return _Launch(loops, mesh, axis_of)
+    raise ValueError(f"LowerMeshComm: the launch grid {dict(zip(tags, extents))} does not "
+                     f"match the comm ops' mesh {mesh.as_dict}: launch T.Kernel(*mesh shape) "
+                     f"or T.Kernel({mesh.size}) (the linear core id)")
+
+
+# -- plan: the kernel body cut into segments and exchanges ------------------------------------
+@dataclass
+class _Seg:
+    stmts: list
+    in_loop: bool          # inside a loop that also runs comm ops (executes repeatedly)
+    uses: set = field(default_factory=set)
+
+
+@dataclass
+class _Comm:
+    op: CommOp
+    in_loop: bool
+
+
+class _Planner:
+    """Walks the kernel body once: checks the collective rule, substitutes core-dependent
+    lets, and records segments and comm ops (emission comes after buffer analysis)."""
+
+    def __init__(self, launch: _Launch, ops: list[CommOp]):
+        self.launch = launch
+        self.by_call = ops
+        self.core_vars = set(launch.vars)
+        self.segs: list[_Seg] = []
+        self.comms: list[_Comm] = []
+        self.blocks: list[tirx.SBlock] = []  # blocks inside the launch holding comm ops
+        self.inside_launch = False
+
+    def _op_of(self, call: tirx.Call) -> CommOp:
+        for o in self.by_call:
+            if o.call.same_as(call):
+                return o
+        raise AssertionError("comm call not found")  # pragma: no cover
+
+    def _first_op(self, stmt: tirx.Stmt) -> CommOp:
+        return self._op_of(find_calls(stmt, is_comm_call)[0].call)
+
+    def _core_dependent(self, expr: Any) -> bool:
+        return bool(_vars_in(expr) & self.core_vars)
+
+    def _refuse(self, stmt: tirx.Stmt, what: str) -> None:
+        o = self._first_op(stmt)
+        raise ValueError(f"mesh_comm.{o.op} (comm op #{o.index}) is {what}; every core must "
+                         f"run every comm op the same number of times (the collective rule)")
+
+    # a plan tree: a list of _Seg, _Comm and ("for" | "if" | "while" | "block" | "launch" |
+    # "attr" | "keep", stmt, sub-plans...) items
+    def plan(self, stmt: tirx.Stmt, in_loop: bool) -> list:
+        if not _contains_comm(stmt):
+            seg = _Seg([stmt], in_loop)
+            self.segs.append(seg)
+            return [seg]
+        if isinstance(stmt, tirx.SeqStmt):
+            return self._plan_seq(list(stmt.seq), in_loop)
+        if isinstance(stmt, tirx.Evaluate) and is_comm_call(stmt.value):
+            c = _Comm(self._op_of(stmt.value), in_loop)
+            self.comms.append(c)
+            return [c]
+        if isinstance(stmt, tirx.For) and any(stmt.same_as(lp) for lp in self.launch.loops):
+            self.inside_launch = True
+            return [("launch", stmt, self.plan(stmt.body, in_loop))]
+        if isinstance(stmt, tirx.For):
+            if stmt.kind not in (tirx.ForKind.SERIAL, tirx.ForKind.UNROLLED):
+                self._refuse(stmt, f"inside a {stmt.kind.name.lower()} loop "
+                                   f"{stmt.loop_var.name!r}")
+            for e in (stmt.min, stmt.extent):
+                if self._core_dependent(e):
+                    self._refuse(stmt, f"inside loop {stmt.loop_var.name!r} whose bounds depend "
+                                       f"on the core ({stmt.min}, extent {stmt.extent})")
+            return [("for", stmt, self.plan(stmt.body, True))]
+        if isinstance(stmt, tirx.IfThenElse):
+            if self._core_dependent(stmt.condition):
+                self._refuse(stmt, f"under `if {stmt.condition}`, a condition that depends on "
+                                   f"the core")
+            other = self.plan(stmt.else_case, in_loop) if stmt.else_case is not None else None
+            return [("if", stmt, self.plan(stmt.then_case, in_loop), other)]
+        if isinstance(stmt, tirx.While):
+            if self._core_dependent(stmt.condition):
+                self._refuse(stmt, f"inside `while {stmt.condition}`, a condition that "
+                                   f"depends on the core")
+            return [("while", stmt, self.plan(stmt.body, True))]
+        if isinstance(stmt, tirx.SBlockRealize):
+            if self._core_dependent(stmt.predicate):
+                self._refuse(stmt, "under a block predicate that depends on the core")
+            if self.inside_launch:
+                self.blocks.append(stmt.block)
+            return [("block", stmt, self.plan(stmt.block.body, in_loop))]
+        if not isinstance(stmt, tirx.AttrStmt):
+            self._refuse(stmt, f"inside an unsupported {type(stmt).__name__}")
+        if self._core_dependent(stmt.value):
+            self._refuse(stmt, f"inside an attribute {stmt.attr_key!r} that depends on the core")
+        return [("attr", stmt, self.plan(stmt.body, in_loop))]
+
+    def _plan_seq(self, stmts: list, in_loop: bool) -> list:
+        out: list = []
+        run: list = []
+
+        def flush() -> None:
+            if run:
+                seg = _Seg(list(run), in_loop)
+                self.segs.append(seg)
+                out.append(seg)
+                run.clear()
+
+        for i, s in enumerate(stmts):
+            if isinstance(s, tirx.Bind) and self._core_dependent(s.value):
+                # substitute the core-dependent let into its later siblings; each segment
+                # gets the value for its own core
+                self.core_vars.add(s.var)
+                rest = [tirx.stmt_functor.substitute(t, {s.var: s.value}) for t in stmts[i + 1:]]
+                if any(_contains_comm(t) for t in rest):
+                    flush()
+                    # re-find the comm calls (substitution rebuilt them)
+                    self._rebind(stmts[i + 1:], rest)
+                    return out + self._plan_seq(rest, in_loop)
+                run.append(s)
+                continue
+            if isinstance(s, tirx.Bind):
+                flush()  # a core-independent let stays where it is, visible to all segments
+                out.append(("keep", s))
+                continue
+            if not _contains_comm(s):
+                run.append(s)
+                continue
+            flush()
+            out.extend(self.plan(s, in_loop))
+        flush()
+        return out
+
+    def _rebind(self, old: list, new: list) -> None:
+        """Comm ops re-found after a substitution keep their index and params."""
+        a = [f for s in old for f in find_calls(s, is_comm_call)]
+        b = [f for s in new for f in find_calls(s, is_comm_call)]
+        for fo, fn in zip(a, b):
+            o = self._op_of(fo.call)
+            n = decode(Found(fn.call, o.scope), o.index)
+            self.by_call[self.by_call.index(o)] = n
+
+
+# -- buffers -------------------------------------------------------------------------------
+@dataclass
+class _Store:
+    """Every core's copy of a promoted per-core buffer, in one heap array."""
+
+    buf: tirx.Buffer       # the original per-core buffer
+    flat: tirx.Buffer      # (ncores * numel,) over the malloc'd pointer
+    numel: int
+    private: bool          # copied in/out around its single segment
+
+    def strides(self) -> list[int]:
+        shape = [int(_static(n)) for n in self.buf.shape]
+        return [int(np.prod(shape[d + 1:], dtype=np.int64)) for d in range(len(shape))]
+
+    def load(self, core: Any, idx: Sequence[Any]) -> tirx.BufferLoad:
+        off = core * self.numel
+        for i, s in zip(idx, self.strides()):
+            off = off + i * s
+        return tirx.BufferLoad(self.flat, [off])
+
+    def store(self, core: Any, idx: Sequence[Any], value: Any) -> tirx.BufferStore:
+        return tirx.BufferStore(self.flat, value, self.load(core, idx).indices)
+
+
+def _numel(buf: tirx.Buffer) -> int | None:
+    dims = [_static(n) for n in buf.shape]
+    return None if None in dims else int(np.prod(dims, dtype=np.int64))
+
+
+def _itemsize(buf: tirx.Buffer) -> int:
+    t = tvm.runtime.DataType(str(buf.dtype))
+    return t.bits * t.lanes // 8
+
+
+def _dead_at_entry(stmt: tirx.Stmt, buf: tirx.Buffer) -> bool:
+    """Whether every execution of ``stmt`` overwrites all of ``buf`` before reading it: the
+    first statement touching ``buf`` (in program order, reached through loops of static
+    positive extent and statement lists only) is a nest of loops over exactly ``buf``'s
+    dims whose only body is a store to every element that does not read ``buf``
+    (e.g. the micro-kernel's accumulator). Conservative: anything else gives False."""
+    shape = [_static(n) for n in buf.shape]
+    if None in shape:
+        return False
+
+    def touches(n: Any) -> bool:
+        return buf.data in _vars_in(n)
+
+    def full_store(node: Any, idx_loops: list) -> bool:
+        if isinstance(node, tirx.For):
+            return full_store(node.body, idx_loops + [node])
+        if not isinstance(node, tirx.BufferStore) or not node.buffer.data.same_as(buf.data):
+            return False
+        if touches(node.value) or len(node.indices) != len(shape) or len(idx_loops) != len(shape):
+            return False
+        for i, lp, n in zip(node.indices, idx_loops, shape):
+            if not (isinstance(i, tirx.Var) and i.same_as(lp.loop_var) and _static(lp.min) == 0
+                    and _static(lp.extent) == n):
+                return False
+        return True
+
+    def first(node: Any) -> bool:
+        if isinstance(node, tirx.SeqStmt):
+            for s in node.seq:
+                if touches(s):
+                    return first(s)
+            return False
+        if isinstance(node, tirx.For):
+            if full_store(node, []):
+                return True
+            ext = _static(node.extent)
+            return ext is not None and ext > 0 and first(node.body)
+        return False
+
+    return first(stmt)
+
+
+# -- the pass --------------------------------------------------------------------------------
+class _Lowering:
+    def __init__(self, func: tirx.PrimFunc, ops: list[CommOp], workspace: str = "malloc"):
+        if workspace not in WORKSPACES:
+            raise ValueError(f"LowerMeshComm: workspace must be one of {list(WORKSPACES)}, got "
+                             f"{workspace!r}")
+        self.workspace = workspace
+        self.ws_buf = None
+        meshes = {tuple(o.mesh.as_dict.items()) for o in ops}
+        if len(meshes) > 1:
+            raise ValueError(f"LowerMeshComm: comm ops on different meshes "
+                             f"{[dict(m) for m in meshes]}")
+        self.func = func
+        self.mesh = ops[0].mesh
+        self.launch = _find_launch(func, self.mesh)
+        self.planner = _Planner(self.launch, ops)
+        self.ncores = self.mesh.size
+
+    # each segment and exchange gets fresh core loop variables
+    def _core_vars(self, tag: str) -> list[tirx.Var]:
+        return [tirx.Var(f"{tag}_{n}", "int32") for n in self.mesh.axis_names]
+
+    def run(self) -> tirx.PrimFunc:
+        body = self.func.body
+        tree = self.planner.plan(body, False)
+        self.ops = self.planner.by_call
+        self._check_roots()
+        self._choose_stores()
+        new_body = self._emit(tree)
+        if self.workspace == "malloc":
+            return self.func.with_body(new_body)
+        # the scratch memory is one more (uint8) argument, which MeshKernel supplies
+        f = self.func
+        ws_var = tirx.Var(WORKSPACE_PARAM, "handle")
+        out = tirx.PrimFunc(list(f.params) + [ws_var], new_body, f.ret_type,
+                            {**dict(f.buffer_map), ws_var: self.ws_buf}, f.attrs)
+        return out.with_attr(WORKSPACE_ATTR, int(self.ws_buf.shape[0]))
+
+    # root range: static roots were checked when built; loop-variable roots here
+    def _check_roots(self) -> None:
+        for o in self.ops:
+            if o.op != "broadcast":
+                continue
+            ana = arith.Analyzer()
+            for lp in o.loops:
+                if lp.kind != tirx.ForKind.THREAD_BINDING:
+                    ana.bind(lp.loop_var, ir.Range.from_min_extent(lp.min, lp.extent))
+            for r, a in zip(o.root, o.mesh_axes):
+                if self.planner._core_dependent(r):
+                    raise ValueError(f"mesh_comm.broadcast (comm op #{o.index}): root {r} "
+                                     f"depends on the core; a root is one in-group index for "
+                                     f"all groups")
+                b = ana.const_int_bound(r)
+                size = self.mesh.shape[a]
+                if b.min_value < 0 or b.max_value >= size:
+                    raise ValueError(f"mesh_comm.broadcast (comm op #{o.index}): root "
+                                     f"coordinate {r} takes values in [{b.min_value}, "
+                                     f"{b.max_value}], out of range [0, {size}) on mesh axis "
+                                     f"{self.mesh.axis_names[a]!r}")
+
+    def _choose_stores(self) -> None:
+        """Which per-core buffers need one copy per core (see the module docstring)."""
+        allocs = [b for blk in self.planner.blocks for b in blk.alloc_buffers]
+        seg_uses: dict = {}
+        for i, seg in enumerate(self.planner.segs):
+            vs = set()
+            for s in seg.stmts:
+                vs |= _vars_in(s)
+            seg.uses = vs
+            for b in allocs:
+                if b.data in vs:
+                    seg_uses.setdefault(b.data, []).append(i)
+        in_comm = {r.buffer.data for o in self.ops if o.src is not None for r in (o.src, o.dst)}
+        self.stores: dict = {}
+        self.ptrs: list = []
+        for b in allocs:
+            segs = seg_uses.get(b.data, [])
+            if b.data not in in_comm and len(segs) <= 1:
+                if not segs or not self.planner.segs[segs[0]].in_loop:
+                    continue  # scratch of one segment that runs once per core
+                if _dead_at_entry(_seq(self.planner.segs[segs[0]].stmts), b):
+                    continue  # overwritten before it is read: nothing to carry over
+                private = _numel(b) is not None and _numel(b) * _itemsize(b) <= SMALL_PRIVATE_BYTES
+            else:
+                private = False
+            n = _numel(b)
+            if n is None:
+                raise ValueError(f"LowerMeshComm: per-core buffer {b.name!r} has symbolic shape "
+                                 f"{list(b.shape)}; buffers live across comm ops need static "
+                                 f"shapes")
+            ptr = tirx.Var(f"{b.name}_all", ir.PointerType(ir.PrimType(str(b.dtype)), "global"))
+            flat = tirx.decl_buffer((n * self.ncores,), str(b.dtype), f"{b.name}_all", data=ptr)
+            self.stores[b.data] = _Store(b, flat, n, private)
+            self.ptrs.append((ptr, n * self.ncores * _itemsize(b)))
+        for o in self.ops:
+            for side, r in (("src", o.src), ("dst", o.dst)):
+                if r is not None and r.buffer.data not in self.stores:
+                    raise ValueError(f"mesh_comm.{o.op} (comm op #{o.index}): {side} "
+                                     f"{r.buffer.name!r} is not a per-core buffer allocated "
+                                     f"in the kernel (T.alloc_shared / T.alloc_local)")
+        # staging arrays for comm ops whose src and dst share a buffer
+        self.stage = None
+        need = [int(np.prod(o.static_extents("src"), dtype=np.int64)) * _itemsize(o.src.buffer)
+                for o in self.ops if o.src is not None and o.src.buffer.same_as(o.dst.buffer)]
+        if need:
+            nbytes = max(need) * self.ncores
+            ptr = tirx.Var("comm_stage", ir.PointerType(ir.PrimType("uint8"), "global"))
+            self.stage = (ptr, nbytes)
+
+    # -- emission ------------------------------------------------------------------------
+    def _emit(self, tree: Any) -> tirx.Stmt:
+        if isinstance(tree, list):
+            return _seq([self._emit(t) for t in tree])
+        if isinstance(tree, _Seg):
+            return self._segment(tree)
+        if isinstance(tree, _Comm):
+            return self._exchange(tree.op)
+        kind, stmt = tree[0], tree[1]
+        if kind == "keep":
+            return stmt
+        if kind == "for":
+            return tirx.For(stmt.loop_var, stmt.min, stmt.extent, stmt.kind, self._emit(tree[2]),
+                            stmt.thread_binding, stmt.annotations)
+        if kind == "if":
+            other = self._emit(tree[3]) if tree[3] is not None else None
+            return tirx.IfThenElse(stmt.condition, self._emit(tree[2]), other)
+        if kind == "while":
+            return tirx.While(stmt.condition, self._emit(tree[2]))
+        if kind == "attr":
+            return tirx.AttrStmt(stmt.node, stmt.attr_key, stmt.value, self._emit(tree[2]))
+        if kind == "launch":
+            # one launch: the cores are the serial loops inside it
+            tb = stmt.thread_binding
+            dom = None if tb.dom is None else ir.Range.from_min_extent(0, 1)
+            iv = tirx.IterVar(dom, tb.var, tb.iter_type, tb.thread_tag)
+            return tirx.For(stmt.loop_var, _i32(0), _i32(1), stmt.kind, self._emit(tree[2]), iv,
+                            stmt.annotations)
+        if kind == "block":
+            return self._block(stmt, tree[2])
+        raise AssertionError(kind)  # pragma: no cover
+
+    def _block(self, realize: tirx.SBlockRealize, sub: list) -> tirx.Stmt:
+        blk = realize.block
+        keep = [b for b in blk.alloc_buffers
+                if b.data not in self.stores or self.stores[b.data].private]
+        body = self._emit(sub)
+        if not self.planner.blocks:
+            raise ValueError("LowerMeshComm: no block inside the launch holds the comm ops "
+                             "(expected TileLang's T.Kernel body)")
+        if blk.same_as(self.planner.blocks[0]):
+            pre, post = [], []
+            allocs = [(p, n) for p, n in self.ptrs] + ([self.stage] if self.stage else [])
+            if self.workspace == "argument":
+                # one caller-owned array: each buffer at a 64-byte aligned offset
+                offs = np.concatenate([[0], np.cumsum([-(-n // 64) * 64 for _, n in allocs])])
+                self.ws_buf = tirx.decl_buffer((max(int(offs[-1]), 1),), "uint8",
+                                               WORKSPACE_PARAM)
+                for (ptr, _), off in zip(allocs, offs[:-1].tolist()):
+                    pre.append(tirx.Bind(ptr, tirx.call_intrin(
+                        "handle", "tirx.address_of",
+                        tirx.BufferLoad(self.ws_buf, [tirx.IntImm("int64", off)]))))
+                allocs = []
+            for ptr, nbytes in allocs:
+                # malloc(uint64_t) and free(void*) match <stdlib.h>'s prototypes, which the C
+                # backend's generated declarations must not contradict
+                raw = tirx.Var(f"{ptr.name}_mem", "handle")
+                pre.append(tirx.Bind(raw, tirx.call_extern("handle", "malloc",
+                                                           tirx.IntImm("uint64", max(nbytes, 1)))))
+                pre.append(tirx.Bind(ptr, raw))
+                post.append(tirx.Evaluate(tirx.call_extern("void", "free", raw)))
+            for s in self.stores.values():
+                pre.append(tirx.DeclBuffer(s.flat))
+            body = _seq(pre + [body] + post)
+        new = tirx.SBlock(blk.iter_vars, blk.reads, blk.writes, blk.name_hint, body, blk.init,
+                          keep, blk.match_buffers, blk.annotations)
+        return tirx.SBlockRealize(realize.iter_values, realize.predicate, new)
+
+    def _segment(self, seg: _Seg) -> tirx.Stmt:
+        coords = self._core_vars("core")
+        lin = _row_major(coords, self.mesh.shape)
+        vmap = dict(self.launch.subst(coords))
+        bmap: dict = {}
+        pre, post = [], []
+        for data, st in self.stores.items():
+            if data not in seg.uses:
+                continue
+            if st.private:
+                # copy the core's slice into the ordinary per-core buffer and back
+                shape = [int(_static(n)) for n in st.buf.shape]
+                i, o = _fresh_idx(len(shape)), _fresh_idx(len(shape))
+                pre.append(_nest(i, shape, tirx.BufferStore(st.buf, st.load(lin, i), i)))
+                post.append(_nest(o, shape, st.store(lin, o, tirx.BufferLoad(st.buf, o))))
+                continue
+            b = st.buf
+            p = tirx.Var(f"{b.name}_c", ir.PointerType(ir.PrimType(str(b.dtype)), b.scope()))
+            pre.append(tirx.Bind(p, tirx.call_intrin("handle", "tirx.address_of",
+                                                     tirx.BufferLoad(st.flat, [lin * st.numel]))))
+            bmap[data] = tirx.decl_buffer(b.shape, str(b.dtype), b.name, data=p, strides=b.strides,
+                                          elem_offset=b.elem_offset, scope=b.scope())
+            pre.append(tirx.DeclBuffer(bmap[data]))
+            vmap[data] = p
+        body = _remap_buffers(tirx.stmt_functor.substitute(_seq(seg.stmts), vmap), bmap)
+        return _nest(coords, self.mesh.shape, _seq(pre + [body] + post))
+
+    # -- exchanges -------------------------------------------------------------------------
+    def _starts(self, region, coords) -> list:
+        vmap = self.launch.subst(coords)
+        return [tirx.stmt_functor.substitute(s, vmap) if isinstance(s, tirx.PrimExpr) else s
+                for s in region.starts]
+
+    def _exchange(self, o: CommOp) -> tirx.Stmt:
+        if o.op == "barrier":
+            return tirx.Evaluate(_i32(0))
+        src_st, dst_st = self.stores[o.src.buffer.data], self.stores[o.dst.buffer.data]
+        ext = list(o.static_extents("src"))
+        E = int(np.prod(ext, dtype=np.int64))
+        if not o.src.buffer.same_as(o.dst.buffer):
+            def read(core_coords, idx):
+                core = _row_major(core_coords, self.mesh.shape)
+                starts = self._starts(o.src, core_coords)
+                return src_st.load(core, [s + i for s, i in zip(starts, idx)])
+
+            return _ExchangeBuilder(self, o, read, dst_st).build()
+        # src and dst share a buffer: stage every core's src region first
+        dtype = str(o.src.buffer.dtype)
+        sptr = tirx.Var("stage", ir.PointerType(ir.PrimType(dtype), "global"))
+        sbuf = tirx.decl_buffer((E * self.ncores,), dtype, "stage", data=sptr)
+        estr = [int(np.prod(ext[d + 1:], dtype=np.int64)) for d in range(len(ext))]
+
+        def staged(core_coords, idx):
+            off = _row_major(core_coords, self.mesh.shape) * E
+            for i, s in zip(idx, estr):
+                off = off + i * s
+            return tirx.BufferLoad(sbuf, [off])
+
+        c = self._core_vars("src")
+        idx = _fresh_idx(len(ext))
+        starts = self._starts(o.src, c)
+        value = src_st.load(_row_major(c, self.mesh.shape), [s + i for s, i in zip(starts, idx)])
+        copy_in = _nest(c, self.mesh.shape,
+                        _nest(idx, ext, tirx.BufferStore(sbuf, value, staged(c, idx).indices)))
+        return _seq([tirx.Bind(sptr, self.stage[0]), tirx.DeclBuffer(sbuf), copy_in,
+                     _ExchangeBuilder(self, o, staged, dst_st).build()])
+
+
+class _ExchangeBuilder:
+    """The loop nest of one comm op: for every destination core, what its ``dst`` gets."""
+
+    def __init__(self, low: _Lowering, o: CommOp, read: Callable, dst: _Store):
+        self.low, self.o, self.read, self.dst = low, o, read, dst
+        self.mesh = low.mesh
+        self.axes = list(o.mesh_axes)
+        self.ext = list(o.static_extents("src"))
+        self.k = int(np.prod([self.mesh.shape[a] for a in self.axes], dtype=np.int64))
+
+    def write(self, coords, idx, value) -> tirx.Stmt:
+        starts = self.low._starts(self.o.dst, coords)
+        core = _row_major(coords, self.mesh.shape)
+        return self.dst.store(core, [s + i for s, i in zip(starts, idx)], value)
+
+    def dst_value(self, coords, idx) -> tirx.BufferLoad:
+        starts = self.low._starts(self.o.dst, coords)
+        core = _row_major(coords, self.mesh.shape)
+        return self.dst.load(core, [s + i for s, i in zip(starts, idx)])
+
+    def member(self, coords, pos) -> list:
+        """Coordinates of the group member at in-group position ``pos`` (an expression)."""
+        out = list(coords)
+        rest = pos
+        for a in reversed(self.axes):
+            out[a] = tirx.floormod(rest, self.mesh.shape[a])
+            rest = tirx.floordiv(rest, self.mesh.shape[a])
+        return out
+
+    def position(self, coords) -> tirx.PrimExpr:
+        return _row_major([coords[a] for a in self.axes], [self.mesh.shape[a] for a in self.axes])
+
+    def build(self) -> tirx.Stmt:
+        c = self.low._core_vars("dst")
+        idx = _fresh_idx(len(self.ext))
+        return _nest(c, self.mesh.shape, getattr(self, "_" + self.o.op)(c, idx))
+
+    def _broadcast(self, c, idx):
+        src = list(c)
+        for a, r in zip(self.axes, self.o.root):
+            src[a] = r
+        return _nest(idx, self.ext, self.write(c, idx, self.read(src, idx)))
+
+    def _shift(self, c, idx):
+        a, off, rot = (self.o.params["shift_axis"], self.o.params["offset"],
+                       self.o.params["rotate"])
+        size = self.mesh.shape[a]
+        src = list(c)
+        if rot:
+            src[a] = tirx.floormod(c[a] - off + size * (abs(off) // size + 1), size)
+            return _nest(idx, self.ext, self.write(c, idx, self.read(src, idx)))
+        src[a] = c[a] - off
+        cond = tirx.all(src[a] >= 0, src[a] < size)
+        return tirx.IfThenElse(cond, _nest(idx, self.ext, self.write(c, idx, self.read(src, idx))),
+                               None)
+
+    def _permute(self, c, idx):
+        # one nest over destinations; the static source table is a Select chain bound
+        # once per destination core
+        lin = _row_major(c, self.mesh.shape)
+        src = _i32(-1)
+        for s, d in self.o.params["pairs"]:
+            src = tirx.Select(lin == d, _i32(s), src)
+        sv = tirx.Var("src", "int32")
+        sc, rest = [], sv
+        for size in reversed(self.mesh.shape):
+            sc.insert(0, tirx.floormod(rest, size))
+            rest = tirx.floordiv(rest, size)
+        copy = _nest(idx, self.ext, self.write(c, idx, self.read(sc, idx)))
+        return _seq([tirx.Bind(sv, src), tirx.IfThenElse(sv >= 0, copy, None)])
+
+    def _all_gather(self, c, idx):
+        p = tirx.Var("p", "int32")
+        ax = self.o.params["gather_axis"]
+        e = self.ext[ax]
+        didx = [p * e + i if d == ax else i for d, i in enumerate(idx)]
+        return _loop(p, self.k, _nest(idx, self.ext,
+                                      self.write(c, didx, self.read(self.member(c, p), idx))))
+
+    def _combine(self, a, b):
+        kind = self.o.params["reduction"]
+        if kind == "sum":
+            return a + b
+        if kind == "prod":
+            return a * b
+        if kind == "max":
+            return tirx.max(a, b)
+        return tirx.min(a, b)
+
+    def _reduced(self, c, sidx, didx, extents, idx):
+        """dst[didx] = reduce over members of src[sidx], in group order (as the host)."""
+        p = tirx.Var("p", "int32")
+        first = self.write(c, didx, self.read(self.member(c, _i32(0)), sidx))
+        acc = self.write(c, didx, self._combine(self.dst_value(c, didx),
+                                                self.read(self.member(c, p + 1), sidx)))
+        # the second nest gets its own loop variables (TIR defines each variable once)
+        idx2 = _fresh_idx(len(idx))
+        acc = tirx.stmt_functor.substitute(acc, dict(zip(idx, idx2)))
+        return _seq([_nest(idx, extents, first),
+                     _loop(p, self.k - 1, _nest(idx2, extents, acc)) if self.k > 1 else None])
+
+    def _all_reduce(self, c, idx):
+        return self._reduced(c, idx, idx, self.ext, idx)
+
+    def _piece(self, n: int, pos):
+        cp = -(-n // self.k)
+        start = tirx.min(pos * cp, n)
+        size = tirx.min((pos + 1) * cp, n) - start
+        return cp, start, size
+
+    def _reduce_scatter(self, c, idx):
+        ax = self.o.params["scatter_axis"]
+        cp, start, size = self._piece(self.ext[ax], self.position(c))
+        sidx = [start + i if d == ax else i for d, i in enumerate(idx)]
+        extents = [size if d == ax else e for d, e in enumerate(self.ext)]
+        return self._reduced(c, sidx, idx, extents, idx)
+
+    def _all_to_all(self, c, idx):
+        sa, ca = self.o.params["split_axis"], self.o.params["concat_axis"]
+        cp, start, size = self._piece(self.ext[sa], self.position(c))
+        p = tirx.Var("p", "int32")
+        along = size if sa == ca else self.ext[ca]
+        sidx = [start + i if d == sa else i for d, i in enumerate(idx)]
+        didx = [p * along + i if d == ca else i for d, i in enumerate(idx)]
+        extents = [size if d == sa else e for d, e in enumerate(self.ext)]
+        return _loop(p, self.k, _nest(idx, extents,
+                                      self.write(c, didx, self.read(self.member(c, p), sidx))))
+
+
+def lower_mesh_comm(func: tirx.PrimFunc, workspace: str = "malloc") -> tirx.PrimFunc:
+    """The function form of :func:`LowerMeshComm` (a PrimFunc in, a PrimFunc out)."""
+    ops = find_comm_ops(func)
+    if not ops:
+        return func
+    return _Lowering(func, ops, workspace).run()
+
+
+def check_collective_rule(func: Any) -> None:
+    """Raise ``ValueError`` naming the first comm op under a core-dependent ``if`` or in
+    a loop with core-dependent bounds (what :func:`LowerMeshComm` refuses)."""
+    from .comm import _prim_func
+    pf = _prim_func(func)
+    ops = find_comm_ops(pf)
+    if ops:
+        low = _Lowering(pf, ops)
+        low.planner.plan(pf.body, False)
+        low.ops = low.planner.by_call
+        low._check_roots()
+
+
+def LowerMeshComm(workspace: str = "malloc") -> tvm.transform.Pass:  # noqa: N802 (TVM naming)
+    """The ``prim_func_pass`` ``"meshtensor.LowerMeshComm"``: make a kernel with comm ops
+    run on TileLang's C backend (bulk-synchronous supersteps; see the module docstring).
+
+    ``workspace="malloc"``: the kernel allocates (and frees) its per-core copies itself,
+    so it keeps its signature. ``"argument"``: they live in one more argument, a uint8
+    array of the byte size in the function attribute ``mesh_workspace_bytes``, which the
+    caller allocates once and reuses (:class:`MeshKernel` does; faster, since every call
+    of a ``malloc`` kernel page-faults its fresh megabytes again).
+
+    >>> import tvm
+    >>> LowerMeshComm().info.name
+    'meshtensor.LowerMeshComm'
+    """
+    if workspace not in WORKSPACES:
+        raise ValueError(f"LowerMeshComm: workspace must be one of {list(WORKSPACES)}, got "
+                         f"{workspace!r}")
+
+    def transform(func, mod, ctx):
+        return lower_mesh_comm(func, workspace)
+
+    return tirx.transform.prim_func_pass(transform, opt_level=0, name="meshtensor.LowerMeshComm")
+
+
+# -- compiling -----------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class MeshKernel:
+    """A compiled mesh kernel: call it like the ``JITKernel`` (same arguments).
+
+    ``prim_func`` is the SOURCE PrimFunc (comm ops intact, for the analysis passes),
+    ``lowered`` what :func:`LowerMeshComm` made of it, ``jit_kernel`` the compiled kernel.
+    """
+
+    prim_func: tirx.PrimFunc
+    lowered: tirx.PrimFunc
+    jit_kernel: Any
+    workspace: Any = None  # the scratch array passed as the last argument, if any
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.workspace is None:
+            return self.jit_kernel(*args, **kwargs)
+        # one kernel call at a time: the cores' buffers live in this one array
+        return self.jit_kernel(*args, self.workspace, **kwargs)
+
+    def get_kernel_source(self) -> str:
+        return self.jit_kernel.get_kernel_source()
+
+
+def compile_mesh_kernel(func: tirx.PrimFunc, target: str = "c", **kw: Any) -> MeshKernel:
+    """Check (``VerifyMeshTensors``), lower the comm ops (:func:`LowerMeshComm`) and
+    ``tilelang.compile`` a mesh kernel; ``kw`` goes to ``tilelang.compile``
+    (``compile_flags`` defaults to ``gemm.CPU_FLAGS`` on ``"c"``). A kernel without comm
+    ops compiles exactly as ``tilelang.compile`` would.
+
+    Example::
+
+        kernel = compile_mesh_kernel(build_gemm("summa_comm", 64, 64, 64))
+        kernel(a, b, c)          # torch tensors, as for the JITKernel
+    """
+    import tilelang
+
+    from .gemm import CPU_FLAGS
+    from .passes import VerifyMeshTensors
+
+    if not isinstance(func, tirx.PrimFunc):
+        raise TypeError(f"compile_mesh_kernel: expected a PrimFunc, got {type(func).__name__}")
+    mod = VerifyMeshTensors()(tvm.IRModule({"main": func}))
+    lowered = LowerMeshComm(workspace="argument")(mod)["main"]
+    if target == "c" and kw.get("compile_flags") is None:
+        kw["compile_flags"] = list(CPU_FLAGS)
+    if find_comm_ops(func):
+        # buffers filled only by exchanges look uninitialised to TileLang's check
+        configs = dict(kw.pop("pass_configs", None) or {})
+        configs.setdefault(tilelang.PassConfigKey.TL_DISABLE_BUFFER_INIT_CHECK, True)
+        kw["pass_configs"] = configs
+        jit = tilelang.compile(lowered, target=target, **kw)
+        import torch
+        nbytes = int(lowered.attrs[WORKSPACE_ATTR])
+        device = "cuda" if str(target).startswith("cuda") else "cpu"
+        return MeshKernel(func, lowered, jit, torch.empty(nbytes, dtype=torch.uint8,
+                                                          device=device))
+    return MeshKernel(func, lowered, tilelang.compile(func, target=target, **kw))

@@ -1,0 +1,102 @@
+"""Every ```python block of README.md and docs/*.md runs as written.
+
+Each block runs as its own script (a file, so ``if __name__ == "__main__":`` and process
+spawning work) in a fresh interpreter of this environment, in an empty temporary
+directory, with a timeout. It fails on a non-zero exit or a traceback on stderr (a
+spawned rank can print one while the parent still exits 0). Illustrations that cannot
+run belong in ```text blocks. Ids are ``path:line`` of the opening fence.
+"""
+from __future__ import annotations
+
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+TIMEOUT_S = 300  # generous: CI machines may be loaded; a hung block still fails
+# A fence opens at the start of a line: ```python, optionally with attributes after it.
+FENCE = re.compile(r"^```python[^\n`]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+# Blocks that import tilelang/torch compile kernels or spawn processes: seconds each.
+SLOW = re.compile(r"\b(tilelang|tvm|torch|meshtensor\.dist)\b")
+
+
+def doc_files(root: pathlib.Path) -> list[tuple[str, str]]:
+    """``[(relative path, text)]`` of README.md and docs/*.md."""
+    return [(p.relative_to(root).as_posix(), p.read_text(encoding="utf-8"))
+            for p in [root / "README.md", *sorted((root / "docs").glob("*.md"))]]
+
+
+def doc_blocks(root: pathlib.Path = ROOT) -> list[tuple[str, str]]:
+    """``[(id, code)]`` for every ```python block of README.md and docs/*.md."""
+    return [(f"{name}:{text.count(chr(10), 0, m.start()) + 1}", m.group(1))
+            for name, text in doc_files(root) for m in FENCE.finditer(text)]
+
+
+def unlabelled_fences(root: pathlib.Path = ROOT) -> list[str]:
+    """``path:line`` of every opening fence without a language (a bare ```): such a
+    block is neither run nor marked as text."""
+    bare = []
+    for name, text in doc_files(root):
+        inside = False
+        for n, line in enumerate(text.splitlines(), 1):
+            if line.startswith("```"):
+                if not inside and not line[3:].strip():
+                    bare.append(f"{name}:{n}")
+                inside = not inside
+    return bare
+
+
+def _params():
+    return [pytest.param(code, id=ident, marks=[pytest.mark.slow] if SLOW.search(code) else [])
+            for ident, code in doc_blocks()]
+
+
+def test_blocks_are_found():
+    ids = [i for i, _ in doc_blocks()]
+    assert any(i.startswith("README.md:") for i in ids)
+    assert any(i.startswith("docs/dist.md:") for i in ids)
+
+
+def test_every_fence_names_its_language():
+    assert unlabelled_fences() == [], "use ```python (run by this test) or ```text"
+
+
+def test_fence_parsing(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "README.md").write_text("x\n```python\nprint(1)\n```\n```text\nno\n```\n")
+    (tmp_path / "docs" / "a.md").write_text("\n\n```python title\na = 2\n\nb = 3\n```\n")
+    assert doc_blocks(tmp_path) == [("README.md:2", "print(1)\n"),
+                                     ("docs/a.md:3", "a = 2\n\nb = 3\n")]
+    assert unlabelled_fences(tmp_path) == []
+    (tmp_path / "docs" / "b.md").write_text("```text\n1\n```\n\n```\nx = 1\n```\n")
+    assert unlabelled_fences(tmp_path) == ["docs/b.md:5"]
+
+
+@pytest.mark.parametrize("code", _params())
+def test_doc_block_runs(code, tmp_path):
+    script = tmp_path / "snippet.py"
+    script.write_text(code, encoding="utf-8")
+    try:
+        r = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True,
+                           text=True, timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"timed out after {TIMEOUT_S} s; stderr:\n{e.stderr}")
+    if r.returncode != 0 or "Traceback" in r.stderr:
+        pytest.fail(f"exit {r.returncode}; stderr:\n{r.stderr}", pytrace=False)
+
+
+def test_ci_runs_the_readme_commands():
+    """.ci/run does the README's install (minus the demo) and its test command."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    quick = re.search(r"^    (python3 -m venv .*meshtensor demo)$", readme, re.MULTILINE)
+    assert quick, "README: the quick-start install + demo line is missing"
+    install = [c.strip() for c in quick.group(1).split("&&")][:-1]
+    assert f"    {' && '.join(install)}\n" in readme  # the Install section, same command
+    ci_lines = [line.strip() for line in ci.splitlines()]
+    for command in install:
+        assert command in ci_lines, f".ci/run lacks the README step {command!r}"
+    assert "    python -m pytest\n" in readme and "python -m pytest" in ci_lines

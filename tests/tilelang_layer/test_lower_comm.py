@@ -1,0 +1,244 @@
+"""LowerMeshComm: the lowered TIR (before/after), pass-through without comm ops, the
+collective rule and root checks, and the superstep semantics on CPU."""
+import numpy as np
+import pytest
+
+pytest.importorskip("tilelang")
+import tilelang  # noqa: E402
+import tilelang.language as T  # noqa: E402
+import torch  # noqa: E402
+import tvm  # noqa: E402
+from tvm.script import tirx as TS  # noqa: E402
+
+from meshtensor.tilelang import (LowerMeshComm, MeshKernel, compile_mesh_kernel,  # noqa: E402
+                                 find_comm_ops, mesh_comm, read_mesh_tensor_info)
+from meshtensor.tilelang.comm import is_comm_call  # noqa: E402
+from meshtensor.tilelang.copies import find_calls  # noqa: E402
+from meshtensor.tilelang.gemm import CPU_FLAGS, build_gemm  # noqa: E402
+from meshtensor.tilelang.lower import check_collective_rule, lower_mesh_comm  # noqa: E402
+
+LAUNCH_IDX = tvm.ir.Op.get("tl.launch_thread_idx")
+
+
+def lower(func):
+    return LowerMeshComm()(tvm.IRModule({"main": func}))["main"]
+
+
+# -- before / after -------------------------------------------------------------------------
+def test_lower_shift_before_after():
+    mc = mesh_comm({"x": 2})
+
+    @T.prim_func
+    def k(A: T.Tensor((4,), "float32"), B: T.Tensor((4,), "float32")):
+        with T.Kernel(2, threads=1) as bx:
+            S = T.alloc_local((2,), "float32")
+            for i in T.serial(2):
+                S[i] = A[bx * 2 + i]
+            mc.shift(S, S, ["x"], "x", 1, rotate=True)
+            for i in T.serial(2):
+                B[bx * 2 + i] = S[i]
+
+    got = lower(k)
+
+    # One launch of one block; each segment loops over the cores and sees core c's slice
+    # of the promoted S; the shift (src and dst share S) goes through a staging array.
+    @TS.prim_func
+    def k(A_handle: TS.handle, B_handle: TS.handle):
+        A = TS.match_buffer(A_handle, (4,), strides=(1,))
+        B = TS.match_buffer(B_handle, (4,), strides=(1,))
+        for bx in TS.thread_binding(1, thread="blockIdx.x"):
+            tx: TS.int32 = TS.call_intrin("int32", LAUNCH_IDX, 0)
+            ty: TS.int32 = TS.call_intrin("int32", LAUNCH_IDX, 1)
+            tz: TS.int32 = TS.call_intrin("int32", LAUNCH_IDX, 2)
+            with TS.sblock("tilelang_root"):
+                TS.reads()
+                TS.writes()
+                TS.sblock_attr({"tl.launch_threads": [TS.int32(1), TS.int32(1), TS.int32(1)]})
+                S_all_mem: TS.handle = TS.call_extern("handle", "malloc", TS.uint64(16))
+                S_all: TS.handle("float32", "global") = S_all_mem
+                stage_mem: TS.handle = TS.call_extern("handle", "malloc", TS.uint64(16))
+                stage_ptr: TS.handle("uint8", "global") = stage_mem
+                S_all_1 = TS.decl_buffer((4,), data=S_all)
+                for core_x in range(2):
+                    S_c: TS.handle("float32", "local") = TS.address_of(S_all_1[core_x * 2])
+                    S = TS.decl_buffer((2,), data=S_c, scope="local")
+                    for i in range(2):
+                        S[i] = A[core_x * 2 + i]
+                stage: TS.handle("float32", "global") = stage_ptr
+                stage_1 = TS.decl_buffer((4,), data=stage)
+                for src_x, i0 in TS.grid(2, 2):
+                    stage_1[src_x * 2 + i0] = S_all_1[src_x * 2 + i0]
+                for dst_x, i0 in TS.grid(2, 2):
+                    S_all_1[dst_x * 2 + i0] = stage_1[(dst_x + 1) % 2 * 2 + i0]
+                for core_x in range(2):
+                    S_c: TS.handle("float32", "local") = TS.address_of(S_all_1[core_x * 2])
+                    S = TS.decl_buffer((2,), data=S_c, scope="local")
+                    for i in range(2):
+                        B[core_x * 2 + i] = S[i]
+                TS.call_extern("void", "free", S_all_mem)
+                TS.call_extern("void", "free", stage_mem)
+
+    tvm.ir.assert_structural_equal(got, k)
+
+
+def test_lowered_gemm_has_no_comm_calls_and_is_well_formed():
+    src = build_gemm("summa_comm", 50, 37, 19)
+    assert [o.op for o in find_comm_ops(src)] == ["broadcast", "broadcast"]
+    low = lower(src)
+    assert find_calls(low, is_comm_call) == []
+    assert tvm.tirx.analysis.verify_well_formed(low)
+    assert "malloc" in low.script()
+
+
+def test_kernel_without_comm_ops_passes_through_unchanged():
+    func = build_gemm("summa", 64, 64, 64)
+    out = lower(func)
+    assert out.same_as(func)
+    tvm.ir.assert_structural_equal(out, func)
+
+
+@pytest.mark.slow
+def test_kernel_without_comm_ops_compiles_as_before():
+    func = build_gemm("local", 20, 20, 20)
+    mk = compile_mesh_kernel(func)
+    plain = tilelang.compile(func, target="c", compile_flags=CPU_FLAGS)
+    assert isinstance(mk, MeshKernel) and mk.prim_func.same_as(func) and mk.lowered.same_as(func)
+    assert mk.get_kernel_source() == plain.get_kernel_source()
+
+
+# -- the collective rule and roots ------------------------------------------------------------
+def kernel_with(body_kind: str):
+    mc = mesh_comm({"x": 2, "y": 2})
+    if body_kind == "if-core":
+        @T.prim_func
+        def k():
+            with T.Kernel(2, 2, threads=1) as (bx, by):
+                S = T.alloc_local((4,), "float32")
+                if bx == 0:
+                    mc.broadcast(S, S, ["y"], root=[0])
+    elif body_kind == "loop-core":
+        @T.prim_func
+        def k():
+            with T.Kernel(2, 2, threads=1) as (bx, by):
+                S = T.alloc_local((4,), "float32")
+                for s in T.serial(by + 1):
+                    mc.all_reduce(S, S, ["x"])
+    elif body_kind == "loop-let-core":
+        @T.prim_func
+        def k():
+            with T.Kernel(2, 2, threads=1) as (bx, by):
+                S = T.alloc_local((4,), "float32")
+                m = bx * 2 + 1
+                for s in T.serial(m):
+                    mc.shift(S, S, ["x"], "x", 1)
+    elif body_kind == "root-range":
+        @T.prim_func
+        def k():
+            with T.Kernel(2, 2, threads=1) as (bx, by):
+                S = T.alloc_local((4,), "float32")
+                for s in T.serial(3):
+                    mc.broadcast(S, S, ["y"], root=[s])
+    elif body_kind == "root-core":
+        @T.prim_func
+        def k():
+            with T.Kernel(2, 2, threads=1) as (bx, by):
+                S = T.alloc_local((4,), "float32")
+                mc.broadcast(S, S, ["y"], root=[bx])
+    elif body_kind == "grid":
+        @T.prim_func
+        def k():
+            with T.Kernel(4, threads=1) as bx:
+                S = T.alloc_local((4,), "float32")
+                T.evaluate(mesh_comm({"x": 2, "y": 3}).barrier())
+    elif body_kind == "if-uniform":
+        @T.prim_func
+        def k():
+            with T.Kernel(2, 2, threads=1) as (bx, by):
+                S = T.alloc_local((4,), "float32")
+                for s in T.serial(2):
+                    if s > 0:
+                        mc.broadcast(S, S, ["y"], root=[s])
+    return k
+
+
+@pytest.mark.parametrize("kind,match", [
+    ("if-core", r"mesh_comm.broadcast \(comm op #0\) is under `if bx == 0`, a condition that "
+                r"depends on the core"),
+    ("loop-core", r"mesh_comm.all_reduce \(comm op #0\) is inside loop 's' whose bounds depend "
+                  r"on the core"),
+    ("loop-let-core", r"mesh_comm.shift \(comm op #0\) is inside loop 's' whose bounds depend "
+                      r"on the core"),
+    ("root-range", r"mesh_comm.broadcast \(comm op #0\): root coordinate s takes values in "
+                   r"\[0, 2\], out of range \[0, 2\) on mesh axis 'y'"),
+    ("root-core", r"mesh_comm.broadcast \(comm op #0\): root bx depends on the core"),
+    ("grid", r"LowerMeshComm: the launch grid .* does not match the comm ops' mesh"),
+], ids=["if-core", "loop-core", "loop-let-core", "root-range", "root-core", "launch-grid"])
+def test_lowering_refuses(kind, match):
+    k = kernel_with(kind)
+    with pytest.raises(ValueError, match=match):
+        lower_mesh_comm(k)
+    with pytest.raises(ValueError, match=match):
+        check_collective_rule(k)
+
+
+def test_uniform_condition_around_comm_op_is_accepted():
+    low = lower_mesh_comm(kernel_with("if-uniform"))
+    assert find_calls(low, is_comm_call) == []
+
+
+# -- supersteps on CPU ---------------------------------------------------------------------
+@pytest.mark.slow
+def test_state_of_one_segment_survives_across_supersteps():
+    """A buffer used by a single segment inside a loop with comm ops (copied in and out
+    of its core's slice) keeps each core's value from one iteration to the next."""
+    mc = mesh_comm({"x": 2, "y": 2})
+
+    @T.prim_func
+    def k(X: T.Tensor((4,), "float32"), Y: T.Tensor((4,), "float32")):
+        with T.Kernel(4, threads=1) as bx:
+            cnt = T.alloc_local((1,), "float32")
+            for s in T.serial(3):
+                mc.barrier()
+                if s == 0:
+                    cnt[0] = T.float32(0)
+                cnt[0] = cnt[0] + X[bx] * (s + 1)
+                Y[bx] = cnt[0]
+
+    kern = compile_mesh_kernel(k)
+    x = np.arange(1, 5, dtype=np.float32)
+    y = torch.zeros(4)
+    kern(torch.from_numpy(x), y)
+    assert y.tolist() == (6 * x).tolist()
+    assert read_mesh_tensor_info(kern) == {}
+
+
+@pytest.mark.slow
+def test_malloc_and_argument_workspaces_agree():
+    """The standalone pass (malloc inside the kernel, same signature) and
+    compile_mesh_kernel (one reused workspace argument) compute the same."""
+    mc = mesh_comm({"x": 2, "y": 2})
+
+    @T.prim_func
+    def k(X: T.Tensor((4, 3), "float32"), Y: T.Tensor((4, 3), "float32")):
+        with T.Kernel(2, 2, threads=1) as (bx, by):
+            S = T.alloc_local((3,), "float32")
+            D = T.alloc_local((3,), "float32")
+            T.copy(X[bx * 2 + by, 0:3], S)
+            mc.all_reduce(S, D, ["x"], "prod")
+            mc.shift(D, D, ["y"], "y", 1, rotate=True)
+            T.copy(D, Y[bx * 2 + by, 0:3])
+
+    low = lower(k)
+    assert [p.name for p in low.params] == [p.name for p in k.params]
+    plain = tilelang.compile(low, target="c", compile_flags=CPU_FLAGS)
+    mk = compile_mesh_kernel(k)
+    assert len(mk.lowered.params) == len(k.params) + 1
+    assert mk.workspace.numel() == int(mk.lowered.attrs["mesh_workspace_bytes"])
+    x = np.random.default_rng(0).uniform(0.5, 2, (4, 3)).astype(np.float32)
+    y1, y2 = torch.zeros(4, 3), torch.zeros(4, 3)
+    plain(torch.from_numpy(x), y1)
+    mk(torch.from_numpy(x), y2)
+    col = x.reshape(2, 2, 3).prod(axis=0, dtype=np.float32)  # all_reduce over x: per column
+    want = np.stack([col[1], col[0]] * 2)  # then each core takes its row neighbour's
+    assert np.array_equal(y1.numpy(), want) and np.array_equal(y2.numpy(), want)
+
