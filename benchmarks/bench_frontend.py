@@ -17,7 +17,7 @@ import tilelang  # noqa: E402
 import tilelang.language as T  # noqa: E402
 import tvm  # noqa: E402
 
-from meshtensor.tilelang import mesh_tensor_functions  # noqa: E402
+from meshtensor.tilelang import mesh_tensor_functions, quiet_tilelang  # noqa: E402
 
 M, N, K = 256, 256, 256
 FLAGS = ["-O3", "-march=native"]
@@ -71,8 +71,11 @@ def main() -> None:
     print(f"build  helpers {tb_h * 1e3:7.1f} ms   by hand {tb_b * 1e3:7.1f} ms   ratio {tb_h / tb_b:.2f}")
     # Disable tilelang's kernel cache so both really compile.
     tilelang.disable_cache()
-    tc_h = timeit(lambda: tilelang.compile(with_helpers(), target="c", compile_flags=FLAGS), repeat=3)
-    tc_b = timeit(lambda: tilelang.compile(by_hand(), target="c", compile_flags=FLAGS), repeat=3)
+    with quiet_tilelang():
+        tc_h = timeit(lambda: tilelang.compile(with_helpers(), target="c", compile_flags=FLAGS),
+                      repeat=3)
+        tc_b = timeit(lambda: tilelang.compile(by_hand(), target="c", compile_flags=FLAGS),
+                      repeat=3)
     print(f"compile helpers {tc_h:6.2f} s   by hand {tc_b:6.2f} s   ratio {tc_h / tc_b:.2f}")
     if not equal:
         raise SystemExit("TIR differs")

@@ -385,3 +385,12 @@ def test_other_argument_errors_follow_collectives(call, match):
                 S = T.alloc_local((4,), "float32")
                 D = T.alloc_local((4,), "float32")
                 call(mc, S, D)
+
+
+@pytest.mark.parametrize("module", ["comm", "lower", "logs", "passes", "copies"])
+def test_docstring_examples_run(module):
+    import doctest
+    import importlib
+    mod = importlib.import_module(f"meshtensor.tilelang.{module}")
+    res = doctest.testmod(mod, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert res.failed == 0 and res.attempted > 0

@@ -66,6 +66,25 @@ def test_owner_only_fails_on_global_view_gemms(algorithm):
         VerifyMeshTensors(owner_only=True)(mod)
 
 
+def test_owner_only_flags_an_access_outside_copies():
+    """An element read of a global tensor can't be placed on a shard: owner_only must not
+    pass it silently (it reads the other row's shard here)."""
+    @T.prim_func
+    def k(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64, 64), "float32")):
+        annotate({A: init({"x": 0, "y": 1}, (16, 16)), B: init({"x": 0, "y": 1}, (16, 16))})
+        with T.Kernel(N, N, threads=1) as (bx, by):
+            S = T.alloc_local((16, 16), "float32")
+            for i, j in T.grid(16, 16):
+                S[i, j] = A[(3 - bx) * 16 + i, by * 16 + j]
+            mcopy(S, B, dst_coord=(bx, by))
+
+    assert verify_mesh_tensors(k) == []  # copies alone are fine
+    [issue] = verify_mesh_tensors(k, owner_only=True)
+    assert (issue.kind, issue.buffer, issue.copy, issue.count) == ("direct_access", "A", -1, 1)
+    assert issue.message.startswith("the kernel reads A[(3 - bx) * 16 + i, by * 16 + j] "
+                                    "outside T.copy (1 such accesses)")
+
+
 def test_owner_only_flags_a_remote_write():
     @T.prim_func
     def k(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64, 64), "float32")):

@@ -140,6 +140,20 @@ def test_eval_np_over_arrays_and_its_errors():
         eval_np(tirx.FloatImm("float32", 1.5), {})
 
 
+def test_select_evaluates_each_branch_only_where_it_is_taken():
+    """A guarded division (``k > 0 ? 8 // k : 0``) was refused as a division by zero,
+    since both branches were evaluated at every point."""
+    k = tirx.Var("k", "int32")
+    env = {k: np.arange(-1, 3)}
+    guarded = tirx.Select(k > 0, tirx.FloorDiv(8, k), k * 10)
+    assert eval_np(guarded, env).tolist() == [-10, 0, 8, 4]
+    ite = tirx.if_then_else(k != 0, tirx.Div(8, k), -1)
+    assert eval_np(ite, env).tolist() == [-8, -1, 8, 4]
+    assert eval_np(tirx.Select(k > 5, 1, 2), env).tolist() == [2, 2, 2, 2]
+    with pytest.raises(ValueError, match=r"division by zero in 8 // k"):
+        eval_np(tirx.Select(k >= 0, tirx.FloorDiv(8, k), 0), env)  # taken at k == 0
+
+
 def test_iteration_space_of_a_1d_launch_with_else_branch_and_lets():
     @T.prim_func
     def k(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64, 64), "float32")):

@@ -150,6 +150,98 @@ def kernel_with(body_kind: str):
             with T.Kernel(4, threads=1) as bx:
                 S = T.alloc_local((4,), "float32")
                 T.evaluate(mesh_comm({"x": 2, "y": 3}).barrier())
+    elif body_kind == "loop-data":
+        @T.prim_func
+        def k():
+            with T.Kernel(2, 2, threads=1) as (bx, by):
+                S = T.alloc_local((4,), "float32")
+                for s in T.serial(T.cast(S[0], "int32")):
+                    mc.shift(S, S, ["x"], "x", 1)
+    elif body_kind == "if-data":
+        @T.prim_func
+        def k():
+            with T.Kernel(2, 2, threads=1) as (bx, by):
+                S = T.alloc_local((4,), "float32")
+                if S[0] > 0:
+                    mc.all_reduce(S, S, ["x"])
+    elif body_kind == "let-data-loop":
+        @T.prim_func
+        def k():
+            with T.Kernel(2, 2, threads=1) as (bx, by):
+                S = T.alloc_local((4,), "float32")
+                m = T.cast(S[0], "int32")
+                for s in T.serial(m):
+                    mc.shift(S, S, ["x"], "x", 1)
+    elif body_kind == "let-data-across":
+        @T.prim_func
+        def k(Y: T.Tensor((4,), "float32")):
+            with T.Kernel(2, 2, threads=1) as (bx, by):
+                S = T.alloc_local((4,), "float32")
+                v = S[0] + 1
+                mc.shift(S, S, ["x"], "x", 1, rotate=True)
+                Y[bx * 2 + by] = v
+    elif body_kind == "break-uniform":
+        @T.prim_func
+        def k():
+            with T.Kernel(2, 2, threads=1) as (bx, by):
+                S = T.alloc_local((4,), "float32")
+                for s in T.serial(3):
+                    if s == 1:
+                        T.loop_break()
+                    mc.shift(S, S, ["x"], "x", 1, rotate=True)
+    elif body_kind == "return":
+        @T.prim_func
+        def k():
+            with T.Kernel(2, 2, threads=1) as (bx, by):
+                S = T.alloc_local((4,), "float32")
+                if bx == 1:
+                    T.evaluate(tvm.tirx.ret(0))
+                mc.shift(S, S, ["x"], "x", 1, rotate=True)
+    elif body_kind == "break-inner":
+        @T.prim_func
+        def k():
+            with T.Kernel(2, 2, threads=1) as (bx, by):
+                S = T.alloc_local((4,), "float32")
+                for s in T.serial(3):
+                    for i in T.serial(4):
+                        if i == bx:
+                            T.loop_break()
+                        S[i] = S[i] + 1
+                    mc.shift(S, S, ["x"], "x", 1, rotate=True)
+    elif body_kind == "region-range":
+        @T.prim_func
+        def k():
+            with T.Kernel(2, 2, threads=1) as (bx, by):
+                S = T.alloc_local((8,), "float32")
+                D = T.alloc_local((4,), "float32")
+                for s in T.serial(4):
+                    mc.shift(S[s * 2:s * 2 + 4], D, ["x"], "x", 1)
+    elif body_kind == "region-in-range":
+        @T.prim_func
+        def k():
+            with T.Kernel(2, 2, threads=1) as (bx, by):
+                S = T.alloc_local((8,), "float32")
+                D = T.alloc_local((2,), "float32")
+                for s in T.serial(3):
+                    mc.shift(S[s * 2:s * 2 + 2], D, ["x"], "x", 1)
+    elif body_kind == "root-let":
+        @T.prim_func
+        def k():
+            with T.Kernel(2, 2, threads=1) as (bx, by):
+                S = T.alloc_local((4,), "float32")
+                D = T.alloc_local((4,), "float32")
+                for s in T.serial(4):
+                    r = s % 2
+                    mc.broadcast(S, D, ["y"], root=[r])
+    elif body_kind == "root-let-range":
+        @T.prim_func
+        def k():
+            with T.Kernel(2, 2, threads=1) as (bx, by):
+                S = T.alloc_local((4,), "float32")
+                D = T.alloc_local((4,), "float32")
+                for s in T.serial(2):
+                    r = s + 1
+                    mc.broadcast(S, D, ["y"], root=[r])
     elif body_kind == "if-uniform":
         @T.prim_func
         def k():
@@ -172,7 +264,27 @@ def kernel_with(body_kind: str):
                    r"\[0, 2\], out of range \[0, 2\) on mesh axis 'y'"),
     ("root-core", r"mesh_comm.broadcast \(comm op #0\): root bx depends on the core"),
     ("grid", r"LowerMeshComm: the launch grid .* does not match the comm ops' mesh"),
-], ids=["if-core", "loop-core", "loop-let-core", "root-range", "root-core", "launch-grid"])
+    # per-core data (a per-core buffer's value) is as core-dependent as the core id
+    ("loop-data", r"mesh_comm.shift \(comm op #0\) is inside loop 's' whose bounds depend "
+                  r"on the core \(0, extent T.Cast\(\"int32\", S\[0\]\)\)"),
+    ("if-data", r"mesh_comm.all_reduce \(comm op #0\) is under `if S\[0\] > .*`, a "
+                r"condition that depends on the core"),
+    ("let-data-loop", r"let 'm' = .*S\[0\]\) reads a per-core buffer and is used across "
+                      r"mesh_comm.shift \(comm op #0\)"),
+    ("let-data-across", r"let 'v' = S\[0\] \+ .* reads a per-core buffer and is used across "
+                        r"mesh_comm.shift \(comm op #0\)"),
+    # control flow that would leave the core loop a segment runs in, not the kernel's loop
+    ("break-uniform", r"mesh_comm.shift \(comm op #0\) is inside loop 's' left by a "
+                      r"T.loop_break\(\) in the code between comm ops"),
+    ("return", r"a `return` in a kernel with comm ops \(first: mesh_comm.shift, comm op #0\)"),
+    ("root-let-range", r"mesh_comm.broadcast \(comm op #0\): root coordinate r takes values "
+                       r"in \[1, 2\], out of range \[0, 2\) on mesh axis 'y'"),
+    # a loop-dependent region start out of range would write into another core's slice
+    ("region-range", r"mesh_comm.shift \(comm op #0\): src region of 'S' runs outside dim 0 "
+                     r"of size 8: start s \* 2 takes values in \[0, 6\] with extent 4"),
+], ids=["if-core", "loop-core", "loop-let-core", "root-range", "root-core", "launch-grid",
+        "loop-data", "if-data", "let-data-loop", "let-data-across", "break-uniform", "return",
+        "root-let-range", "region-range"])
 def test_lowering_refuses(kind, match):
     k = kernel_with(kind)
     with pytest.raises(ValueError, match=match):
@@ -184,6 +296,23 @@ def test_lowering_refuses(kind, match):
 def test_uniform_condition_around_comm_op_is_accepted():
     low = lower_mesh_comm(kernel_with("if-uniform"))
     assert find_calls(low, is_comm_call) == []
+
+
+def test_root_through_a_let_of_the_loop_variable_is_accepted():
+    """The root's range is bounded through the let (it was refused as unbounded)."""
+    low = lower_mesh_comm(kernel_with("root-let"))
+    assert find_calls(low, is_comm_call) == []
+
+
+def test_loop_dependent_region_in_range_is_accepted():
+    low = lower_mesh_comm(kernel_with("region-in-range"))
+    assert find_calls(low, is_comm_call) == []
+
+
+def test_break_of_a_loop_inside_the_segment_is_accepted():
+    low = lower_mesh_comm(kernel_with("break-inner"))
+    assert find_calls(low, is_comm_call) == []
+    assert len(find_calls(low, lambda c: getattr(c.op, "name", "") == "tl.loop_break")) == 1
 
 
 # -- supersteps on CPU ---------------------------------------------------------------------

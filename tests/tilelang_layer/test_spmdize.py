@@ -401,6 +401,48 @@ def test_refuses_a_copy_between_two_global_tensors():
         spmdize(k)
 
 
+def test_refuses_an_element_wise_remote_read():
+    """An access outside T.copy is not rewritten, so it must not be kept silently."""
+    @T.prim_func
+    def k(A: T.Tensor((8, 8), "float32"), B: T.Tensor((8, 8), "float32")):
+        annotate2({A: init2(LAYOUT, (4, 4)), B: init2(LAYOUT, (4, 4))})
+        with T.Kernel(2, 2, threads=1) as (bx, by):
+            S = T.alloc_local((4, 4), "float32")
+            for i, j in T.grid(4, 4):
+                S[i, j] = A[(1 - bx) * 4 + i, by * 4 + j]
+            mcopy2(S, B, dst_coord=(bx, by))
+
+    with pytest.raises(ValueError, match=r"reads the annotated tensor 'A' outside T.copy "
+                                         r"\(A\[\(1 - bx\) \* 4 \+ i, by \* 4 \+ j\], 1 such"):
+        spmdize(k)
+
+
+def test_refuses_a_remote_read_into_an_unannotated_global_tensor():
+    @T.prim_func
+    def k(A: T.Tensor((8, 8), "float32"), B: T.Tensor((8, 8), "float32")):
+        annotate2({A: init2(LAYOUT, (4, 4))})
+        with T.Kernel(2, 2, threads=1) as (bx, by):
+            T.copy(A[(1 - bx) * 4, by * 4], B[bx * 4:bx * 4 + 4, by * 4:by * 4 + 4])
+
+    with pytest.raises(ValueError, match=r"copy 0 \(A -> B\) reads remote tiles of A straight "
+                                         r"into the global tensor 'B'"):
+        spmdize(k)
+
+
+def test_refuses_an_element_wise_write():
+    @T.prim_func
+    def k(A: T.Tensor((8, 8), "float32"), B: T.Tensor((8, 8), "float32")):
+        annotate2({A: init2(LAYOUT, (4, 4)), B: init2(LAYOUT, (4, 4))})
+        with T.Kernel(2, 2, threads=1) as (bx, by):
+            S = T.alloc_local((4, 4), "float32")
+            mcopy2(A, S, src_coord=(bx, by))
+            for i, j in T.grid(4, 4):
+                B[(1 - bx) * 4 + i, by * 4 + j] = S[i, j]
+
+    with pytest.raises(ValueError, match=r"writes the annotated tensor 'B' outside T.copy"):
+        spmdize(k)
+
+
 def test_spmdize_wants_a_primfunc():
     with pytest.raises(TypeError, match="spmdize: expected a PrimFunc, got str"):
         spmdize("summa")

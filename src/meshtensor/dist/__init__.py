@@ -9,8 +9,8 @@ imports torch.
 """
 
 from .dtensor import mesh_of, redistribute
-from .engine import DistCollectiveError, DistMesh, dist_reshard
+from .engine import DistCollectiveError, DistMesh, dist_reshard, runs_point_to_point
 from .launch import DistRunError, init_from_env, local_part, run
 
 __all__ = ["DistMesh", "DistCollectiveError", "dist_reshard", "run", "init_from_env",
-           "DistRunError", "local_part", "redistribute", "mesh_of"]
+           "DistRunError", "local_part", "redistribute", "mesh_of", "runs_point_to_point"]

@@ -2,8 +2,11 @@
 
 Rank ``r`` of the process group is the device with linear index ``r``. Every rank
 holds only its own local tensor; argument checks and plans are the core layer's, so
-results equal the NumPy simulator's exactly. Uneven pieces travel padded to the
-largest piece (gloo's collectives need equal sizes) and are trimmed on arrival.
+results equal the NumPy simulator's exactly. Gathers, and two-member sum or product
+reduce-scatters, run as one batched isend/irecv round (gloo copies collectives' data
+through flat buffers, and its reduce_scatter all-reduces the whole input); elsewhere
+uneven pieces travel padded to the largest piece (gloo's collectives need equal sizes)
+and are trimmed on arrival.
 """
 
 from __future__ import annotations
@@ -60,6 +63,42 @@ def _unreducible(t: torch.Tensor, dtype: torch.dtype, reduction: str) -> torch.T
     if dtype == torch.uint64:
         return (t ^ _SIGN if reduction in ("max", "min") else t).view(torch.uint64)
     return t
+
+
+# Reductions of two terms the engine runs itself after one point-to-point swap: for
+# these dtypes torch's elementwise op is gloo's, and a op b is b op a bit for bit.
+_P2P_OPS = {"sum": torch.add, "prod": torch.mul}
+_P2P_DTYPES = (torch.float32, torch.float64, torch.int32, torch.int64)
+
+
+def runs_point_to_point(op: str, group_size: int, reduction: str | None = None,
+                        dtype: torch.dtype | None = None) -> bool:
+    """Whether :class:`DistMesh` runs collective ``op`` over ``group_size`` members as
+    one batched isend/irecv round instead of gloo's collective (always for gathers; for
+    a two-member ``reduce_scatter`` of a sum or product of 32/64-bit numbers, as gloo's
+    reduce_scatter all-reduces the whole input).
+
+    Example::
+
+        runs_point_to_point("reduce_scatter", 2, "sum", torch.float32)   # True
+    """
+    if op == "all_gather":
+        return group_size > 1
+    return (op == "reduce_scatter" and group_size == 2 and reduction in _P2P_OPS
+            and dtype in _P2P_DTYPES)
+
+
+def _p2p(sends: dict[int, torch.Tensor], recvs: dict[int, torch.Tensor], group=None) -> None:
+    """One batched isend/irecv round on ``group``: ``sends[dst]`` to each global rank,
+    into ``recvs[src]`` (contiguous, written in place) from each. Empty tensors are not
+    sent (both sides know the shapes); ``group``'s timeout applies."""
+    ops = [dist.P2POp(dist.isend, _wire(t.contiguous()), dst, group=group)
+           for dst, t in sorted(sends.items()) if t.numel()]
+    ops += [dist.P2POp(dist.irecv, _wire(t), src, group=group)
+            for src, t in sorted(recvs.items()) if t.numel()]
+    if ops:
+        for req in dist.batch_isend_irecv(ops):
+            req.wait()
 
 
 class DistCollectiveError(RuntimeError):
@@ -297,15 +336,8 @@ class DistMesh:
                  dtype: torch.dtype) -> dict[int, torch.Tensor]:
         """Point-to-point: send ``sends[dst]`` to each rank, receive one tensor of
         ``recv_shapes[src]`` from each; one batched isend/irecv round."""
-        ops, got = [], {}
-        for dst, t in sorted(sends.items()):
-            ops.append(dist.P2POp(dist.isend, _wire(t.contiguous()), dst))
-        for src, shape in sorted(recv_shapes.items()):
-            got[src] = torch.empty(shape, dtype=dtype)
-            ops.append(dist.P2POp(dist.irecv, _wire(got[src]), src))
-        if ops:
-            for req in dist.batch_isend_irecv(ops):
-                req.wait()
+        got = {src: torch.empty(shape, dtype=dtype) for src, shape in recv_shapes.items()}
+        _p2p(sends, got)
         return got
 
     # -- the collectives ---------------------------------------------------------------------
@@ -323,21 +355,26 @@ class DistMesh:
                    shapes=None) -> torch.Tensor:
         """As :func:`meshtensor.collectives.all_gather`, on this rank's local tensor."""
         known = self._known("all_gather", x, shapes)
-        pg, members, _ = self.group(mesh_axes, "all_gather")
+        pg, members, pos = self.group(mesh_axes, "all_gather")
         ax, shapes, big = self._gather_shapes("all_gather", x, pg, members, gather_axis, known)
         if len(members) == 1:
             return x.clone()
-        # One flat buffer: member i's (padded) block lands at row i, then one copy
-        # moves the blocks into place along the gather axis.
-        buf = torch.empty([len(members)] + big, dtype=x.dtype)
-        dist.all_gather_single(_wire(buf), _wire(self._pad(x, big).unsqueeze(0)), group=pg)
-        order = self._from_torch(members, list(range(len(members))))
-        if all(s[ax] == big[ax] for s in shapes):
-            blocks = buf[order] if order != list(range(len(members))) else buf
-            return blocks.movedim(0, ax).reshape(big[:ax] + [-1] + big[ax + 1:]) \
-                if ax else blocks.reshape([-1] + big[1:])
-        return torch.cat([buf[t].narrow(ax, 0, shapes[i][ax]) for i, t in enumerate(order)],
-                         dim=ax)
+        # Direct sends of each exact block (no padding): gloo's all_gather copies its
+        # input and output through flat buffers, p2p moves the tensors themselves.
+        # Along dim 0 the blocks land in place in the result; along another dim one
+        # concatenation lays them out.
+        sends = {m: x for m in members if m != self.rank}
+        if ax == 0:
+            out = torch.empty([sum(s[0] for s in shapes)] + big[1:], dtype=x.dtype)
+            at = np.cumsum([0] + [s[0] for s in shapes]).tolist()
+            blocks = [out.narrow(0, at[i], shapes[i][0]) for i in range(len(members))]
+            blocks[pos].copy_(x)
+            _p2p(sends, {m: blocks[i] for i, m in enumerate(members) if i != pos}, pg)
+            return out
+        blocks = [x if i == pos else torch.empty(shapes[i], dtype=x.dtype)
+                  for i in range(len(members))]
+        _p2p(sends, {m: blocks[i] for i, m in enumerate(members) if i != pos}, pg)
+        return torch.cat(blocks, dim=ax)
 
     @_guard("all_reduce")
     def all_reduce(self, x: torch.Tensor, mesh_axes, reduction: str = "sum", dtype=None, *,
@@ -349,7 +386,7 @@ class DistMesh:
         known = self._known("all_reduce", x, shapes)
         pg, members, _ = self.group(mesh_axes, "all_reduce")
         self._check_same("all_reduce", self._shapes(x, pg, members, "all_reduce", known), members)
-        y = x.to(dt).clone()
+        y = x.to(dt, copy=True)
         if len(members) > 1:
             z = _reducible(y, reduction)
             dist.all_reduce(z, op=_OPS[reduction], group=pg)
@@ -466,13 +503,22 @@ class DistMesh:
         y = x.to(dt)
         if k == 1:
             return y.clone()
+        if runs_point_to_point("reduce_scatter", k, reduction, dt):
+            # Two members: send the peer its piece, add its piece of mine (a + b is b + a
+            # bit for bit). gloo's reduce_scatter all-reduces the whole tensor instead.
+            other = 1 - pos
+            mine = self._piece(y, ax, 2, pos)
+            got = torch.empty(tuple(mine.shape), dtype=dt)
+            _p2p({members[other]: self._piece(y, ax, 2, other)}, {members[other]: got}, pg)
+            return _P2P_OPS[reduction](mine, got, out=got)
         big = list(y.shape)
         big[ax] = -(-y.shape[ax] // k)
         ins = [_reducible(self._pad(self._piece(y, ax, k, j), big), reduction) for j in range(k)]
         out = torch.empty(big, dtype=ins[0].dtype)
         dist.reduce_scatter(out, self._to_torch(members, ins), op=_OPS[reduction], group=pg)
         out = _unreducible(out, dt, reduction)
-        return out.narrow(ax, 0, self._piece_shape(tuple(y.shape), ax, k, pos)[ax]).clone()
+        n = self._piece_shape(tuple(y.shape), ax, k, pos)[ax]
+        return out if n == big[ax] else out.narrow(ax, 0, n).clone()
 
     @_guard("scatter")
     def scatter(self, x: torch.Tensor, mesh_axes, scatter_axis: int, root, *,
@@ -602,4 +648,4 @@ def _run_transfer_step(dmesh: DistMesh, x: torch.Tensor, step: TransferStep, sha
     return dmesh._transfers(x, step, shape, base)
 
 
-__all__ = ["DistMesh", "DistCollectiveError", "dist_reshard"]
+__all__ = ["DistMesh", "DistCollectiveError", "dist_reshard", "runs_point_to_point"]

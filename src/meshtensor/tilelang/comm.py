@@ -342,6 +342,17 @@ def find_comm_ops(func: Any) -> list[CommOp]:
     """Every comm op of a kernel in program order (``index`` counts them), with scope.
 
     Accepts a PrimFunc, an IRModule, a ``JITKernel`` or a ``MeshKernel`` (its source).
+
+    >>> import tilelang.language as T
+    >>> mc = mesh_comm({"x": 2, "y": 2})
+    >>> @T.prim_func
+    ... def k():
+    ...     with T.Kernel(2, 2, threads=1) as (bx, by):
+    ...         S = T.alloc_shared((4,), "float32")
+    ...         for s in T.serial(2):
+    ...             mc.shift(S, S, ["x"], "x", 1, rotate=True)
+    >>> [(o.index, o.op, o.mesh_axes, dict(o.params)["offset"]) for o in find_comm_ops(k)]
+    [(0, 'shift', (0,), 1)]
     """
     return [decode(f, i) for i, f in enumerate(find_calls(_prim_func(func), is_comm_call))]
 

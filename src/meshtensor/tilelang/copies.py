@@ -138,6 +138,30 @@ def find_copies(func: tirx.PrimFunc | tirx.Stmt) -> list[CopyCall]:
             for f in find_calls(func, lambda c: getattr(c.op, "name", None) == COPY_OP)]
 
 
+def direct_accesses(func: tirx.PrimFunc, names: set[str] | frozenset[str]) -> list[Any]:
+    """Every ``BufferLoad``/``BufferStore`` of the parameter buffers named in ``names``
+    outside ``T.copy`` (``A[i, j]`` in an expression, or a tile op such as ``T.gemm`` on
+    the buffer), in program order: accesses the copy-based mesh passes cannot place.
+
+    >>> from meshtensor.tilelang.gemm import build_gemm
+    >>> direct_accesses(build_gemm("summa_comm", 8, 8, 8), {"A", "B", "C"})  # copies only
+    []
+    """
+    data = {b.data for b in func.buffer_map.values() if b.name in names}
+    seen: list[Any] = []
+
+    def visit(node: Any) -> bool:
+        if isinstance(node, tirx.Call) and getattr(node.op, "name", None) == COPY_OP:
+            return False  # a copy's operands: checked as copies
+        if isinstance(node, (tirx.BufferLoad, tirx.BufferStore)) and \
+                any(node.buffer.data.same_as(d) for d in data):
+            seen.append(node)
+        return True
+
+    tirx.stmt_functor.pre_order_visit(func.body, visit)
+    return seen
+
+
 def eval_expr(expr: Any, env: dict[tirx.Var, int] | None = None) -> int:
     """The int value of a TIR expression once ``env``'s variables are bound.
 

@@ -57,6 +57,29 @@ def _lookup(var: tirx.Var, env: dict) -> Any:
     raise ValueError(f"free variable {var.name} (bound: {sorted(k.name for k in env)})")
 
 
+def _select(cond: Any, t: Any, f: Any, env: dict) -> Any:
+    """``cond ? t : f`` evaluating each branch only at the points that take it (a guard
+    such as ``k > 0 ? 8 // k : 0`` must not divide by zero where ``k == 0``)."""
+    c = _eval(cond, env)
+    if not isinstance(c, np.ndarray) or c.ndim == 0:
+        return _eval(t if bool(c) else f, env)
+    c = np.asarray(c, dtype=bool)
+    arrays = [v for v in env.values() if isinstance(v, np.ndarray) and v.ndim > 0]
+    if any(v.shape != c.shape for v in arrays):
+        return np.where(c, _eval(t, env), _eval(f, env))  # mixed shapes: both branches
+    parts = []
+    for mask, branch in ((c, t), (~c, f)):
+        idx = np.flatnonzero(mask.ravel())
+        if len(idx):
+            sub = {k: (v.ravel()[idx] if isinstance(v, np.ndarray) and v.ndim > 0 else v)
+                   for k, v in env.items()}
+            parts.append((idx, np.broadcast_to(np.asarray(_eval(branch, sub)), idx.shape)))
+    out = np.empty(c.size, dtype=np.result_type(*[v for _, v in parts]))
+    for idx, v in parts:
+        out[idx] = v
+    return out.reshape(c.shape)
+
+
 def _eval(expr: Any, env: dict) -> Any:
     if isinstance(expr, (bool, np.bool_)):
         return bool(expr)
@@ -74,11 +97,10 @@ def _eval(expr: Any, env: dict) -> Any:
     if isinstance(expr, tirx.Not):
         return np.logical_not(_eval(expr.a, env))
     if isinstance(expr, tirx.Select):
-        return np.where(_eval(expr.condition, env), _eval(expr.true_value, env),
-                        _eval(expr.false_value, env))
+        return _select(expr.condition, expr.true_value, expr.false_value, env)
     if isinstance(expr, tirx.Call) and getattr(expr.op, "name", None) in ("tirx.if_then_else", "tir.if_then_else"):
         c, t, f = expr.args
-        return np.where(_eval(c, env), _eval(t, env), _eval(f, env))
+        return _select(c, t, f, env)
     if isinstance(expr, tirx.Let):
         return _eval(expr.body, {**env, expr.var: _eval(expr.value, env)})
     if isinstance(expr, tirx.Cast):

@@ -35,7 +35,7 @@ from tvm import arith, ir, tirx
 
 from ..mesh import Mesh
 from .comm import CommOp, decode, find_comm_ops, is_comm_call
-from .copies import Found, find_calls
+from .copies import Found, Let, WhileLoop, find_calls
 from .frontend import _static
 
 __all__ = ["LowerMeshComm", "lower_mesh_comm", "check_collective_rule", "compile_mesh_kernel",
@@ -114,6 +114,24 @@ def _contains_comm(stmt: tirx.Stmt) -> bool:
     return bool(find_calls(stmt, is_comm_call))
 
 
+def _loads_per_core_data(node: Any) -> bool:
+    """Whether ``node`` reads a per-core (non-global) buffer: a value that differs
+    between cores as much as the core id does."""
+    hit: list = []
+
+    def visit(n: Any) -> None:
+        if isinstance(n, tirx.BufferLoad) and n.buffer.scope() != "global":
+            hit.append(n)
+
+    stmt = node if isinstance(node, tirx.Stmt) else tirx.Evaluate(node)
+    tirx.stmt_functor.post_order_visit(stmt, visit)
+    return bool(hit)
+
+
+def _is_call_to(name: str) -> Callable[[tirx.Call], bool]:
+    return lambda call: getattr(call.op, "name", None) == name
+
+
 # -- the launch ----------------------------------------------------------------------------
 @dataclass
 class _Launch:
@@ -186,6 +204,7 @@ class _Planner:
         self.comms: list[_Comm] = []
         self.blocks: list[tirx.SBlock] = []  # blocks inside the launch holding comm ops
         self.inside_launch = False
+        self.comm_loops: list = []  # enclosing For/While loops that hold comm ops
 
     def _op_of(self, call: tirx.Call) -> CommOp:
         for o in self.by_call:
@@ -197,7 +216,32 @@ class _Planner:
         return self._op_of(find_calls(stmt, is_comm_call)[0].call)
 
     def _core_dependent(self, expr: Any) -> bool:
-        return bool(_vars_in(expr) & self.core_vars)
+        # a per-core buffer's value (S[0]) differs between cores like the core id does
+        return bool(_vars_in(expr) & self.core_vars) or _loads_per_core_data(expr)
+
+    def _segment(self, stmts: list, in_loop: bool) -> _Seg:
+        """A new segment; refuses control flow that would escape the core loop it is
+        wrapped in (a break aimed at a loop holding comm ops, a return)."""
+        for s in stmts:
+            for f in find_calls(s, _is_call_to("tirx.ret")):
+                o = self.by_call[0]
+                raise ValueError(f"LowerMeshComm: a `return` in a kernel with comm ops (first: "
+                                 f"mesh_comm.{o.op}, comm op #{o.index}) would end the kernel for "
+                                 f"every core, since the cores run in loops inside one launch; "
+                                 f"guard the code with an `if` instead")
+            for f in find_calls(s, _is_call_to("tl.loop_break")):
+                if any(isinstance(i, (tirx.For, WhileLoop)) for i in f.scope):
+                    continue  # it breaks a loop inside the segment: unchanged by lowering
+                if not self.comm_loops:
+                    raise ValueError("LowerMeshComm: T.loop_break() outside any loop")
+                lp = self.comm_loops[-1]
+                name = lp.loop_var.name if isinstance(lp, tirx.For) else "while"
+                self._refuse(lp, f"inside loop {name!r} left by a T.loop_break() in the code "
+                                 f"between comm ops (LowerMeshComm runs that code in a loop over "
+                                 f"the cores, which the break would leave instead)")
+        seg = _Seg(list(stmts), in_loop)
+        self.segs.append(seg)
+        return seg
 
     def _refuse(self, stmt: tirx.Stmt, what: str) -> None:
         o = self._first_op(stmt)
@@ -208,9 +252,7 @@ class _Planner:
     # "attr" | "keep", stmt, sub-plans...) items
     def plan(self, stmt: tirx.Stmt, in_loop: bool) -> list:
         if not _contains_comm(stmt):
-            seg = _Seg([stmt], in_loop)
-            self.segs.append(seg)
-            return [seg]
+            return [self._segment([stmt], in_loop)]
         if isinstance(stmt, tirx.SeqStmt):
             return self._plan_seq(list(stmt.seq), in_loop)
         if isinstance(stmt, tirx.Evaluate) and is_comm_call(stmt.value):
@@ -228,7 +270,10 @@ class _Planner:
                 if self._core_dependent(e):
                     self._refuse(stmt, f"inside loop {stmt.loop_var.name!r} whose bounds depend "
                                        f"on the core ({stmt.min}, extent {stmt.extent})")
-            return [("for", stmt, self.plan(stmt.body, True))]
+            self.comm_loops.append(stmt)
+            body = self.plan(stmt.body, True)
+            self.comm_loops.pop()
+            return [("for", stmt, body)]
         if isinstance(stmt, tirx.IfThenElse):
             if self._core_dependent(stmt.condition):
                 self._refuse(stmt, f"under `if {stmt.condition}`, a condition that depends on "
@@ -239,7 +284,10 @@ class _Planner:
             if self._core_dependent(stmt.condition):
                 self._refuse(stmt, f"inside `while {stmt.condition}`, a condition that "
                                    f"depends on the core")
-            return [("while", stmt, self.plan(stmt.body, True))]
+            self.comm_loops.append(stmt)
+            body = self.plan(stmt.body, True)
+            self.comm_loops.pop()
+            return [("while", stmt, body)]
         if isinstance(stmt, tirx.SBlockRealize):
             if self._core_dependent(stmt.predicate):
                 self._refuse(stmt, "under a block predicate that depends on the core")
@@ -258,9 +306,7 @@ class _Planner:
 
         def flush() -> None:
             if run:
-                seg = _Seg(list(run), in_loop)
-                self.segs.append(seg)
-                out.append(seg)
+                out.append(self._segment(run, in_loop))
                 run.clear()
 
         for i, s in enumerate(stmts):
@@ -270,6 +316,14 @@ class _Planner:
                 self.core_vars.add(s.var)
                 rest = [tirx.stmt_functor.substitute(t, {s.var: s.value}) for t in stmts[i + 1:]]
                 if any(_contains_comm(t) for t in rest):
+                    if _loads_per_core_data(s.value) and any(s.var in _vars_in(t)
+                                                             for t in stmts[i + 1:]):
+                        # substituted, it would be re-read after the exchange changed it
+                        o = next(self._first_op(t) for t in stmts[i + 1:] if _contains_comm(t))
+                        raise ValueError(f"LowerMeshComm: let {s.var.name!r} = {s.value} reads "
+                                         f"a per-core buffer and is used across "
+                                         f"mesh_comm.{o.op} (comm op #{o.index}); keep the value "
+                                         f"in a per-core buffer (T.alloc_local) instead")
                     flush()
                     # re-find the comm calls (substitution rebuilt them)
                     self._rebind(stmts[i + 1:], rest)
@@ -401,6 +455,7 @@ class _Lowering:
         tree = self.planner.plan(body, False)
         self.ops = self.planner.by_call
         self._check_roots()
+        self._check_regions()
         self._choose_stores()
         new_body = self._emit(tree)
         if self.workspace == "malloc":
@@ -418,9 +473,11 @@ class _Lowering:
             if o.op != "broadcast":
                 continue
             ana = arith.Analyzer()
-            for lp in o.loops:
-                if lp.kind != tirx.ForKind.THREAD_BINDING:
-                    ana.bind(lp.loop_var, ir.Range.from_min_extent(lp.min, lp.extent))
+            for item in o.scope:  # loops and lets in nesting order (root=[s % 2] via a let)
+                if isinstance(item, tirx.For) and item.kind != tirx.ForKind.THREAD_BINDING:
+                    ana.bind(item.loop_var, ir.Range.from_min_extent(item.min, item.extent))
+                elif isinstance(item, Let) and not self.planner._core_dependent(item.value):
+                    ana.bind(item.var, item.value)
             for r, a in zip(o.root, o.mesh_axes):
                 if self.planner._core_dependent(r):
                     raise ValueError(f"mesh_comm.broadcast (comm op #{o.index}): root {r} "
@@ -433,6 +490,34 @@ class _Lowering:
                                      f"coordinate {r} takes values in [{b.min_value}, "
                                      f"{b.max_value}], out of range [0, {size}) on mesh axis "
                                      f"{self.mesh.axis_names[a]!r}")
+
+    # region range: static starts were checked when built; loop-dependent ones here (an
+    # exchange out of range would write into the next core's slice, silently)
+    def _check_regions(self) -> None:
+        from .evaluate import iteration_space, region_box
+        for o in self.ops:
+            if o.src is None or all(_static(v) is not None for r in (o.src, o.dst)
+                                    for v in r.starts):
+                continue
+            what = f"mesh_comm.{o.op} (comm op #{o.index})"
+            try:
+                space = iteration_space(o, self.mesh, what)
+            except ValueError:
+                continue  # not evaluable statically (e.g. under `while`): left unchecked
+            for side, r in (("src", o.src), ("dst", o.dst)):
+                try:
+                    lo, hi = region_box(r, space, what)
+                except ValueError:
+                    continue
+                for d, n in enumerate(r.buffer.shape):
+                    n = _static(n)
+                    if n is None or not space.size:
+                        continue
+                    if lo[:, d].min() < 0 or hi[:, d].max() > n:
+                        raise ValueError(f"{what}: {side} region of {r.buffer.name!r} runs "
+                                         f"outside dim {d} of size {n}: start {r.starts[d]} "
+                                         f"takes values in [{lo[:, d].min()}, {lo[:, d].max()}] "
+                                         f"with extent {r.extents[d]}")
 
     def _choose_stores(self) -> None:
         """Which per-core buffers need one copy per core (see the module docstring)."""
@@ -749,7 +834,19 @@ class _ExchangeBuilder:
 
 
 def lower_mesh_comm(func: tirx.PrimFunc, workspace: str = "malloc") -> tirx.PrimFunc:
-    """The function form of :func:`LowerMeshComm` (a PrimFunc in, a PrimFunc out)."""
+    """The function form of :func:`LowerMeshComm` (a PrimFunc in, a PrimFunc out).
+
+    >>> import tilelang.language as T
+    >>> from meshtensor.tilelang import find_comm_ops, mesh_comm
+    >>> mc = mesh_comm({"x": 2, "y": 2})
+    >>> @T.prim_func
+    ... def k():
+    ...     with T.Kernel(2, 2, threads=1) as (bx, by):
+    ...         S = T.alloc_local((4,), "float32")
+    ...         mc.all_reduce(S, S, ["x"])
+    >>> find_comm_ops(lower_mesh_comm(k))  # every comm op became loops over the cores
+    []
+    """
     ops = find_comm_ops(func)
     if not ops:
         return func
@@ -758,7 +855,22 @@ def lower_mesh_comm(func: tirx.PrimFunc, workspace: str = "malloc") -> tirx.Prim
 
 def check_collective_rule(func: Any) -> None:
     """Raise ``ValueError`` naming the first comm op under a core-dependent ``if`` or in
-    a loop with core-dependent bounds (what :func:`LowerMeshComm` refuses)."""
+    a loop with core-dependent bounds (what :func:`LowerMeshComm` refuses).
+
+    >>> import tilelang.language as T
+    >>> from meshtensor.tilelang import mesh_comm
+    >>> mc = mesh_comm({"x": 2, "y": 2})
+    >>> @T.prim_func
+    ... def k():
+    ...     with T.Kernel(2, 2, threads=1) as (bx, by):
+    ...         S = T.alloc_local((4,), "float32")
+    ...         if bx == 0:
+    ...             mc.all_reduce(S, S, ["y"])
+    >>> check_collective_rule(k)
+    Traceback (most recent call last):
+    ...
+    ValueError: mesh_comm.all_reduce (comm op #0) is under `if bx == 0`, a condition that depends on the core; ...
+    """
     from .comm import _prim_func
     pf = _prim_func(func)
     ops = find_comm_ops(pf)
@@ -767,6 +879,7 @@ def check_collective_rule(func: Any) -> None:
         low.planner.plan(pf.body, False)
         low.ops = low.planner.by_call
         low._check_roots()
+        low._check_regions()
 
 
 def LowerMeshComm(workspace: str = "malloc") -> tvm.transform.Pass:  # noqa: N802 (TVM naming)

@@ -24,7 +24,7 @@ from ..cost import hops, xy_link_loads
 from ..mesh import Mesh
 from .comm import CommOp, comm_flows, find_comm_ops
 from .comm import _prim_func as _comm_prim_func
-from .copies import CopyCall, find_copies
+from .copies import CopyCall, direct_accesses, find_copies
 from .evaluate import IterSpace, eval_np, iteration_space, region_box  # noqa: F401  (re-exported)
 from .frontend import MeshTensorEntry, _prim_func_of, read_mesh_tensor_info
 
@@ -88,7 +88,7 @@ class MeshCopyIssue:
 
     buffer: str
     copy: int
-    kind: Literal["misaligned", "outside", "crosses_cores", "remote"]
+    kind: Literal["misaligned", "outside", "crosses_cores", "remote", "direct_access"]
     program: tuple[int, ...]
     block: tuple[int, ...]
     cores: tuple[tuple[int, ...], ...]
@@ -103,7 +103,17 @@ def verify_mesh_tensors(func: Any, owner_only: bool = False) -> list[MeshCopyIss
     issue kind ``"remote"``. Returns the issues found (an unannotated kernel has none).
 
     ``owner_only`` checks a distributed-memory kernel: all other data must reach a core
-    through comm ops (:func:`~meshtensor.tilelang.comm.mesh_comm`).
+    through comm ops (:func:`~meshtensor.tilelang.comm.mesh_comm`). Copies are placed
+    exactly; an access to an annotated tensor outside ``T.copy`` (``A[i, j]`` in an
+    expression, a tile op on it) cannot be placed, so under ``owner_only`` it is an
+    issue of kind ``"direct_access"`` (copy index -1) rather than a silent pass.
+   
+    >>> from meshtensor.tilelang.gemm import build_gemm
+    >>> sorted({i.kind for i in verify_mesh_tensors(build_gemm("summa", 64, 64, 64),
+    ...                                             owner_only=True)})
+    ['remote']
+    >>> verify_mesh_tensors(build_gemm("summa_comm", 64, 64, 64), owner_only=True)
+    []
     """
     where = "VerifyMeshTensors"
     info = read_mesh_tensor_info(func)
@@ -157,6 +167,16 @@ def verify_mesh_tensors(func: Any, owner_only: bool = False) -> list[MeshCopyIss
                 cores = tuple(mesh.multi_index(int(o)) for o in np.unique(mine))
                 report("remote", remote, cores,
                        f"not its own shard: owned by {list(cores)} (owner_only)")
+    if owner_only:
+        direct = direct_accesses(_kernel_func(func), set(info))
+        for name in dict.fromkeys(str(n.buffer.name) for n in direct):
+            mine = [n for n in direct if str(n.buffer.name) == name]
+            verb = "reads" if isinstance(mine[0], tirx.BufferLoad) else "writes"
+            issues.append(MeshCopyIssue(
+                name, -1, "direct_access", (), (), (), len(mine),
+                f"the kernel {verb} {name}[{', '.join(map(str, mine[0].indices))}] outside "
+                f"T.copy ({len(mine)} such accesses): which core's shard it touches cannot "
+                f"be checked (owner_only); copy the tile with mesh_tensor_copy first"))
     return issues
 
 
@@ -429,7 +449,13 @@ def _comm_rows(op: CommOp, mesh: Mesh, where: str):
 
 def analyze_mesh_communication(func: Any) -> CommReport | None:
     """The :class:`CommReport` of a kernel (a PrimFunc, IRModule, ``JITKernel`` or
-    ``MeshKernel``), or ``None`` when it has neither annotations nor comm ops."""
+    ``MeshKernel``), or ``None`` when it has neither annotations nor comm ops.
+
+    >>> from meshtensor.tilelang.gemm import build_gemm
+    >>> r = analyze_mesh_communication(build_gemm("summa_comm", 64, 64, 64))
+    >>> r.comm_ops[0], r.comm_bytes  # 2 n^2 (n - 1) tiles of 16 x 16 float32 on 4 x 4
+    ("comm 0: broadcast Ao -> Ar over ('y',)", 98304)
+    """
     where = "AnalyzeMeshCommunication"
     pf = _kernel_func(func)
     info = read_mesh_tensor_info(pf)

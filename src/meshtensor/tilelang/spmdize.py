@@ -39,7 +39,7 @@ from tvm import arith, ir, tirx
 from ..boxes import clip_boxes, split_by_owner
 from ..mesh import Mesh
 from .comm import mesh_comm
-from .copies import COPY_OP, CopyCall, CopyRegion, find_copies
+from .copies import COPY_OP, CopyCall, CopyRegion, direct_accesses, find_copies
 from .evaluate import IterSpace, eval_np, iteration_space, region_box
 from .frontend import MeshTensorEntry, read_mesh_tensor_info
 
@@ -398,6 +398,7 @@ def plan_mesh_copies(func: Any) -> list[CopyPlan]:
         raise ValueError(f"{WHERE}: annotated buffers live on different meshes "
                          f"{sorted(str(m) for m in meshes)}")
     mesh = meshes.pop()
+    _refuse_direct_access(pf, info)
     copies = find_copies(pf)
     written = {c.dst.buffer.name for c in copies}
     plans = []
@@ -412,8 +413,29 @@ def plan_mesh_copies(func: Any) -> list[CopyPlan]:
             plans.append(CopyPlan(i, c, dst_e.name, "local",
                                   f"{_block_text(c.dst, dst_e, c)} <- local write (own shard)"))
         elif src_e is not None:
-            plans.append(_plan_read(c, i, src_e, mesh, written))
+            plan = _plan_read(c, i, src_e, mesh, written)
+            if plan.kind != "local" and c.dst.buffer.scope() == "global":
+                raise ValueError(f"{WHERE}: {what} reads remote tiles of {src_e.name} straight "
+                                 f"into the global tensor {c.dst.buffer.name!r}; comm ops "
+                                 f"deliver into per-core buffers: copy into a T.alloc_local / "
+                                 f"T.alloc_shared buffer first")
+            plans.append(plan)
     return plans
+
+
+def _refuse_direct_access(pf: tirx.PrimFunc, info: dict[str, MeshTensorEntry]) -> None:
+    """Refuse an annotated tensor read or written outside ``T.copy`` (``A[i, j]`` in an
+    expression, or a tile op such as ``T.gemm`` on it): the pass only rewrites copies,
+    so such an access would stay, remote or not, in the output."""
+    seen = direct_accesses(pf, set(info))
+    if seen:
+        n = seen[0]
+        verb = "reads" if isinstance(n, tirx.BufferLoad) else "writes"
+        raise ValueError(f"{WHERE}: the kernel {verb} the annotated tensor {n.buffer.name!r} "
+                         f"outside T.copy ({n.buffer.name}[{', '.join(map(str, n.indices))}], "
+                         f"{len(seen)} such accesses); the pass rewrites only copies, so it "
+                         f"cannot tell whether that tile is remote: copy the tile into a "
+                         f"per-core buffer with mesh_tensor_copy first")
 
 
 def _check_write(c: CopyCall, i: int, e: MeshTensorEntry, mesh: Mesh) -> None:
