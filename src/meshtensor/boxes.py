@@ -139,6 +139,16 @@ def split_by_owner(src: Sharding, shape, recv, lo, hi, *, spread: bool = False):
     return send, recv, lo, hi, rows
 
 
+def missing_boxes(src: Sharding, shape, want_lo, want_hi, held_lo, held_hi, spread: bool = False):
+    """What every device must receive: the cells of its wanted box ``[want_lo, want_hi)``
+    that its held box does not cover, cut by ``src``'s shards, each with the device whose
+    core holds it (see :func:`split_by_owner`): ``(owner, recv, lo, hi)``. Boxes are one
+    row per device (linear order); only pairs that exchange data appear."""
+    rows, lo, hi = box_difference(want_lo, want_hi, held_lo, held_hi)
+    owner, recv, lo, hi, _ = split_by_owner(src, shape, rows, lo, hi, spread=spread)
+    return owner, recv, lo, hi
+
+
 def refill_boxes(s: Sharding, shape):
     """The halo cells of every device that lie inside the tensor, as boxes with the
     device whose core holds them: ``(owner, recv, lo, hi)``. This is ``update_halo``'s
@@ -149,8 +159,4 @@ def refill_boxes(s: Sharding, shape):
     >>> [a.tolist() for a in refill_boxes(s, (4,))]
     [[0, 1], [1, 0], [[1], [2]], [[2], [3]]]
     """
-    w_lo, w_hi = clip_boxes(*s.windows(shape), shape)
-    c_lo, c_hi = s.regions(shape)
-    rows, lo, hi = box_difference(w_lo, w_hi, c_lo, c_hi)
-    owner, recv, lo, hi, _ = split_by_owner(s, shape, rows, lo, hi)
-    return owner, recv, lo, hi
+    return missing_boxes(s, shape, *clip_boxes(*s.windows(shape), shape), *s.regions(shape))

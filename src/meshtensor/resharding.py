@@ -37,7 +37,7 @@ from typing import Any, Callable, NamedTuple, Sequence, Union
 import numpy as np
 
 from . import collectives as C
-from .boxes import box_difference, box_slices, clip_boxes, split_by_owner, volume
+from .boxes import box_slices, clip_boxes, missing_boxes, volume
 from .cost import Flows, GroupFlows
 from .mesh import Mesh, _is_int
 from .mesh_array import MeshArray, _frozen
@@ -347,10 +347,9 @@ def transfer_step(before: Sharding, after: Sharding, shape, itemsize, held=None,
     With ``held`` = the core regions and ``before == after`` it is ``update_halo``'s
     traffic. Only pairs that exchange data appear: the wanted boxes are cut by the
     source's shard boundaries per dim (``searchsorted``), never by scanning pairs."""
-    t_lo, t_hi = _held(after, shape)
     h_lo, h_hi = held if held is not None else _held(before, shape)
-    rows, lo, hi = box_difference(t_lo, t_hi, h_lo, h_hi)
-    send, recv, lo, hi, _ = split_by_owner(before, shape, rows, lo, hi, spread=spread)
+    send, recv, lo, hi = missing_boxes(before, shape, *_held(after, shape), h_lo, h_hi,
+                                       spread=spread)
     return TransferStep(before, after, send, recv, lo, hi, itemsize)
 
 
