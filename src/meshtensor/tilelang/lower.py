@@ -104,10 +104,20 @@ def _remap_buffers(stmt: tirx.Stmt, bmap: dict) -> tirx.Stmt:
 
 
 def _row_major(coords: Sequence[Any], sizes: Sequence[int]) -> tirx.PrimExpr:
+    """The row-major linear index of ``coords`` (TIR expressions) on a grid of ``sizes``."""
     lin = _i32(0)
     for c, s in zip(coords, sizes):
         lin = lin * s + c
     return arith.Analyzer().simplify(lin)
+
+
+def _unravel(lin: Any, sizes: Sequence[int]) -> list:
+    """The coordinates (TIR expressions) of row-major index ``lin`` on a grid of ``sizes``."""
+    out, rest = [], lin
+    for size in reversed(sizes):
+        out.insert(0, tirx.floormod(rest, size))
+        rest = tirx.floordiv(rest, size)
+    return out
 
 
 def _contains_comm(stmt: tirx.Stmt) -> bool:
@@ -727,10 +737,8 @@ class _ExchangeBuilder:
     def member(self, coords, pos) -> list:
         """Coordinates of the group member at in-group position ``pos`` (an expression)."""
         out = list(coords)
-        rest = pos
-        for a in reversed(self.axes):
-            out[a] = tirx.floormod(rest, self.mesh.shape[a])
-            rest = tirx.floordiv(rest, self.mesh.shape[a])
+        for a, v in zip(self.axes, _unravel(pos, [self.mesh.shape[a] for a in self.axes])):
+            out[a] = v
         return out
 
     def position(self, coords) -> tirx.PrimExpr:
@@ -768,10 +776,7 @@ class _ExchangeBuilder:
         for s, d in self.o.params["pairs"]:
             src = tirx.Select(lin == d, _i32(s), src)
         sv = tirx.Var("src", "int32")
-        sc, rest = [], sv
-        for size in reversed(self.mesh.shape):
-            sc.insert(0, tirx.floormod(rest, size))
-            rest = tirx.floordiv(rest, size)
+        sc = _unravel(sv, self.mesh.shape)
         copy = _nest(idx, self.ext, self.write(c, idx, self.read(sc, idx)))
         return _seq([tirx.Bind(sv, src), tirx.IfThenElse(sv >= 0, copy, None)])
 

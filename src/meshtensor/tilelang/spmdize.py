@@ -42,6 +42,7 @@ from .comm import mesh_comm
 from .copies import COPY_OP, CopyCall, CopyRegion, direct_accesses, find_copies
 from .evaluate import IterSpace, eval_np, iteration_space, region_box
 from .frontend import MeshTensorEntry, read_mesh_tensor_info
+from .lower import _row_major
 
 __all__ = ["CopyPlan", "plan_mesh_copies", "spmdize", "SpmdizeMeshCopies"]
 
@@ -103,14 +104,14 @@ class _Launch:
         return out
 
     def core_id(self) -> tirx.PrimExpr:
-        return self.vars[0] if len(self.vars) == 1 else _row_major(list(self.vars), self.mesh)
+        return self.vars[0] if len(self.vars) == 1 else _row_major(list(self.vars), self.mesh.shape)
 
     def at(self, coords: list[tirx.PrimExpr]) -> dict[tirx.Var, tirx.PrimExpr]:
         """The substitution that makes an expression of this core's block indices an
         expression of the core at ``coords``."""
         if not self.linear:
             return dict(zip(self.vars, coords))
-        return {self.vars[0]: _row_major(coords, self.mesh)}
+        return {self.vars[0]: _row_major(coords, self.mesh.shape)}
 
 
 def _launch(c: CopyCall, mesh: Mesh) -> _Launch:
@@ -592,15 +593,8 @@ def _coord_expr(values: dict[int, int], coords: list[tirx.PrimExpr], mesh: Mesh,
             if alpha == tuple(int(b == a) for b in range(mesh.ndim)) and beta[0] == 0:
                 return coords[a]
             return tirx.floormod(e, size)
-    core = _row_major(coords, mesh)
+    core = _row_major(coords, mesh.shape)
     return _table_expr(core, values)
-
-
-def _row_major(coords: list[tirx.PrimExpr], mesh: Mesh) -> tirx.PrimExpr:
-    e: tirx.PrimExpr = tirx.IntImm("int32", 0)
-    for c, n in zip(coords, mesh.shape):
-        e = e * n + c
-    return arith.Analyzer().simplify(e)
 
 
 def _table_expr(core: tirx.PrimExpr, values: dict[int, int]) -> tirx.PrimExpr:
