@@ -12,18 +12,23 @@ really issues (``CommDebugMode`` under ``LocalTensorMode`` on CPU, one fake proc
 group).
 
 Part 2, 4x4 mesh, rank-3 tensor: cold planning (our plan cache cleared before every
-call; "all cold" also clears the per-sharding region caches) against DTensor's uncached
-``_gen_transform_infos_non_cached``, and cached lookups (``plan_reshard`` hit) against
-DTensor's cached ``_gen_transform_infos``. Medians over interleaved rounds.
+call; "all cold" also clears the per-sharding region caches and interned layouts)
+against DTensor's uncached ``_gen_transform_infos_non_cached``, and cached lookups
+(``plan_reshard`` hit) against DTensor's cached ``_gen_transform_infos``. Planning is the
+decision both sides make: our moves (ops, axes, layouts, bytes) and lower bound against
+DTensor's transform infos; neither builds per-device data (our flows and transfer rows
+are built when ``plan.steps`` is first read: the "+steps" column). Medians over
+interleaved rounds, the garbage collector off while timing (as ``timeit`` does).
 
-Part 3: cold planning time (every cache cleared, best of 5: the machine may be shared)
-and peak traced memory
+Part 3: cold planning time including the steps (every cache cleared, best of 5: the
+machine may be shared) and peak traced memory
 (tracemalloc, a separate run) against device count, 2-D and 3-D meshes, rank-3
 tensors, for an axis swap, a gather to replicated, moving an axis between dims, a split
 of a replicated tensor and a halo change; then the fitted growth exponent of time vs
 devices (least squares on log-log, 256 to 16384 devices; goal <= 1.2) and the goals
 (< 50 ms at 4096 devices; < 500 ms and < 1 GB at 16384).
 """
+import gc
 import os
 import sys
 import time
@@ -130,6 +135,7 @@ def _clear_caches(all_of_them: bool = True) -> None:
         sharding._windows.cache_clear()
         resharding._held.cache_clear()
         resharding._own_boxes.cache_clear()
+        resharding._layout.cache_clear()
 
 
 def part1() -> None:
@@ -170,8 +176,8 @@ def part2(rounds: int) -> None:
     shape = (1024, 1024, 64)
     m = mt.Mesh([4, 4])
     print(f"\nplanner latency, 4x4 mesh, shape {shape}, medians of {rounds} interleaved rounds (us)")
-    print(f"{'pair':26s} {'ours cold':>9s} {'all cold':>9s} {'DT uncached':>11s} {'DT/ours':>8s} "
-          f"{'ours hit':>9s} {'DT cached':>9s} {'DT/ours':>8s}")
+    print(f"{'pair':26s} {'ours cold':>9s} {'all cold':>9s} {'+steps':>7s} {'DT uncached':>11s} "
+          f"{'DT/ours':>8s} {'ours hit':>9s} {'DT cached':>9s} {'DT/ours':>8s}")
     worst = float("inf")
     with LocalTensorMode(16):
         dmesh = init_device_mesh("cpu", (4, 4))
@@ -187,21 +193,26 @@ def part2(rounds: int) -> None:
             # (name, set-up outside the timing, timed call), run in interleaved rounds
             runs = [("cold", lambda: _clear_caches(False), plan),
                     ("all cold", lambda: _clear_caches(True), plan),
+                    ("+steps", lambda: _clear_caches(False), lambda: plan().steps),
                     ("DT uncached", None, lambda: R._gen_transform_infos_non_cached(a, b)),
                     ("hit", None, plan),
                     ("DT cached", None, lambda: R._gen_transform_infos(a, b))]
             got: dict[str, list[float]] = {name: [] for name, _, _ in runs}
-            for _ in range(rounds):
-                for run_name, setup, fn in runs:
-                    if setup is not None:
-                        setup()
-                    t0 = time.perf_counter()
-                    fn()
-                    got[run_name].append(time.perf_counter() - t0)
-            cold, allcold, dt, hit, dthit = got.values()
-            c, ac, u, h, uh = (median(v) * 1e6 for v in (cold, allcold, dt, hit, dthit))
+            gc.collect()
+            gc.disable()  # as timeit does: a collection landing in one call is noise
+            try:
+                for _ in range(rounds):
+                    for run_name, setup, fn in runs:
+                        if setup is not None:
+                            setup()
+                        t0 = time.perf_counter()
+                        fn()
+                        got[run_name].append(time.perf_counter() - t0)
+            finally:
+                gc.enable()
+            c, ac, st, u, h, uh = (median(v) * 1e6 for v in got.values())
             worst = min(worst, u / c)
-            print(f"{name:26s} {c:9.0f} {ac:9.0f} {u:11.0f} {u / c:8.1f} {h:9.2f} {uh:9.2f} "
+            print(f"{name:26s} {c:9.0f} {ac:9.0f} {st:7.0f} {u:11.0f} {u / c:8.1f} {h:9.2f} {uh:9.2f} "
                   f"{uh / h:8.2f}")
     print(f"cold planning vs DTensor's uncached planner: at least {worst:.1f}x faster (goal >= 10x)")
 
@@ -247,10 +258,11 @@ def part3(quick: bool) -> None:
                     _clear_caches()
                     t0 = time.perf_counter()
                     p = mt.plan_reshard(s, t, shape, 4)
+                    p.steps  # flows and transfer rows too (small meshes build them lazily)
                     runs.append(time.perf_counter() - t0)
                 _clear_caches()
                 tracemalloc.start()
-                mt.plan_reshard(s, t, shape, 4)
+                mt.plan_reshard(s, t, shape, 4).steps
                 peak = tracemalloc.get_traced_memory()[1] / 2**20
                 tracemalloc.stop()
                 assert p.bytes_moved == p.lower_bound_bytes, (name, mshape)

@@ -1,4 +1,6 @@
 """The planner on MLIR's patterns and seed 001's examples, value by value."""
+import itertools
+
 import numpy as np
 import pytest
 
@@ -291,19 +293,23 @@ def test_plan_cache_is_bounded_by_bytes_too(monkeypatch):
     from meshtensor import resharding
     m = Mesh([2, 3])
     src, tgt = Sharding(m, [[0], [1]]), Sharding(m, [[1], [0]])
-    one = resharding._plan_nbytes(plan_reshard(src, tgt, (6, 6)))
+    one = resharding._steps_nbytes(plan_reshard(src, tgt, (6, 6)).steps)
     assert one > 0  # a swap is point-to-point transfers
     cache = resharding._PlanCache(maxsize=8, maxbytes=2 * one)
     monkeypatch.setattr(resharding, "_cached_plan", cache)
-    for n in (6, 12, 18):  # same row count each: the third evicts the first
-        plan_reshard(src, tgt, (n, n))
+    lazy = plan_reshard(src, tgt, (6, 6))
+    assert "steps" not in lazy.__dict__ and cache.cache_info().nbytes == 0
+    lazy.steps  # rows built after caching are counted then
+    assert cache.cache_info().nbytes == one
+    for n in (12, 18):  # same row count each: the third evicts the first
+        plan_reshard(src, tgt, (n, n)).steps
     info = cache.cache_info()
     assert (info.currsize, info.nbytes, info.misses) == (2, 2 * one, 3)
     plan_reshard(src, tgt, (6, 6))
     assert cache.cache_info().misses == 4  # evicted: planned again
     small = resharding._PlanCache(maxsize=8, maxbytes=one - 1)
     monkeypatch.setattr(resharding, "_cached_plan", small)
-    plan_reshard(src, tgt, (6, 6))
+    plan_reshard(src, tgt, (6, 6)).steps
     assert small.cache_info().currsize == 0  # larger than the whole budget: not kept
 
 
@@ -352,3 +358,51 @@ def test_explain_rejects_a_bad_max_pairs(bad):
     p = plan_reshard(Sharding(m, [[0]]), Sharding(m, []), (4,))
     with pytest.raises(ValueError, match=r"explain: max_pairs must be an int >= 0, got"):
         p.explain(max_pairs=bad)
+
+
+# -- the fast path for even layouts ----------------------------------------------------------------
+def _all_shardings(mesh, rank):
+    out = set()
+    for dims in itertools.product(range(-1, rank), repeat=mesh.ndim):
+        for order in itertools.permutations(range(mesh.ndim)):
+            split = [[] for _ in range(rank)]
+            for a in order:
+                if dims[a] >= 0:
+                    split[dims[a]].append(a)
+            out.add(Sharding(mesh, split))
+    return sorted(out, key=repr)
+
+
+def test_even_fast_path_equals_the_general_planner_on_every_refinement_of_2x2x2():
+    # Pure refinements and coarsenings skip _next_move: every sharding of a rank-3 tensor
+    # against each of its per-dim prefix cuts, both ways (a coarsening over two dims
+    # once built a wrong intermediate layout that random pairs did not find).
+    from meshtensor import resharding
+    m = Mesh([2, 2, 2])
+    shape = (8, 8, 8)
+    n = 0
+    for s in _all_shardings(m, 3):
+        for keep in itertools.product(*(range(len(a) + 1) for a in s.split_axes)):
+            cut = Sharding(m, [a[:k] for a, k in zip(s.split_axes, keep)])
+            for src, tgt in ((s, cut), (cut, s)):
+                fast = resharding._even_plan(src, tgt, shape, 4)
+                general = resharding._general_plan(src, tgt, shape, 4)
+                assert fast == general, (src, tgt, fast.moves, general.moves)
+                n += 1
+    assert n > 300
+
+
+def test_fast_path_plans_build_their_steps_when_read():
+    from meshtensor import resharding
+    m = Mesh([4, 4])
+    p = plan_reshard(Sharding(m, [[0], [1]]), Sharding(m, [[1], [0]]), (16, 16, 4))
+    assert "steps" not in p.__dict__ and [mv.op for mv in p.moves] == ["transfers"]
+    assert p.bytes_moved == p.lower_bound_bytes == p.moves[0].bytes > 0
+    steps = p.steps
+    assert p.steps is steps and steps[0].bytes == p.bytes_moved
+    assert resharding._general_plan(p.src, p.tgt, p.global_shape, 4).steps == steps
+    # arguments the fast path does not take go to the general planner, which checks them
+    with pytest.raises(ValueError, match="itemsize"):
+        plan_reshard(p.src, p.tgt, (16, 16, 4), 0)
+    with pytest.raises(ValueError, match="rank"):
+        plan_reshard(p.src, p.tgt, (16,))

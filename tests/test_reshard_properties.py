@@ -1,9 +1,12 @@
 """reshard(distribute(x, src), tgt) == distribute(x, tgt) for random pairs, and the
 plan moves exactly the lower bound whenever the source is not partial."""
+import math
+
 import numpy as np
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from meshtensor import distribute, plan_reshard, reshard
+from meshtensor import distribute, plan_reshard, reshard, resharding
+from meshtensor import Sharding
 from strategies import meshes, n_examples, partial_terms, shapes, shardings
 
 SETTINGS = settings(max_examples=n_examples(300), deadline=None,
@@ -68,3 +71,44 @@ def test_round_trip_is_exact(case):
     back = reshard(reshard(distribute(x, src), tgt), src)
     check_equal(back, distribute(x, src))
     assert np.array_equal(back.to_global(), x)
+
+
+# -- the planner's fast path and lazily built steps -------------------------------------------
+@st.composite
+def even_pairs(draw):
+    """Two shardings on a mesh of at most 64 devices and a shape whose every dim divides
+    by its shard count in both (zero-size dims included)."""
+    mesh = draw(meshes(max_devices=64))
+    rank = draw(st.integers(1, 3))
+    src = draw(shardings(mesh, rank))
+    tgt = src if draw(st.integers(0, 9)) == 0 else draw(shardings(mesh, rank))
+    how = draw(st.sampled_from(["any", "coarser", "finer"]))
+    if how != "any":  # one side a per-dim prefix of the other: slices or gathers only
+        cut = Sharding(mesh, [axes[:draw(st.integers(0, len(axes)))] for axes in src.split_axes])
+        src, tgt = (src, cut) if how == "coarser" else (cut, src)
+    shape = tuple(math.lcm(src.shard_count(d), tgt.shard_count(d)) * draw(st.integers(0, 3))
+                  for d in range(rank))
+    return mesh, shape, src, tgt
+
+
+@SETTINGS
+@given(even_pairs(), st.sampled_from([1, 4, 8]))
+def test_even_fast_path_equals_the_general_planner(case, itemsize):
+    mesh, shape, src, tgt = case
+    fast = resharding._even_plan(src, tgt, shape, itemsize)
+    assert fast is not None and "steps" not in fast.__dict__  # decided, nothing built yet
+    general = resharding._general_plan(src, tgt, shape, itemsize)
+    assert fast == general, (fast.moves, general.moves)
+    assert fast.lower_bound_bytes == general.lower_bound_bytes
+    assert fast.steps == general.steps  # built from the moves = built while planning
+    assert [s.bytes for s in fast.steps] == [m.bytes for m in fast.moves]
+
+
+@SETTINGS
+@given(pairs())
+def test_steps_rebuilt_from_moves_equal_the_planned_steps(case):
+    mesh, shape, src, tgt = case
+    general = resharding._general_plan(src, tgt, shape, 4)
+    fresh = resharding.ReshardPlan(src, tgt, shape, 4, general.moves, general.lower_bound_bytes)
+    assert fresh.steps == general.steps
+    assert [s.bytes for s in fresh.steps] == [m.bytes for m in general.moves]

@@ -15,8 +15,8 @@ Example:
 from . import collectives, interop
 from .mesh import TARGETS, Mesh, default_axis_names
 from .mesh_array import MeshArray, distribute
-from .resharding import (CollectiveStep, ReshardPlan, Transfer, TransferStep, apply_step,
-                      plan_reshard, reshard)
+from .resharding import (CollectiveStep, Move, ReshardPlan, Transfer, TransferStep,
+                         apply_step, plan_reshard, reshard)
 from .sharding import REDUCTION_KINDS, Sharding, chunk_bounds
 from .visualize import save_plan_png, save_png, visualize, visualize_plan
 
@@ -25,6 +25,6 @@ __version__ = "0.1.0"
 __all__ = [
     "Mesh", "Sharding", "MeshArray", "distribute", "collectives", "interop", "chunk_bounds",
     "default_axis_names", "TARGETS", "REDUCTION_KINDS",
-    "plan_reshard", "reshard", "apply_step", "ReshardPlan", "CollectiveStep", "TransferStep",
-    "Transfer", "visualize", "visualize_plan", "save_png", "save_plan_png",
+    "plan_reshard", "reshard", "apply_step", "ReshardPlan", "Move", "CollectiveStep",
+    "TransferStep", "Transfer", "visualize", "visualize_plan", "save_png", "save_plan_png",
 ]

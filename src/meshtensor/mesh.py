@@ -7,7 +7,8 @@ linear index, which is row-major over the coordinates (axis 0 outermost), so on 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterable, Mapping, Sequence, Union
 
@@ -54,6 +55,8 @@ class Mesh:
         axis_names: names of the axes; defaults to ``x, y, z, a3, ...``. Not allowed
             together with a mapping ``shape``.
 
+    ``size`` is the number of devices.
+
     Example:
         >>> m = Mesh({"x": 2, "y": 3})
         >>> m.size, m.linear_index((1, 2)), m.multi_index(4)
@@ -64,6 +67,9 @@ class Mesh:
 
     shape: tuple[int, ...]
     axis_names: tuple[str, ...]
+    #: Number of devices (stored: planners ask for it on every call).
+    size: int = field(init=False, repr=False, compare=False)
+    _hash: int = field(init=False, repr=False, compare=False)
 
     def __init__(self, shape: Sequence[int] | Mapping[str, int],
                  axis_names: Sequence[str] | None = None) -> None:
@@ -98,6 +104,15 @@ class Mesh:
                 raise ValueError(f"Mesh: duplicated axis name in {names}")
         object.__setattr__(self, "shape", tuple(int(s) for s in sizes))
         object.__setattr__(self, "axis_names", names)
+        object.__setattr__(self, "size", math.prod(self.shape))
+        object.__setattr__(self, "_hash", hash((self.shape, names)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self):
+        # rebuild through the constructor: string hashes differ between processes
+        return Mesh, (self.shape, self.axis_names)
 
     @classmethod
     def from_target(cls, target: str) -> "Mesh":
@@ -131,11 +146,6 @@ class Mesh:
     def ndim(self) -> int:
         """Number of mesh axes."""
         return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        """Number of devices."""
-        return int(np.prod(self.shape, dtype=np.int64))
 
     @property
     def as_dict(self) -> dict[str, int]:

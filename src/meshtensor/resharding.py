@@ -29,6 +29,7 @@ Plans are immutable values, cached on ``(src, tgt, global_shape, itemsize)``.
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
@@ -175,15 +176,39 @@ class TransferStep:
 
 Step = Union[CollectiveStep, TransferStep]
 
+
+class Move(NamedTuple):
+    """A plan step as the planner decides it, before its flows are built: the op (a
+    collective of :mod:`meshtensor.collectives`, ``"update_halo"`` or ``"transfers"``),
+    its mesh axes and parameters, the layouts before and after, and the bytes it moves.
+    :attr:`ReshardPlan.steps` builds the steps (flows, transfer rows) from the moves.
+
+    >>> from meshtensor import Mesh, Sharding
+    >>> m = Mesh([2])
+    >>> plan_reshard(Sharding(m, [[0]]), Sharding(m, []), (4,)).moves[0][:3]
+    ('all_gather', (0,), (('gather_axis', 0),))
+    """
+
+    op: str
+    mesh_axes: tuple[int, ...]
+    params: tuple[tuple[str, Any], ...]
+    before: Sharding
+    after: Sharding
+    bytes: int
+
+
 #: Meshes up to this many devices list device pairs in ``explain()``; larger ones get
 #: per-step summaries (groups, busiest device, busiest link) and the top pairs.
 EXPLAIN_ALL_PAIRS_UP_TO = 64
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ReshardPlan:
     """A plan from ``src`` to ``tgt`` for a tensor of ``global_shape``.
 
+    ``moves`` are the planner's decisions (op, axes, layouts, bytes); ``steps`` the same
+    steps with their flows and transfer rows, built from the moves when first read (the
+    planner decides in closed form and builds only what a caller uses).
     ``bytes_moved`` counts bytes received by devices from other devices;
     ``lower_bound_bytes`` the in-tensor cells of each target local array that its source
     local array did not hold; ``link_bytes`` bytes times links crossed (XY routing);
@@ -191,18 +216,39 @@ class ReshardPlan:
     another); ``max_device_bytes`` the bytes received by the busiest device.
 
     A plan is an immutable value: equal content compares and hashes equal, so plans can
-    be cached, compared and used as dict keys.
+    be cached, compared and used as dict keys (the steps follow from the moves).
     """
 
     src: Sharding
     tgt: Sharding
     global_shape: tuple[int, ...]
     itemsize: int
-    steps: tuple[Step, ...]
+    moves: tuple[Move, ...]
     lower_bound_bytes: int
 
+    @cached_property
+    def steps(self) -> tuple[Step, ...]:
+        """The steps, with flows and transfer rows (built once, on first use)."""
+        steps = tuple(_step_of(m, self.global_shape, self.itemsize) for m in self.moves)
+        _cached_plan.built(self, steps)
+        return steps
+
+    def _with_steps(self, steps: tuple[Step, ...]) -> "ReshardPlan":
+        """Attach steps the planner built anyway (they equal what ``steps`` builds)."""
+        self.__dict__["steps"] = steps  # the cached_property's slot; frozen fields untouched
+        return self
+
+    def _key(self) -> tuple:
+        return (self.src, self.tgt, self.global_shape, self.itemsize, self.moves,
+                self.lower_bound_bytes)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ReshardPlan):
+            return NotImplemented
+        return self is other or self._key() == other._key()
+
     def __hash__(self) -> int:
-        return hash((self.src, self.tgt, self.global_shape, self.itemsize, self.steps))
+        return hash(self._key())
 
     @property
     def mesh(self) -> Mesh:
@@ -210,7 +256,7 @@ class ReshardPlan:
 
     @property
     def bytes_moved(self) -> int:
-        return int(sum(s.bytes for s in self.steps))
+        return sum(m.bytes for m in self.moves)
 
     @property
     def link_bytes(self) -> int:
@@ -294,7 +340,7 @@ class ReshardPlan:
         return plan_to_mlir(self, mesh_name, element_type)
 
     def __repr__(self) -> str:
-        ops = [s.op for s in self.steps]
+        ops = [m.op for m in self.moves]
         return (f"ReshardPlan({self.src} -> {self.tgt}, shape={self.global_shape}, "
                 f"itemsize={self.itemsize}, steps={ops}, bytes_moved={self.bytes_moved}, "
                 f"lower_bound_bytes={self.lower_bound_bytes})")
@@ -374,19 +420,67 @@ def _piece(n: np.ndarray, k: int, p: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return np.minimum(p * c, n), np.minimum((p + 1) * c, n)
 
 
+def _collective_flows(op: str, mesh: Mesh, lo, hi, axes, itemsize, **kw) -> StepFlows:
+    """Closed-form flows of ``all_slice``, ``all_gather`` or ``all_to_all`` on the boxes
+    ``[lo, hi)`` (they depend on the boxes' extents only; no k x k arrays)."""
+    if op == "all_slice":
+        return Flows.empty()
+    groups = mesh.group_array(axes)
+    glo, ghi = lo[groups], hi[groups]  # (G, k, rank)
+    if op == "all_gather":  # member i sends its whole box to every other member
+        return GroupFlows(axes, groups, send=volume(glo, ghi) * itemsize)
+    d = kw["split_axis"]  # all_to_all: member j gets piece j (along d) of every member
+    k = groups.shape[1]
+    a, b = _piece(ghi[:, :, d] - glo[:, :, d], k, np.arange(k)[None, :])
+    ext = np.maximum(ghi - glo, 0)
+    rest = np.prod(np.delete(ext, d, axis=2), axis=2, dtype=np.int64)  # (G, k) per sender i
+    # bytes[g, i, j] = rest[g, i] * len(piece j); pieces are cut alike on every member
+    return GroupFlows(axes, groups, u=rest * itemsize, w=(b - a))
+
+
+def _all_reduce_flows(src: Sharding, shape, itemsize) -> GroupFlows:
+    """``all_reduce`` over ``src``'s partial axes = reduce_scatter + all_gather of the
+    flattened local array (partial terms cover whole local arrays, halos too)."""
+    P = src.partial_axes
+    groups = src.mesh.group_array(P)
+    k = groups.shape[1]
+    local = volume(*src.windows(shape))
+    a, b = _piece(local[groups], k, np.arange(k)[None, :])
+    p = (b - a) * itemsize  # (G, k): piece j's bytes
+    return GroupFlows(P, groups, send=p, recv=p)
+
+
+def _reduce_scatter_flows(src: Sharding, d: int, shape, itemsize) -> GroupFlows:
+    """``reduce_scatter`` of ``src``'s partial axes onto tensor dim ``d``: member ``j``
+    receives piece ``j`` (along ``d``) from every other member."""
+    P = src.partial_axes
+    groups = src.mesh.group_array(P)
+    k = groups.shape[1]
+    lo, hi = src.regions(shape)
+    ext = hi[groups[:, 0]] - lo[groups[:, 0]]  # (G, rank), equal inside a group
+    pa, pb = _piece(ext[:, d:d + 1], k, np.arange(k)[None, :])
+    rest_vol = np.prod(np.delete(ext, d, axis=1), axis=1, dtype=np.int64)[:, None]
+    return GroupFlows(P, groups, recv=(pb - pa) * rest_vol * itemsize)
+
+
+def _update_halo_flows(cur: Sharding, tgt: Sharding, shape, itemsize) -> Flows:
+    """``update_halo`` from ``cur`` (no halos) to ``tgt`` (``cur`` plus halos): every
+    in-tensor halo cell is refilled from its owner's core."""
+    return transfer_step(cur, tgt, shape, itemsize, held=cur.regions(shape)).flows
+
+
 def _sim(op: str, mesh: Mesh, lo, hi, axes, itemsize, **kw):
-    """Apply a collective to a layout of boxes: the new boxes and the flows (closed
-    form: per-member sizes, no k x k arrays), or None when the result is not a box per
-    device."""
+    """Apply a collective to a layout of boxes: the new boxes and the flows, or None
+    when the result is not a box per device."""
     groups = mesh.group_array(axes)
     k = groups.shape[1]
-    rank = lo.shape[1]
     if op == "all_slice":
         d = kw["slice_axis"]
         a, b = _piece(hi[:, d] - lo[:, d], k, mesh.in_group_index(axes))
         lo2, hi2 = lo.copy(), hi.copy()
         lo2[:, d], hi2[:, d] = lo[:, d] + a, lo[:, d] + b
         return lo2, hi2, Flows.empty()
+    rank = lo.shape[1]
     glo, ghi = lo[groups], hi[groups]  # (G, k, rank)
     cat = kw["gather_axis"] if op == "all_gather" else kw["concat_axis"]
     other = [i for i in range(rank) if i != cat]
@@ -397,25 +491,59 @@ def _sim(op: str, mesh: Mesh, lo, hi, axes, itemsize, **kw):
     lo2, hi2 = lo.copy(), hi.copy()
     lo2[groups, cat] = glo[:, :1, cat]
     hi2[groups, cat] = ghi[:, -1:, cat]
-    if op == "all_gather":  # member i sends its whole box to every other member
-        return lo2, hi2, GroupFlows(axes, groups, send=volume(glo, ghi) * itemsize)
-    d = kw["split_axis"]  # all_to_all: member j gets piece j (along d) of every member
-    n = hi[groups, d] - lo[groups, d]
-    pos = np.arange(k)[None, :].repeat(len(groups), 0)
-    a, b = _piece(n, k, pos)
-    lo2[groups, d] = lo[groups, d] + a
-    hi2[groups, d] = lo[groups, d] + b
-    ext = np.maximum(ghi - glo, 0)
-    rest = np.prod(np.delete(ext, d, axis=2), axis=2, dtype=np.int64)  # (G, k) per sender i
-    # bytes[g, i, j] = rest[g, i] * len(piece j); pieces are cut alike on every member
-    return lo2, hi2, GroupFlows(axes, groups, u=rest * itemsize, w=(b - a))
+    if op == "all_to_all":
+        d = kw["split_axis"]
+        a, b = _piece(hi[groups, d] - lo[groups, d], k, np.arange(k)[None, :])
+        lo2[groups, d] = lo[groups, d] + a
+        hi2[groups, d] = lo[groups, d] + b
+    return lo2, hi2, _collective_flows(op, mesh, lo, hi, axes, itemsize, **kw)
+
+
+def _next_move(c: list[list[int]], t: list[list[int]]) -> tuple[str, list[int], dict] | None:
+    """MLIR's patterns, in order: the next collective taking split axes ``c`` towards
+    ``t`` (``c`` is updated), or None when none applies."""
+    rank = len(c)
+    pre = []  # per dim, the length of the common prefix of c[d] and t[d]
+    for a, b in zip(c, t):
+        p, m = 0, min(len(a), len(b))
+        while p < m and a[p] == b[p]:
+            p += 1
+        pre.append(p)
+    # (c[d] is a prefix of t[d] exactly when pre[d] == len(c[d]))
+    for d in range(rank):  # 1. split further: free
+        if pre[d] == len(c[d]) < len(t[d]):
+            used = {a for axes in c for a in axes}
+            run = []
+            for a in t[d][len(c[d]):]:
+                if a in used:
+                    break
+                run.append(a)
+            if run:
+                c[d] = c[d] + run
+                return "all_slice", run, {"slice_axis": d}
+    for d1 in range(rank):  # 2. move the innermost axis of one dim to another
+        if not c[d1] or pre[d1] == len(c[d1]):
+            continue
+        b = c[d1][-1]
+        for d2 in range(rank):
+            if d2 != d1 and pre[d2] == len(c[d2]) < len(t[d2]) and t[d2][len(c[d2])] == b:
+                c[d1], c[d2] = c[d1][:-1], c[d2] + [b]
+                return "all_to_all", [b], {"split_axis": d2, "concat_axis": d1}
+    # 3. unsplit the axes past the common prefix; highest dim first, so the gathers
+    # along dim 0 (contiguous, no re-layout copy) come last
+    for d in reversed(range(rank)):
+        if pre[d] < len(c[d]):
+            axes = c[d][pre[d]:]
+            c[d] = c[d][:pre[d]]
+            return "all_gather", axes, {"gather_axis": d}
+    return None
 
 
 def _collective_sequence(cur: Sharding, tgt: Sharding, shape, itemsize,
                          budget: int | None = None) -> tuple[Step, ...] | None:
-    """MLIR's patterns applied greedily (slice first, then all_to_all, then gather), each
-    step checked on boxes; None if they do not reach ``tgt`` exactly, or (given a
-    ``budget``) as soon as their bytes exceed it."""
+    """MLIR's patterns applied greedily (:func:`_next_move`), each step checked on boxes;
+    None if they do not reach ``tgt`` exactly, or (given a ``budget``) as soon as their
+    bytes exceed it."""
     mesh, rank = cur.mesh, len(shape)
     c = [list(cur.axes_of(d)) for d in range(rank)]
     t = [list(tgt.axes_of(d)) for d in range(rank)]
@@ -425,42 +553,7 @@ def _collective_sequence(cur: Sharding, tgt: Sharding, shape, itemsize,
     for _ in range(4 * mesh.ndim + 4):
         if c == t:  # same split axes; offsets must agree too
             return tuple(steps) if before == tgt else None
-        used = {a for axes in c for a in axes}
-        move = None
-        for d in range(rank):  # 1. split further: free
-            if len(t[d]) > len(c[d]) and t[d][:len(c[d])] == c[d]:
-                run = []
-                for a in t[d][len(c[d]):]:
-                    if a in used:
-                        break
-                    run.append(a)
-                if run:
-                    move = ("all_slice", run, {"slice_axis": d})
-                    c[d] = c[d] + run
-                    break
-        if move is None:  # 2. move the innermost axis of one dim to another
-            for d1 in range(rank):
-                if not c[d1] or t[d1][:len(c[d1])] == c[d1]:
-                    continue
-                b = c[d1][-1]
-                for d2 in range(rank):
-                    if d2 != d1 and len(t[d2]) > len(c[d2]) and t[d2][:len(c[d2])] == c[d2] \
-                            and t[d2][len(c[d2])] == b:
-                        move = ("all_to_all", [b], {"split_axis": d2, "concat_axis": d1})
-                        c[d1], c[d2] = c[d1][:-1], c[d2] + [b]
-                        break
-                if move:
-                    break
-        if move is None:  # 3. unsplit the axes past the common prefix; highest dim
-            # first, so the gathers along dim 0 (contiguous, no re-layout copy) come last
-            for d in reversed(range(rank)):
-                keep = 0
-                while keep < min(len(c[d]), len(t[d])) and c[d][keep] == t[d][keep]:
-                    keep += 1
-                if keep < len(c[d]):
-                    move = ("all_gather", c[d][keep:], {"gather_axis": d})
-                    c[d] = c[d][:keep]
-                    break
+        move = _next_move(c, t)
         if move is None:
             return None
         op, axes, kw = move
@@ -500,8 +593,8 @@ def _plain(cur: Sharding, tgt: Sharding, shape, itemsize, lb: int | None = None)
             return lb, len(seq), lambda: seq
     if tgt.halo_sizes and not cur.halo_sizes and cur == tgt.replace(halo_sizes=None):
         # update_halo refills every in-tensor halo cell from its owner's core.
-        uh = transfer_step(cur, tgt, shape, itemsize, held=cur.regions(shape))
-        step = CollectiveStep("update_halo", (), (), cur, tgt, uh.flows)
+        step = CollectiveStep("update_halo", (), (), cur, tgt,
+                              _update_halo_flows(cur, tgt, shape, itemsize))
         if step.bytes <= lb:
             return lb, 1, lambda: (step,)
     return lb, 1, lambda: (_best_transfer_step(cur, tgt, shape, itemsize),)
@@ -512,15 +605,8 @@ def _plan_partial(src: Sharding, tgt: Sharding, shape, itemsize) -> tuple[Step, 
     P = src.partial_axes
     kind = src.partial_kind
     base = src.replace(partial=None)
-    groups = mesh.group_array(P)
-    k = groups.shape[1]
-    h_lo, h_hi = src.windows(shape)  # partial terms cover whole local arrays, halos too
-    local = volume(h_lo, h_hi)
-    # all_reduce = reduce_scatter + all_gather over the flattened local array
-    a, b = _piece(local[groups], k, np.arange(k)[None, :])
-    p = (b - a) * itemsize  # (G, k): piece j's bytes
     ar = CollectiveStep("all_reduce", P, (("reduction", kind),), src, base,
-                        GroupFlows(P, groups, send=p, recv=p))
+                        _all_reduce_flows(src, shape, itemsize))
     cands: list[Candidate] = []
 
     def then(first: CollectiveStep, rest: Candidate) -> Candidate:
@@ -537,12 +623,8 @@ def _plan_partial(src: Sharding, tgt: Sharding, shape, itemsize) -> tuple[Step, 
             lo2, hi2, _ = _sim("all_slice", mesh, lo, hi, P, itemsize, slice_axis=d)
             if not _same_layout(lo2, hi2, new, shape):
                 continue
-            ext = hi[groups[:, 0]] - lo[groups[:, 0]]  # (G, rank), equal inside a group
-            pa, pb = _piece(ext[:, d:d + 1], k, np.arange(k)[None, :])
-            rest_vol = np.prod(np.delete(ext, d, axis=1), axis=1, dtype=np.int64)[:, None]
-            # member j receives piece j from every other member
             rs = CollectiveStep("reduce_scatter", P, (("scatter_axis", d), ("reduction", kind)),
-                                src, new, GroupFlows(P, groups, recv=(pb - pa) * rest_vol * itemsize))
+                                src, new, _reduce_scatter_flows(src, d, shape, itemsize))
             cands.append(then(rs, _plain(new, tgt, shape, itemsize)))
     return min(cands, key=lambda x: x[:2])[2]()
 
@@ -555,6 +637,187 @@ def _lower_bound(src: Sharding, tgt: Sharding, shape, itemsize) -> int:
     h_lo, h_hi = _held(src, shape)
     have = volume(np.maximum(t_lo, h_lo), np.minimum(t_hi, h_hi))
     return int((need - have).sum()) * itemsize
+
+
+# -- moves and steps -------------------------------------------------------------------------------
+def _move_of(step: Step) -> Move:
+    if isinstance(step, TransferStep):
+        return Move("transfers", (), (), step.before, step.after, step.bytes)
+    return Move(step.op, step.mesh_axes, step.params, step.before, step.after, step.bytes)
+
+
+def _step_of(move: Move, shape, itemsize) -> Step:
+    """Build a move's step: its flows, or for ``"transfers"`` its rows (the link-aware
+    choice of senders happens here)."""
+    op, axes, params, before, after, _ = move
+    if op == "transfers":
+        return _best_transfer_step(before, after, shape, itemsize)
+    kw = dict(params)
+    if op == "update_halo":
+        flows: StepFlows = _update_halo_flows(before, after, shape, itemsize)
+    elif op == "all_reduce":
+        flows = _all_reduce_flows(before, shape, itemsize)
+    elif op == "reduce_scatter":
+        flows = _reduce_scatter_flows(before, kw["scatter_axis"], shape, itemsize)
+    else:
+        flows = _collective_flows(op, before.mesh, *before.regions(shape), axes, itemsize, **kw)
+    return CollectiveStep(op, axes, params, before, after, flows)
+
+
+#: Meshes up to this many devices plan even layouts in closed form (:func:`_even_plan`).
+EVEN_PLAN_MAX_DEVICES = 64
+
+
+def _even_lower_bound(src: Sharding, tgt: Sharding, shape, n: int, vt: int, itemsize: int) -> int:
+    """``_lower_bound`` for even layouts: ``n`` devices each need ``vt`` elements and keep
+    the overlap of their two boxes. Once the common prefix of split axes is cut off, on
+    every dim one block usually lies inside the other (the smaller block's extent is
+    kept, a closed form); only when some dim splits further on both sides does the
+    overlap depend on the device, and then the boxes are intersected."""
+    cs, ts, sizes = src.split_axes, tgt.split_axes, src.mesh.shape
+    kept = 1
+    for d, m in enumerate(shape):
+        a = cs[d] if d < len(cs) else ()
+        b = ts[d] if d < len(ts) else ()
+        p = 0
+        while p < len(a) and p < len(b) and a[p] == b[p]:
+            p += 1
+        if p < len(a) and p < len(b):
+            s_lo, s_hi = _held(src, shape)
+            t_lo, t_hi = _held(tgt, shape)
+            ov = np.minimum(s_hi, t_hi)
+            ov -= np.maximum(s_lo, t_lo)
+            np.maximum(ov, 0, out=ov)
+            return (n * vt - int(ov.prod(axis=1).sum())) * itemsize
+        for ax in (a if len(a) > len(b) else b):
+            m //= sizes[ax]
+        kept *= m
+    return n * (vt - kept) * itemsize
+
+
+def _even_plan(src, tgt, shape, itemsize) -> ReshardPlan | None:
+    """The planner's fast path, or None when it does not apply: a mesh of at most
+    ``EVEN_PLAN_MAX_DEVICES`` devices, no partial axes, halos or explicit offsets, and
+    every dim's size divisible by its shard count in both shardings.
+
+    Then every device's box has the same extents, every layout the patterns of
+    :func:`_next_move` pass through is even too (each dim's axes stay a prefix of the
+    source's or the target's), and bytes are closed forms over ``n`` devices holding
+    ``V`` elements each before the step, group size ``k``: ``all_slice`` 0,
+    ``all_gather`` ``n (k-1) V``, ``all_to_all`` ``n (k-1) V / k``. The moves equal what
+    the general planner (:func:`_plain`) chooses, decided without per-device arrays;
+    their flows and rows are built when ``plan.steps`` is read. Any argument this path
+    does not recognise goes to the general planner, which validates it.
+    """
+    if type(src) is not Sharding or type(tgt) is not Sharding or type(shape) is not tuple \
+            or type(itemsize) is not int or itemsize < 1:
+        return None
+    mesh = src.mesh
+    if (tgt.mesh is not mesh and tgt.mesh != mesh) or mesh.size > EVEN_PLAN_MAX_DEVICES \
+            or src.partial_axes or src.halo_sizes or src.sharded_dims_offsets \
+            or tgt.partial_axes or tgt.halo_sizes or tgt.sharded_dims_offsets:
+        return None
+    ks, kt = src._counts, tgt._counts
+    rank = len(shape)
+    if len(ks) > rank or len(kt) > rank:
+        return None
+    for x in shape:
+        if type(x) is not int or x < 0:
+            return None
+    vs = vt = math.prod(shape)
+    for d, k in enumerate(ks):
+        if shape[d] % k:
+            return None
+        vs //= k
+    for d, k in enumerate(kt):
+        if shape[d] % k:
+            return None
+        vt //= k
+    if src._hash == tgt._hash and src == tgt:
+        return _new_plan(src, tgt, shape, itemsize, (), 0)
+    n, sizes = mesh.size, mesh.shape
+    cs, ts = src.split_axes, tgt.split_axes
+    # Pure refinements and coarsenings: the moves _next_move would pick, written out
+    # (one all_slice per dim in dim order; one all_gather per dim, highest dim first).
+    finer = _extra_dims(cs, ts)
+    if finer is not None:
+        moves: list[Move] = []
+        before = src
+        for d in finer:
+            after = tgt if d == finer[-1] else _layout(mesh, ts[:d + 1] + cs[d + 1:])
+            moves.append(tuple.__new__(Move, ("all_slice", ts[d][len(cs[d]) if d < len(cs) else 0:],
+                                             (("slice_axis", d),), before, after, 0)))
+            before = after
+        return _new_plan(src, tgt, shape, itemsize, tuple(moves), 0)
+    coarser = _extra_dims(ts, cs)
+    if coarser is not None:
+        moves, before, vol = [], src, vs
+        for d in reversed(coarser):
+            axes = cs[d][len(ts[d]) if d < len(ts) else 0:]
+            k = math.prod([sizes[a] for a in axes])
+            after = tgt if d == coarser[0] else _layout(mesh, cs[:d] + ts[d:])
+            moves.append(tuple.__new__(Move, ("all_gather", axes, (("gather_axis", d),), before,
+                                             after, n * (k - 1) * vol * itemsize)))
+            before, vol = after, vol * k
+        return _new_plan(src, tgt, shape, itemsize, tuple(moves), n * (vt - vs) * itemsize)
+    lb = _even_lower_bound(src, tgt, shape, n, vt, itemsize)
+    c = [list(cs[d]) if d < len(cs) else [] for d in range(rank)]
+    t = [list(ts[d]) if d < len(ts) else [] for d in range(rank)]
+    moves, before, vol, spent = [], src, vs, 0
+    for _ in range(4 * mesh.ndim + 4):
+        if c == t:
+            return _new_plan(src, tgt, shape, itemsize, tuple(moves), lb)
+        move = _next_move(c, t)
+        if move is None:
+            break
+        op, axes, kw = move
+        k = math.prod(sizes[a] for a in axes)
+        if op == "all_gather":
+            nbytes = n * (k - 1) * vol * itemsize
+            vol *= k
+        elif op == "all_to_all":
+            nbytes = n * (k - 1) * (vol // k) * itemsize
+        else:
+            nbytes = 0
+            vol //= k
+        spent += nbytes
+        if spent > lb:
+            break  # bytes only add up: the transfers (exactly lb) win
+        after = tgt if c == t else _layout(mesh, tuple(map(tuple, c)))
+        moves.append(Move(op, tuple(axes), tuple(kw.items()), before, after, nbytes))
+        before = after
+    return _new_plan(src, tgt, shape, itemsize, (Move("transfers", (), (), src, tgt, lb),), lb)
+
+
+def _extra_dims(coarse: tuple[tuple[int, ...], ...], fine: tuple[tuple[int, ...], ...]
+                ) -> list[int] | None:
+    """The dims where split axes ``fine`` extend ``coarse``, when on every dim ``coarse``
+    is a prefix of ``fine`` (``fine`` refines ``coarse``); else None."""
+    if len(coarse) > len(fine):  # (trailing unsplit dims are dropped)
+        return None
+    out = []
+    for d, b in enumerate(fine):
+        a = coarse[d] if d < len(coarse) else ()
+        if b[:len(a)] != a:
+            return None
+        if len(b) > len(a):
+            out.append(d)
+    return out
+
+
+@lru_cache(maxsize=1024)
+def _layout(mesh: Mesh, split: tuple[tuple[int, ...], ...]) -> Sharding:
+    """An intermediate layout of the fast path, interned (plans pass through few)."""
+    return Sharding._of_split(mesh, split)
+
+
+def _new_plan(src, tgt, shape, itemsize, moves, lb) -> ReshardPlan:
+    """``ReshardPlan(...)`` without the frozen dataclass's six ``object.__setattr__``
+    calls (a measurable share of planning a small mesh)."""
+    plan = object.__new__(ReshardPlan)
+    plan.__dict__.update(src=src, tgt=tgt, global_shape=shape, itemsize=itemsize, moves=moves,
+                         lower_bound_bytes=lb)
+    return plan
 
 
 def plan_reshard(src: Sharding, tgt: Sharding, global_shape: Sequence[int],
@@ -591,15 +854,16 @@ PLAN_CACHE_SIZE = 256
 PLAN_CACHE_BYTES = 256 << 20
 
 
-def _plan_nbytes(plan: ReshardPlan) -> int:
-    """Bytes of the arrays a plan holds (transfer rows; collective flows are closed form)."""
-    return sum(a.nbytes for st in plan.steps if isinstance(st, TransferStep)
+def _steps_nbytes(steps: Sequence[Step]) -> int:
+    """Bytes of the arrays steps hold (transfer rows; collective flows are closed form)."""
+    return sum(a.nbytes for st in steps if isinstance(st, TransferStep)
                for a in (st.src, st.dst, st.lo, st.hi))
 
 
 class _PlanCache:
     """Least-recently-used plans, bounded by count and by the bytes of their arrays; a
-    plan larger than the whole byte budget is returned but not kept."""
+    plan larger than the whole byte budget is returned but not kept. Steps a cached
+    plan builds later (``ReshardPlan.steps``) are counted when built (:meth:`built`)."""
 
     def __init__(self, maxsize: int, maxbytes: int) -> None:
         self.maxsize, self.maxbytes = maxsize, maxbytes
@@ -609,21 +873,45 @@ class _PlanCache:
 
     def __call__(self, src, tgt, global_shape, itemsize) -> ReshardPlan:
         key = (src, tgt, global_shape, itemsize)  # TypeError if unhashable: caller handles
-        got = self._plans.get(key)
+        plans = self._plans
+        got = plans.get(key)
         if got is not None:
             self.hits += 1
-            self._plans.move_to_end(key)
+            plans.move_to_end(key)
             return got[0]
         self.misses += 1
-        plan = _checked_plan(src, tgt, global_shape, itemsize)
-        size = _plan_nbytes(plan)
-        if size <= self.maxbytes and key not in self._plans:
-            self._plans[key] = (plan, size)
-            self._nbytes += size
-            while len(self._plans) > self.maxsize or self._nbytes > self.maxbytes:
-                _, (_, dropped) = self._plans.popitem(last=False)
-                self._nbytes -= dropped
+        plan = _even_plan(src, tgt, global_shape, itemsize) or \
+            _checked_plan(src, tgt, global_shape, itemsize)
+        built = plan.__dict__.get("steps")  # the general planner builds steps as it goes
+        size = _steps_nbytes(built) if built else 0
+        if size <= self.maxbytes:
+            entry = (plan, size)
+            if plans.setdefault(key, entry) is entry:  # (planning may have cached it)
+                self._nbytes += size
+                if len(plans) > self.maxsize or self._nbytes > self.maxbytes:
+                    self._evict()
         return plan
+
+    def built(self, plan: ReshardPlan, steps: tuple[Step, ...]) -> None:
+        """A plan built its steps: count their arrays if the plan is cached."""
+        key = (plan.src, plan.tgt, plan.global_shape, plan.itemsize)
+        got = self._plans.get(key)
+        if got is None or got[0] is not plan:
+            return
+        size = _steps_nbytes(steps)
+        if size > self.maxbytes:
+            del self._plans[key]
+            self._nbytes -= got[1]
+            return
+        self._plans[key] = (plan, got[1] + size)
+        self._nbytes += size
+        self._plans.move_to_end(key)  # just used
+        self._evict()
+
+    def _evict(self) -> None:
+        while len(self._plans) > self.maxsize or self._nbytes > self.maxbytes:
+            _, (_, dropped) = self._plans.popitem(last=False)
+            self._nbytes -= dropped
 
     def cache_clear(self) -> None:
         self._plans.clear()
@@ -646,6 +934,7 @@ _cached_plan = _PlanCache(PLAN_CACHE_SIZE, PLAN_CACHE_BYTES)
 
 
 def _checked_plan(src, tgt, global_shape, itemsize) -> ReshardPlan:
+    """Validate the arguments, then plan (arguments the fast path took never get here)."""
     for name, s in (("src", src), ("tgt", tgt)):
         if not isinstance(s, Sharding):
             raise TypeError(f"plan_reshard: {name} must be a Sharding, got {type(s).__name__}")
@@ -662,6 +951,11 @@ def _checked_plan(src, tgt, global_shape, itemsize) -> ReshardPlan:
         raise ValueError(f"plan_reshard: cannot reshard {src} into the partial sharding {tgt}: "
                          f"a partial target is only reachable from itself (reduce first, then "
                          f"split the work that produces partial values)")
+    return _general_plan(src, tgt, shape, itemsize)
+
+
+def _general_plan(src: Sharding, tgt: Sharding, shape: tuple[int, ...], itemsize: int) -> ReshardPlan:
+    """Every valid pair: candidates costed on per-device boxes, steps built as chosen."""
     lb = _lower_bound(src, tgt, shape, itemsize)
     if src == tgt:
         steps: tuple[Step, ...] = ()
@@ -669,7 +963,8 @@ def _checked_plan(src, tgt, global_shape, itemsize) -> ReshardPlan:
         steps = _plan_partial(src, tgt, shape, itemsize)
     else:
         steps = _plain(src, tgt, shape, itemsize, lb)[2]()
-    return ReshardPlan(src, tgt, shape, int(itemsize), steps, lb)
+    plan = ReshardPlan(src, tgt, shape, itemsize, tuple(_move_of(s) for s in steps), lb)
+    return plan._with_steps(steps)
 
 
 plan_reshard.cache_clear = _cached_plan.cache_clear  # type: ignore[attr-defined]
