@@ -401,7 +401,10 @@ def test_fast_path_plans_build_their_steps_when_read():
     steps = p.steps
     assert p.steps is steps and steps[0].bytes == p.bytes_moved
     assert resharding._general_plan(p.src, p.tgt, p.global_shape, 4).steps == steps
-    # arguments the fast path does not take go to the general planner, which checks them
+    # sizes past int64 go to the general planner, as do arguments the fast path does not
+    # take (it checks them)
+    assert resharding._even_plan(p.src, p.tgt, (2 ** 40, 2 ** 40, 4), 4) is None
+    assert resharding._even_plan(p.src, p.tgt, (2 ** 20, 2 ** 20, 4), 4) is not None
     with pytest.raises(ValueError, match="itemsize"):
         plan_reshard(p.src, p.tgt, (16, 16, 4), 0)
     with pytest.raises(ValueError, match="rank"):

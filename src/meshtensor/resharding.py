@@ -666,6 +666,9 @@ def _step_of(move: Move, shape, itemsize) -> Step:
 
 #: Meshes up to this many devices plan even layouts in closed form (:func:`_even_plan`).
 EVEN_PLAN_MAX_DEVICES = 64
+# Byte counts the fast path computes in Python ints must fit the general planner's
+# int64 boxes, or the two would disagree (a total over all devices stays below this).
+_INT64_SAFE = 2 ** 62
 
 
 def _even_lower_bound(src: Sharding, tgt: Sharding, shape, n: int, vt: int, itemsize: int) -> int:
@@ -725,6 +728,8 @@ def _even_plan(src, tgt, shape, itemsize) -> ReshardPlan | None:
         if type(x) is not int or x < 0:
             return None
     vs = vt = math.prod(shape)
+    if vs * itemsize * mesh.size >= _INT64_SAFE:
+        return None  # the general planner's int64 arithmetic decides (and refuses) these
     for d, k in enumerate(ks):
         if shape[d] % k:
             return None

@@ -23,8 +23,9 @@ def test_comm_gemm_matches_numpy(algorithm, shape):
 
 @pytest.mark.parametrize("algorithm,ops", [
     ("summa_comm", [("broadcast", (1,)), ("broadcast", (0,))]),
+    # (the rotations alternate between two pairs of buffers: two shift sites per operand)
     ("cannon_comm", [("permute", (0, 1)), ("permute", (0, 1)), ("shift", (1,)),
-                     ("shift", (0,))]),
+                     ("shift", (0,)), ("shift", (1,)), ("shift", (0,))]),
     ("ksplit_comm", [("reduce_scatter", (1,))]),
 ], ids=COMM_ALGORITHMS)
 def test_comm_gemm_ops(algorithm, ops):
@@ -39,13 +40,24 @@ def test_summa_comm_broadcasts_tiles_from_step_k():
     assert a.static_extents() == (16, 16) and b.static_extents() == (16, 16)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("mesh", [2, 3])
+def test_cannon_comm_on_even_and_odd_meshes(mesh):
+    # the last product reads the second pair of buffers when the mesh side is even
+    r = run_gemm("cannon_comm", 40, 30, 50, mesh=mesh, repeat=1)
+    assert r.max_abs_error < 1e-4
+
+
 def test_cannon_comm_skew_and_rotation():
-    pa, pb, sa, sb = find_comm_ops(build_gemm("cannon_comm", 64, 64, 64, mesh=3))
+    pa, pb, sa, sb, sa2, sb2 = find_comm_ops(build_gemm("cannon_comm", 64, 64, 64, mesh=3))
     # row i of A moves left by i: core (i, j) receives from (i, i + j mod 3)
     assert (1 * 3 + 2, 1 * 3 + 1) in pa.params["pairs"]
     assert (2 * 3 + 1, 1 * 3 + 1) in pb.params["pairs"]  # B: (i + j mod 3, j)
-    assert dict(sa.params) == {"shift_axis": 1, "offset": -1, "rotate": True}
-    assert dict(sb.params) == {"shift_axis": 0, "offset": -1, "rotate": True}
+    for a, b in ((sa, sb), (sa2, sb2)):  # into the second buffers, and back
+        assert dict(a.params) == {"shift_axis": 1, "offset": -1, "rotate": True}
+        assert dict(b.params) == {"shift_axis": 0, "offset": -1, "rotate": True}
+    assert (sa.src.buffer.name, sa.dst.buffer.name) == ("Ar", "A2")
+    assert (sa2.src.buffer.name, sa2.dst.buffer.name) == ("A2", "Ar")
 
 
 def test_global_view_kernels_keep_their_names_and_layouts():

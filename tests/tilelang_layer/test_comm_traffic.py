@@ -247,10 +247,13 @@ def gemm_closed_form(algorithm, M, N, K, n=N, itemsize=4):
             hop[r] = hop.get(r, 0) + (n - r) * t
             hop[n - r] = hop.get(n - r, 0) + r * t
         steps.append((n * (n - 1) * t, hop, None))
-    for t in (tA, tB):  # rotations: n(n-1) one-hop tiles, n wraparounds of n-1 hops
-        rot = {1: n * (n - 1) * t}
-        rot[n - 1] = rot.get(n - 1, 0) + n * t
-        steps += [(n * n * t, rot, t)] * (n - 1)
+    # rotations: n(n-1) one-hop tiles, n wraparounds of n-1 hops; listed op by op: A and
+    # B into the second buffers (odd steps), then A and B back (even steps after 0)
+    for count in (n // 2, (n - 1) // 2):
+        for t in (tA, tB):
+            rot = {1: n * (n - 1) * t}
+            rot[n - 1] = rot.get(n - 1, 0) + n * t
+            steps += [(n * n * t, rot, t)] * count
     return read, write, recv, steps
 
 

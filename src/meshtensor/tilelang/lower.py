@@ -13,10 +13,11 @@ The kernel keeps one launch (its block loops get extent 1); inside it:
   stack (tiles of all cores would overflow it) holding every core's copy, ``malloc``'d
   in the kernel or taken from a workspace argument (``workspace="argument"``); a
   segment sees core ``c``'s copy through a pointer to its slice, so its code is
-  unchanged. A buffer used by one segment stays an ordinary per-core buffer when the
-  segment runs once per core or overwrites it entirely before reading it (the
-  micro-kernel's accumulator stays in registers); otherwise, if small, it is copied in
-  and out of its slice around the segment;
+  unchanged. A buffer no comm op touches stays an ordinary per-core buffer when it is
+  used by one segment that runs once per core, or when every segment using it
+  overwrites it entirely before reading it (the micro-kernel's accumulator stays in
+  registers); a small one used by one segment inside a loop is copied in and out of
+  its slice around the segment;
 - each comm op becomes a loop nest over destination cores copying (or reducing) between
   cores' slices, through a staging array when ``src`` and ``dst`` share a buffer;
 - lets that depend on the core are substituted where they are used.
@@ -552,6 +553,9 @@ class _Lowering:
                 if _dead_at_entry(_seq(self.planner.segs[segs[0]].stmts), b):
                     continue  # overwritten before it is read: nothing to carry over
                 private = _numel(b) is not None and _numel(b) * _itemsize(b) <= SMALL_PRIVATE_BYTES
+            elif b.data not in in_comm and all(
+                    _dead_at_entry(_seq(self.planner.segs[i].stmts), b) for i in segs):
+                continue  # every segment using it overwrites it first: scratch, nothing carried
             else:
                 private = False
             n = _numel(b)
