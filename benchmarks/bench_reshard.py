@@ -136,6 +136,7 @@ def _clear_caches(all_of_them: bool = True) -> None:
         resharding._held.cache_clear()
         resharding._own_boxes.cache_clear()
         resharding._layout.cache_clear()
+        resharding._dim_starts.cache_clear()
 
 
 def part1() -> None:

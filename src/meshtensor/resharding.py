@@ -502,16 +502,17 @@ def _sim(op: str, mesh: Mesh, lo, hi, axes, itemsize, **kw):
 def _next_move(c: list[list[int]], t: list[list[int]]) -> tuple[str, list[int], dict] | None:
     """MLIR's patterns, in order: the next collective taking split axes ``c`` towards
     ``t`` (``c`` is updated), or None when none applies."""
-    rank = len(c)
     pre = []  # per dim, the length of the common prefix of c[d] and t[d]
     for a, b in zip(c, t):
         p, m = 0, min(len(a), len(b))
         while p < m and a[p] == b[p]:
             p += 1
         pre.append(p)
-    # (c[d] is a prefix of t[d] exactly when pre[d] == len(c[d]))
-    for d in range(rank):  # 1. split further: free
-        if pre[d] == len(c[d]) < len(t[d]):
+    # c[d] is a prefix of t[d] exactly when pre[d] == len(c[d]); "open" dims are those
+    # where t[d] goes on past it (they can take more axes)
+    open_ = [p == len(a) < len(b) for a, b, p in zip(c, t, pre)]
+    for d, ok in enumerate(open_):  # 1. split further: free
+        if ok:
             used = {a for axes in c for a in axes}
             run = []
             for a in t[d][len(c[d]):]:
@@ -521,17 +522,18 @@ def _next_move(c: list[list[int]], t: list[list[int]]) -> tuple[str, list[int], 
             if run:
                 c[d] = c[d] + run
                 return "all_slice", run, {"slice_axis": d}
-    for d1 in range(rank):  # 2. move the innermost axis of one dim to another
-        if not c[d1] or pre[d1] == len(c[d1]):
-            continue
-        b = c[d1][-1]
-        for d2 in range(rank):
-            if d2 != d1 and pre[d2] == len(c[d2]) < len(t[d2]) and t[d2][len(c[d2])] == b:
-                c[d1], c[d2] = c[d1][:-1], c[d2] + [b]
-                return "all_to_all", [b], {"split_axis": d2, "concat_axis": d1}
+    if any(open_):
+        for d1, (a, p) in enumerate(zip(c, pre)):  # 2. move the innermost axis of a dim
+            if not a or p == len(a):
+                continue
+            b = a[-1]
+            for d2, ok in enumerate(open_):
+                if ok and d2 != d1 and t[d2][len(c[d2])] == b:
+                    c[d1], c[d2] = a[:-1], c[d2] + [b]
+                    return "all_to_all", [b], {"split_axis": d2, "concat_axis": d1}
     # 3. unsplit the axes past the common prefix; highest dim first, so the gathers
     # along dim 0 (contiguous, no re-layout copy) come last
-    for d in reversed(range(rank)):
+    for d in reversed(range(len(c))):
         if pre[d] < len(c[d]):
             axes = c[d][pre[d]:]
             c[d] = c[d][:pre[d]]
@@ -675,10 +677,11 @@ def _even_lower_bound(src: Sharding, tgt: Sharding, shape, n: int, vt: int, item
     """``_lower_bound`` for even layouts: ``n`` devices each need ``vt`` elements and keep
     the overlap of their two boxes. Once the common prefix of split axes is cut off, on
     every dim one block usually lies inside the other (the smaller block's extent is
-    kept, a closed form); only when some dim splits further on both sides does the
-    overlap depend on the device, and then the boxes are intersected."""
+    kept, a closed form); only on a dim split further on both sides does the overlap
+    depend on the device, and there the blocks are intersected device by device (at
+    most ``EVEN_PLAN_MAX_DEVICES``, plain ints: cheaper than NumPy's calls here)."""
     cs, ts, sizes = src.split_axes, tgt.split_axes, src.mesh.shape
-    kept = 1
+    kept, hard = 1, []
     for d, m in enumerate(shape):
         a = cs[d] if d < len(cs) else ()
         b = ts[d] if d < len(ts) else ()
@@ -686,16 +689,34 @@ def _even_lower_bound(src: Sharding, tgt: Sharding, shape, n: int, vt: int, item
         while p < len(a) and p < len(b) and a[p] == b[p]:
             p += 1
         if p < len(a) and p < len(b):
-            s_lo, s_hi = _held(src, shape)
-            t_lo, t_hi = _held(tgt, shape)
-            ov = np.minimum(s_hi, t_hi)
-            ov -= np.maximum(s_lo, t_lo)
-            np.maximum(ov, 0, out=ov)
-            return (n * vt - int(ov.prod(axis=1).sum())) * itemsize
+            hard.append(d)
+            continue
         for ax in (a if len(a) > len(b) else b):
             m //= sizes[ax]
         kept *= m
-    return n * (vt - kept) * itemsize
+    if not hard:
+        return n * (vt - kept) * itemsize
+    s_at, t_at = _dim_starts(src, shape), _dim_starts(tgt, shape)
+    cols = [(s_at[d], t_at[d], shape[d] // src.shard_count(d), shape[d] // tgt.shard_count(d))
+            for d in hard]
+    total = 0
+    for i in range(n):
+        v = 1
+        for s0, t0, es, et in cols:
+            x, y = s0[i], t0[i]
+            hi = x + es if x + es < y + et else y + et
+            v *= hi - (x if x > y else y)
+            if v <= 0:
+                v = 0
+                break
+        total += v
+    return (n * vt - kept * total) * itemsize
+
+
+@lru_cache(maxsize=1024)
+def _dim_starts(s: Sharding, shape: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+    """Per dim, every device's block start (plain ints, for the fast path)."""
+    return tuple(map(tuple, _held(s, shape)[0].T.tolist()))
 
 
 def _even_plan(src, tgt, shape, itemsize) -> ReshardPlan | None:
@@ -766,8 +787,8 @@ def _even_plan(src, tgt, shape, itemsize) -> ReshardPlan | None:
             before, vol = after, vol * k
         return _new_plan(src, tgt, shape, itemsize, tuple(moves), n * (vt - vs) * itemsize)
     lb = _even_lower_bound(src, tgt, shape, n, vt, itemsize)
-    c = [list(cs[d]) if d < len(cs) else [] for d in range(rank)]
-    t = [list(ts[d]) if d < len(ts) else [] for d in range(rank)]
+    c = [list(a) for a in cs] + [[] for _ in range(rank - len(cs))]
+    t = [list(b) for b in ts] + [[] for _ in range(rank - len(ts))]
     moves, before, vol, spent = [], src, vs, 0
     for _ in range(4 * mesh.ndim + 4):
         if c == t:
