@@ -48,6 +48,14 @@ def test_cannon_comm_on_even_and_odd_meshes(mesh):
     assert r.max_abs_error < 1e-4
 
 
+@pytest.mark.slow
+def test_ksplit_comm_on_a_wide_panel():
+    # B's 512 x 2048 row panel lives on the C stack: a second full copy of it (an
+    # earlier chunked layout) overflowed the 8 MiB stack; one 256-column chunk does not
+    r = run_gemm("ksplit_comm", 8, 2048, 2048, repeat=1)
+    assert r.max_abs_error < 1e-3
+
+
 def test_cannon_comm_skew_and_rotation():
     pa, pb, sa, sb, sa2, sb2 = find_comm_ops(build_gemm("cannon_comm", 64, 64, 64, mesh=3))
     # row i of A moves left by i: core (i, j) receives from (i, i + j mod 3)

@@ -242,6 +242,15 @@ def kernel_with(body_kind: str):
                 for s in T.serial(2):
                     r = s + 1
                     mc.broadcast(S, D, ["y"], root=[r])
+    elif body_kind == "region-data":
+        @T.prim_func
+        def k():
+            with T.Kernel(2, 2, threads=1) as (bx, by):
+                S = T.alloc_local((8,), "float32")
+                D = T.alloc_local((2,), "float32")
+                I = T.alloc_local((1,), "int32")  # noqa: E741
+                I[0] = bx * 2
+                mc.shift(S[I[0]:I[0] + 2], D, ["x"], "x", 1, rotate=True)
     elif body_kind == "if-uniform":
         @T.prim_func
         def k():
@@ -282,9 +291,12 @@ def kernel_with(body_kind: str):
     # a loop-dependent region start out of range would write into another core's slice
     ("region-range", r"mesh_comm.shift \(comm op #0\): src region of 'S' runs outside dim 0 "
                      r"of size 8: start s \* 2 takes values in \[0, 6\] with extent 4"),
+    # a start held in a per-core buffer: the exchange would read one core's value for all
+    ("region-data", r"mesh_comm.shift \(comm op #0\): the start I\S*\[0\] of the src region of "
+                    r"'S' \(dim 0\) reads a per-core buffer"),
 ], ids=["if-core", "loop-core", "loop-let-core", "root-range", "root-core", "launch-grid",
         "loop-data", "if-data", "let-data-loop", "let-data-across", "break-uniform", "return",
-        "root-let-range", "region-range"])
+        "root-let-range", "region-range", "region-data"])
 def test_lowering_refuses(kind, match):
     k = kernel_with(kind)
     with pytest.raises(ValueError, match=match):
@@ -377,6 +389,28 @@ def _two_segment_kernels():
                 B[bx * 2 + i] = W[i] + R[i]
 
     return scratch, carried
+
+
+def test_large_scratch_overwritten_in_every_segment_stays_off_the_stack():
+    mc = mesh_comm({"x": 2})
+
+    @T.prim_func
+    def k(A: T.Tensor((4,), "float32"), B: T.Tensor((4,), "float32")):
+        with T.Kernel(2, threads=1) as bx:
+            S = T.alloc_local((2,), "float32")
+            R = T.alloc_local((2,), "float32")
+            W = T.alloc_local((4096,), "float32")  # 16 KiB: above SMALL_PRIVATE_BYTES
+            for i in T.serial(4096):
+                W[i] = A[bx * 2 + i % 2]
+            for i in T.serial(2):
+                S[i] = W[i]
+            mc.shift(S, R, ["x"], "x", 1, rotate=True)
+            for i in T.serial(4096):
+                W[i] = R[i % 2]
+            for i in T.serial(2):
+                B[bx * 2 + i] = W[i]
+
+    assert "W_all" in lower(k).script()
 
 
 def test_scratch_overwritten_in_every_segment_is_not_promoted():

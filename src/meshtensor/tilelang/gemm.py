@@ -26,8 +26,8 @@ through comm ops (:func:`mesh_comm`), compiled with :func:`compile_mesh_kernel`:
   rotation would go through a staging copy).
 - ``ksplit_comm``: K split over the mesh's columns: core ``(i, j)`` holds A's block
   ``(i, j)`` and B's row panel ``j`` (replicated down the mesh column), computes a
-  partial ``C`` row panel ``i`` (the panel of B walked in chunks of ``KSPLIT_CHUNK``
-  columns, each stored apart) and a ``reduce_scatter`` along the row sums the partials
+  partial ``C`` row panel ``i`` (B's panel copied ``KSPLIT_CHUNK`` columns at a time
+  into a buffer of short rows) and a ``reduce_scatter`` along the row sums the partials
   and hands core ``(i, j)`` its own tile of C.
 
 The inner product is a register-blocked micro-kernel (6x16 accumulators, its k loop
@@ -57,7 +57,7 @@ KU = 8  # its k loop unrolled KU times (1: 58, 4: 85, 8: 88 GFLOP/s on a 256^3 b
 # B's rows are LD_PAD elements longer than the micro-kernel reads: the k loop walks down
 # a column panel, and a row length of a multiple of 1 KiB maps its lines to few cache sets
 LD_PAD = CB
-KSPLIT_CHUNK = 256  # columns of B the K-split GEMM's micro-kernel walks at a time
+KSPLIT_CHUNK = 256  # columns of B the K-split GEMM's micro-kernel takes at a time
 # gcc's -O3 loop vectoriser (dynamic cost model) turns the micro-kernel's k loop into
 # slow gathers for power-of-two tiles (1.8 vs 45 GFLOP/s at 512^3, measured here);
 # the very-cheap model keeps the SLP-vectorised, register-blocked body.
@@ -69,8 +69,8 @@ def _ceil(a: int, b: int) -> int:
 
 
 @T.macro
-def _block_mma(As, Bs, Cl, acc, rows, cols, depth, b_row=0, c_col=0):
-    """Cl[:rows, c_col:c_col + cols] += As[:rows, :depth] @ Bs[b_row:b_row + depth, :cols]
+def _block_mma(As, Bs, Cl, acc, rows, cols, depth, c_col=0):
+    """Cl[:rows, c_col:c_col + cols] += As[:rows, :depth] @ Bs[:depth, :cols]
     (rows % RB == cols % CB == 0)."""
     # j0 outer: one CB-wide panel of Bs (depth x 64 bytes) stays in L1 while the RB-row
     # strips of As stream past it
@@ -84,12 +84,12 @@ def _block_mma(As, Bs, Cl, acc, rows, cols, depth, b_row=0, c_col=0):
                     for ii in T.unroll(RB, explicit=True):
                         for jj in T.unroll(CB, explicit=True):
                             acc[ii, jj] += (As[i0 * RB + ii, k0 * KU + ku]
-                                            * Bs[b_row + k0 * KU + ku, j0 * CB + jj])
+                                            * Bs[k0 * KU + ku, j0 * CB + jj])
             for k in T.serial(depth % KU):  # the last depth % KU steps
                 for ii in T.unroll(RB, explicit=True):
                     for jj in T.unroll(CB, explicit=True):
                         acc[ii, jj] += (As[i0 * RB + ii, depth - depth % KU + k]
-                                        * Bs[b_row + depth - depth % KU + k, j0 * CB + jj])
+                                        * Bs[depth - depth % KU + k, j0 * CB + jj])
             for ii in T.unroll(RB, explicit=True):
                 for jj in T.unroll(CB, explicit=True):
                     Cl[i0 * RB + ii, c_col + j0 * CB + jj] = acc[ii, jj]
@@ -225,9 +225,9 @@ def _build_ksplit_comm(M: int, N: int, K: int, mesh: int, dtype: str):
     n, annotate, mcopy, init, mc, lay = _comm_setup("ksplit_comm", M, N, K, mesh)
     tm, tn, tk = _ceil(M, n), _ceil(N, n), _ceil(K, n)
     tmp = _ceil(tm, RB) * RB
-    # B's row panel spans all N columns: the micro-kernel walks it in chunks of at most
-    # KSPLIT_CHUNK columns, each chunk stored apart (a walk down a 1024-wide panel
-    # touches a new page at every k: 0.37x torch.mm instead of 0.7x at 1024^3)
+    # B's row panel spans all N columns: walking down it, the micro-kernel would meet a
+    # new page at every k (0.37x torch.mm at 1024^3). Each KSPLIT_CHUNK-column chunk is
+    # copied into a small buffer of short rows first, and the product runs on that.
     cw = min(KSPLIT_CHUNK, _ceil(N, CB) * CB)
     nch = _ceil(N, cw)
 
@@ -239,7 +239,7 @@ def _build_ksplit_comm(M: int, N: int, K: int, mesh: int, dtype: str):
         with T.Kernel(n, n, threads=1) as (bx, by):
             Ao = T.alloc_local((tmp, tk), dtype)   # A's block (i, j), zero padded
             Bo = T.alloc_local((tk, nch * cw), dtype)  # B's row panel j
-            Bk = T.alloc_local((nch * tk, cw + LD_PAD), dtype)  # the same, chunk after chunk
+            Bc = T.alloc_local((tk, cw + LD_PAD), dtype)  # one chunk of it
             Cp = T.alloc_local((tmp, nch * cw), dtype)   # partial C row panel i
             Cl = T.alloc_local((tm, tn), dtype)
             acc = T.alloc_local((RB, CB), dtype)
@@ -250,10 +250,10 @@ def _build_ksplit_comm(M: int, N: int, K: int, mesh: int, dtype: str):
                 mcopy(A, Ao[0:tm, 0:tk], src_coord=(bx, by))
             if by * tk < K:
                 mcopy(B, Bo[0:tk, 0:N], src_coord=(by, 0))
-            for c, k, j in T.grid(nch, tk, cw):
-                Bk[c * tk + k, j] = Bo[k, c * cw + j]
             for c in T.serial(nch):
-                _block_mma(Ao, Bk, Cp, acc, tmp, cw, tk, c * tk, c * cw)
+                for k, j in T.grid(tk, cw):
+                    Bc[k, j] = Bo[k, c * cw + j]
+                _block_mma(Ao, Bc, Cp, acc, tmp, cw, tk, c * cw)
             mc.reduce_scatter(Cp[0:tm, 0:N], Cl, ["y"], scatter_axis=1)
             if bx * tm < M and by * tn < N:
                 mcopy(Cl, C, dst_coord=(bx, by))

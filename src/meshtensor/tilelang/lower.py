@@ -14,10 +14,11 @@ The kernel keeps one launch (its block loops get extent 1); inside it:
   in the kernel or taken from a workspace argument (``workspace="argument"``); a
   segment sees core ``c``'s copy through a pointer to its slice, so its code is
   unchanged. A buffer no comm op touches stays an ordinary per-core buffer when it is
-  used by one segment that runs once per core, or when every segment using it
-  overwrites it entirely before reading it (the micro-kernel's accumulator stays in
-  registers); a small one used by one segment inside a loop is copied in and out of
-  its slice around the segment;
+  used by one segment that runs once per core or that overwrites it entirely before
+  reading it, or when it is small and every segment using it overwrites it entirely
+  before reading it (the micro-kernel's accumulator stays in registers); a small one
+  used by one segment inside a loop is copied in and out of its slice around the
+  segment; region starts may not read per-core buffers;
 - each comm op becomes a loop nest over destination cores copying (or reducing) between
   cores' slices, through a staging array when ``src`` and ``dst`` share a buffer;
 - lets that depend on the core are substituted where they are used.
@@ -45,7 +46,9 @@ __all__ = ["LowerMeshComm", "lower_mesh_comm", "check_collective_rule", "compile
 WORKSPACES = ("malloc", "argument")
 WORKSPACE_PARAM = "mesh_workspace"
 WORKSPACE_ATTR = "mesh_workspace_bytes"
-SMALL_PRIVATE_BYTES = 4096  # copied in/out around its one segment (kept in registers)
+# a buffer this small is copied in/out around its one segment, or kept as a scratch
+# shared by several segments that each overwrite it first (kept in registers)
+SMALL_PRIVATE_BYTES = 4096
 
 
 # -- small TIR helpers ---------------------------------------------------------------------
@@ -511,6 +514,15 @@ class _Lowering:
                                     for v in r.starts):
                 continue
             what = f"mesh_comm.{o.op} (comm op #{o.index})"
+            for side, r in (("src", o.src), ("dst", o.dst)):
+                for d, start in enumerate(r.starts):
+                    if _loads_per_core_data(start):
+                        # the exchange reads every core's region at once: a start held in
+                        # one core's buffer is not known there
+                        raise ValueError(f"{what}: the start {start} of the {side} region of "
+                                         f"{r.buffer.name!r} (dim {d}) reads a per-core "
+                                         f"buffer; a region start may depend on the core "
+                                         f"and loop variables, not on per-core data")
             try:
                 space = iteration_space(o, self.mesh, what)
             except ValueError:
@@ -553,9 +565,12 @@ class _Lowering:
                 if _dead_at_entry(_seq(self.planner.segs[segs[0]].stmts), b):
                     continue  # overwritten before it is read: nothing to carry over
                 private = _numel(b) is not None and _numel(b) * _itemsize(b) <= SMALL_PRIVATE_BYTES
-            elif b.data not in in_comm and all(
-                    _dead_at_entry(_seq(self.planner.segs[i].stmts), b) for i in segs):
-                continue  # every segment using it overwrites it first: scratch, nothing carried
+            elif b.data not in in_comm and _numel(b) is not None \
+                    and _numel(b) * _itemsize(b) <= SMALL_PRIVATE_BYTES and all(
+                        _dead_at_entry(_seq(self.planner.segs[i].stmts), b) for i in segs):
+                # every segment using it overwrites it first: a small scratch (it lives on
+                # the stack), nothing carried
+                continue
             else:
                 private = False
             n = _numel(b)
