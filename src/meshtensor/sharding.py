@@ -206,15 +206,23 @@ class Sharding:
                 raise ValueError(f"Sharding: sharded_dims_offsets needs k+1 values per "
                                  f"split dim ({expected} in all), got {len(offsets)}")
 
-        object.__setattr__(self, "mesh", mesh)
-        object.__setattr__(self, "split_axes", split)
-        object.__setattr__(self, "partial_axes", tuple(sorted(p_axes)))
-        object.__setattr__(self, "partial_kind", kind)
-        object.__setattr__(self, "halo_sizes", halos)
-        object.__setattr__(self, "sharded_dims_offsets", offsets)
-        object.__setattr__(self, "_hash", hash((mesh, split, self.partial_axes, kind, halos,
-                                                offsets)))
-        object.__setattr__(self, "_counts", _counts(mesh, split))
+        self._assign(mesh, split, tuple(sorted(p_axes)), kind, halos, offsets)
+
+    def _assign(self, mesh: Mesh, split: tuple[tuple[int, ...], ...],
+                partial_axes: tuple[int, ...], kind: str | None, halos: tuple[int, ...],
+                offsets: tuple[int, ...]) -> None:
+        """Set the (frozen) fields from normalised values, and what derives from them:
+        the stored hash and the shard counts (one place for both constructors)."""
+        set_ = object.__setattr__
+        set_(self, "mesh", mesh)
+        set_(self, "split_axes", split)
+        set_(self, "partial_axes", partial_axes)
+        set_(self, "partial_kind", kind)
+        set_(self, "halo_sizes", halos)
+        set_(self, "sharded_dims_offsets", offsets)
+        set_(self, "_hash", hash((mesh, split, partial_axes, kind, halos, offsets)))
+        sizes = mesh.shape
+        set_(self, "_counts", tuple(math.prod([sizes[a] for a in axes]) for axes in split))
 
     def __hash__(self) -> int:
         return self._hash
@@ -255,15 +263,7 @@ class Sharding:
         while split_axes and not split_axes[-1]:
             split_axes = split_axes[:-1]
         self = object.__new__(cls)
-        set_ = object.__setattr__  # (frozen)
-        set_(self, "mesh", mesh)
-        set_(self, "split_axes", split_axes)
-        set_(self, "partial_axes", ())
-        set_(self, "partial_kind", None)
-        set_(self, "halo_sizes", ())
-        set_(self, "sharded_dims_offsets", ())
-        set_(self, "_hash", hash((mesh, split_axes, (), None, (), ())))
-        set_(self, "_counts", _counts(mesh, split_axes))
+        self._assign(mesh, split_axes, (), None, (), ())
         return self
 
     @classmethod
@@ -580,11 +580,6 @@ class Sharding:
         if self.sharded_dims_offsets:
             extra += f", sharded_dims_offsets={list(self.sharded_dims_offsets)}"
         return f"Sharding({self.mesh!r}, {self.spec()!r}{extra})"
-
-
-def _counts(mesh: Mesh, split: tuple[tuple[int, ...], ...]) -> tuple[int, ...]:
-    sizes = mesh.shape
-    return tuple(math.prod([sizes[a] for a in axes]) for axes in split)
 
 
 def _rebuild(mesh, split_axes, partial, halo_sizes, offsets) -> Sharding:

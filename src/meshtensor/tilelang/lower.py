@@ -559,21 +559,24 @@ class _Lowering:
         self.ptrs: list = []
         for b in allocs:
             segs = seg_uses.get(b.data, [])
+            n = _numel(b)
+            small = n is not None and n * _itemsize(b) <= SMALL_PRIVATE_BYTES
+
+            def dead(i: int, b: tirx.Buffer = b) -> bool:  # segment i overwrites b first
+                return _dead_at_entry(_seq(self.planner.segs[i].stmts), b)
+
             if b.data not in in_comm and len(segs) <= 1:
                 if not segs or not self.planner.segs[segs[0]].in_loop:
                     continue  # scratch of one segment that runs once per core
-                if _dead_at_entry(_seq(self.planner.segs[segs[0]].stmts), b):
+                if dead(segs[0]):
                     continue  # overwritten before it is read: nothing to carry over
-                private = _numel(b) is not None and _numel(b) * _itemsize(b) <= SMALL_PRIVATE_BYTES
-            elif b.data not in in_comm and _numel(b) is not None \
-                    and _numel(b) * _itemsize(b) <= SMALL_PRIVATE_BYTES and all(
-                        _dead_at_entry(_seq(self.planner.segs[i].stmts), b) for i in segs):
+                private = small
+            elif b.data not in in_comm and small and all(dead(i) for i in segs):
                 # every segment using it overwrites it first: a small scratch (it lives on
                 # the stack), nothing carried
                 continue
             else:
                 private = False
-            n = _numel(b)
             if n is None:
                 raise ValueError(f"LowerMeshComm: per-core buffer {b.name!r} has symbolic shape "
                                  f"{list(b.shape)}; buffers live across comm ops need static "
