@@ -273,6 +273,11 @@ def test_plans_are_immutable_values_and_cached():
     src, tgt = Sharding(m, [[0], [1]]), Sharding(m, [[1], [0]])
     p = plan_reshard(src, tgt, (6, 6))
     assert plan_reshard(src, tgt, [6, 6]) is p  # one cache entry per normal form
+    assert plan_reshard(src, tgt, np.array([6, 6]), np.int64(4)) is p
+    assert plan_reshard(src, tgt, range(6, 8)) is plan_reshard(src, tgt, (6, 7))
+    plan_reshard.cache_clear()
+    assert plan_reshard(src, tgt, (6, 6), np.int64(4)).itemsize == 4
+    assert plan_reshard.cache_info()[:2] == (0, 1)  # one call, one miss
     plan_reshard.cache_clear()
     q = plan_reshard(src, tgt, (6, 6))
     assert q is not p and q == p and hash(q) == hash(p) and {p: 1}[q] == 1
@@ -405,6 +410,11 @@ def test_fast_path_plans_build_their_steps_when_read():
     # take (it checks them)
     assert resharding._even_plan(p.src, p.tgt, (2 ** 40, 2 ** 40, 4), 4) is None
     assert resharding._even_plan(p.src, p.tgt, (2 ** 20, 2 ** 20, 4), 4) is not None
+    m = p.src.mesh  # layouts with more than split axes are the general planner's
+    for other in (Sharding(m, [[0]], halo_sizes=[1, 1]), Sharding(m, [[1]], partial={0: "sum"}),
+                  Sharding(m, [[0]], sharded_dims_offsets=[0, 4, 8, 12, 16])):
+        assert resharding._even_plan(other, p.tgt, (16, 16, 4), 4) is None
+        assert resharding._even_plan(p.src, other, (16, 16, 4), 4) is None
     with pytest.raises(ValueError, match="itemsize"):
         plan_reshard(p.src, p.tgt, (16, 16, 4), 0)
     with pytest.raises(ValueError, match="rank"):

@@ -499,29 +499,36 @@ def _sim(op: str, mesh: Mesh, lo, hi, axes, itemsize, **kw):
     return lo2, hi2, _collective_flows(op, mesh, lo, hi, axes, itemsize, **kw)
 
 
-def _next_move(c: list[list[int]], t: list[list[int]]) -> tuple[str, list[int], dict] | None:
-    """MLIR's patterns, in order: the next collective taking split axes ``c`` towards
-    ``t`` (``c`` is updated), or None when none applies."""
-    pre = []  # per dim, the length of the common prefix of c[d] and t[d]
+def _next_move(c: list[tuple[int, ...]], t: list[tuple[int, ...]]
+               ) -> tuple[str, tuple[int, ...], tuple[tuple[str, int], ...]] | None:
+    """MLIR's patterns, in order: the next collective ``(op, mesh_axes, params)`` taking
+    split axes ``c`` towards ``t`` (``c`` is updated), or None when none applies."""
+    # per dim, the length of the common prefix of c[d] and t[d]; c[d] is a prefix of
+    # t[d] exactly when pre[d] == len(c[d]), and "open" dims are those where t[d] goes
+    # on past it (they can take more axes)
+    pre, open_ = [], []
     for a, b in zip(c, t):
-        p, m = 0, min(len(a), len(b))
-        while p < m and a[p] == b[p]:
-            p += 1
+        if a == b:
+            p = len(a)
+        else:
+            p = 0
+            for x, y in zip(a, b):
+                if x != y:
+                    break
+                p += 1
         pre.append(p)
-    # c[d] is a prefix of t[d] exactly when pre[d] == len(c[d]); "open" dims are those
-    # where t[d] goes on past it (they can take more axes)
-    open_ = [p == len(a) < len(b) for a, b, p in zip(c, t, pre)]
+        open_.append(p == len(a) < len(b))
     for d, ok in enumerate(open_):  # 1. split further: free
         if ok:
             used = {a for axes in c for a in axes}
-            run = []
+            run: tuple[int, ...] = ()
             for a in t[d][len(c[d]):]:
                 if a in used:
                     break
-                run.append(a)
+                run += (a,)
             if run:
                 c[d] = c[d] + run
-                return "all_slice", run, {"slice_axis": d}
+                return "all_slice", run, (("slice_axis", d),)
     if any(open_):
         for d1, (a, p) in enumerate(zip(c, pre)):  # 2. move the innermost axis of a dim
             if not a or p == len(a):
@@ -529,15 +536,15 @@ def _next_move(c: list[list[int]], t: list[list[int]]) -> tuple[str, list[int], 
             b = a[-1]
             for d2, ok in enumerate(open_):
                 if ok and d2 != d1 and t[d2][len(c[d2])] == b:
-                    c[d1], c[d2] = a[:-1], c[d2] + [b]
-                    return "all_to_all", [b], {"split_axis": d2, "concat_axis": d1}
+                    c[d1], c[d2] = a[:-1], c[d2] + (b,)
+                    return "all_to_all", (b,), (("split_axis", d2), ("concat_axis", d1))
     # 3. unsplit the axes past the common prefix; highest dim first, so the gathers
     # along dim 0 (contiguous, no re-layout copy) come last
     for d in reversed(range(len(c))):
         if pre[d] < len(c[d]):
             axes = c[d][pre[d]:]
             c[d] = c[d][:pre[d]]
-            return "all_gather", axes, {"gather_axis": d}
+            return "all_gather", axes, (("gather_axis", d),)
     return None
 
 
@@ -547,8 +554,8 @@ def _collective_sequence(cur: Sharding, tgt: Sharding, shape, itemsize,
     None if they do not reach ``tgt`` exactly, or (given a ``budget``) as soon as their
     bytes exceed it."""
     mesh, rank = cur.mesh, len(shape)
-    c = [list(cur.axes_of(d)) for d in range(rank)]
-    t = [list(tgt.axes_of(d)) for d in range(rank)]
+    c = [cur.axes_of(d) for d in range(rank)]
+    t = [tgt.axes_of(d) for d in range(rank)]
     lo, hi = (a.copy() for a in cur.regions(shape))
     steps: list[Step] = []
     before = cur
@@ -558,15 +565,15 @@ def _collective_sequence(cur: Sharding, tgt: Sharding, shape, itemsize,
         move = _next_move(c, t)
         if move is None:
             return None
-        op, axes, kw = move
-        res = _sim(op, mesh, lo, hi, tuple(axes), itemsize, **kw)
+        op, axes, params = move
+        res = _sim(op, mesh, lo, hi, axes, itemsize, **dict(params))
         if res is None:
             return None
         lo, hi, flows = res
         after = tgt if c == t else Sharding(mesh, c)
         if not _same_layout(lo, hi, after, shape):
             return None  # nested cuts differ from the flat ceil-div rule (uneven sizes)
-        steps.append(CollectiveStep(op, tuple(axes), tuple(kw.items()), before, after, flows))
+        steps.append(CollectiveStep(op, axes, params, before, after, flows))
         if budget is not None and sum(s.bytes for s in steps) > budget:
             return None  # bytes only add up: this route cannot win any more
         before = after
@@ -697,8 +704,8 @@ def _even_lower_bound(src: Sharding, tgt: Sharding, shape, n: int, vt: int, item
     if not hard:
         return n * (vt - kept) * itemsize
     s_at, t_at = _dim_starts(src, shape), _dim_starts(tgt, shape)
-    cols = [(s_at[d], t_at[d], shape[d] // src.shard_count(d), shape[d] // tgt.shard_count(d))
-            for d in hard]
+    ks, kt = src._counts, tgt._counts  # (a hard dim is split on both sides)
+    cols = [(s_at[d], t_at[d], shape[d] // ks[d], shape[d] // kt[d]) for d in hard]
     total = 0
     for i in range(n):
         v = 1
@@ -734,12 +741,12 @@ def _even_plan(src, tgt, shape, itemsize) -> ReshardPlan | None:
     does not recognise goes to the general planner, which validates it.
     """
     if type(src) is not Sharding or type(tgt) is not Sharding or type(shape) is not tuple \
-            or type(itemsize) is not int or itemsize < 1:
+            or type(itemsize) is not int or itemsize < 1 \
+            or not (src._split_only and tgt._split_only):
         return None
     mesh = src.mesh
-    if (tgt.mesh is not mesh and tgt.mesh != mesh) or mesh.size > EVEN_PLAN_MAX_DEVICES \
-            or src.partial_axes or src.halo_sizes or src.sharded_dims_offsets \
-            or tgt.partial_axes or tgt.halo_sizes or tgt.sharded_dims_offsets:
+    n = mesh.size
+    if n > EVEN_PLAN_MAX_DEVICES or (tgt.mesh is not mesh and tgt.mesh != mesh):
         return None
     ks, kt = src._counts, tgt._counts
     rank = len(shape)
@@ -749,7 +756,7 @@ def _even_plan(src, tgt, shape, itemsize) -> ReshardPlan | None:
         if type(x) is not int or x < 0:
             return None
     vs = vt = math.prod(shape)
-    if vs * itemsize * mesh.size >= _INT64_SAFE:
+    if vs * itemsize * n >= _INT64_SAFE:
         return None  # the general planner's int64 arithmetic decides (and refuses) these
     for d, k in enumerate(ks):
         if shape[d] % k:
@@ -759,12 +766,13 @@ def _even_plan(src, tgt, shape, itemsize) -> ReshardPlan | None:
         if shape[d] % k:
             return None
         vt //= k
-    if src._hash == tgt._hash and src == tgt:
-        return _new_plan(src, tgt, shape, itemsize, (), 0)
-    n, sizes = mesh.size, mesh.shape
     cs, ts = src.split_axes, tgt.split_axes
+    if cs == ts:  # (same mesh, only split axes: the shardings are equal)
+        return _new_plan(src, tgt, shape, itemsize, (), 0)
+    sizes = mesh.shape
     # Pure refinements and coarsenings: the moves _next_move would pick, written out
     # (one all_slice per dim in dim order; one all_gather per dim, highest dim first).
+    # Moves are made with tuple.__new__: NamedTuple's own __new__ is a Python call.
     finer = _extra_dims(cs, ts)
     if finer is not None:
         moves: list[Move] = []
@@ -787,8 +795,8 @@ def _even_plan(src, tgt, shape, itemsize) -> ReshardPlan | None:
             before, vol = after, vol * k
         return _new_plan(src, tgt, shape, itemsize, tuple(moves), n * (vt - vs) * itemsize)
     lb = _even_lower_bound(src, tgt, shape, n, vt, itemsize)
-    c = [list(a) for a in cs] + [[] for _ in range(rank - len(cs))]
-    t = [list(b) for b in ts] + [[] for _ in range(rank - len(ts))]
+    c = list(cs) + [()] * (rank - len(cs))
+    t = list(ts) + [()] * (rank - len(ts))
     moves, before, vol, spent = [], src, vs, 0
     for _ in range(4 * mesh.ndim + 4):
         if c == t:
@@ -796,8 +804,8 @@ def _even_plan(src, tgt, shape, itemsize) -> ReshardPlan | None:
         move = _next_move(c, t)
         if move is None:
             break
-        op, axes, kw = move
-        k = math.prod(sizes[a] for a in axes)
+        op, axes, params = move
+        k = math.prod([sizes[a] for a in axes])
         if op == "all_gather":
             nbytes = n * (k - 1) * vol * itemsize
             vol *= k
@@ -809,16 +817,19 @@ def _even_plan(src, tgt, shape, itemsize) -> ReshardPlan | None:
         spent += nbytes
         if spent > lb:
             break  # bytes only add up: the transfers (exactly lb) win
-        after = tgt if c == t else _layout(mesh, tuple(map(tuple, c)))
-        moves.append(Move(op, tuple(axes), tuple(kw.items()), before, after, nbytes))
+        after = tgt if c == t else _layout(mesh, tuple(c))
+        moves.append(tuple.__new__(Move, (op, axes, params, before, after, nbytes)))
         before = after
-    return _new_plan(src, tgt, shape, itemsize, (Move("transfers", (), (), src, tgt, lb),), lb)
+    return _new_plan(src, tgt, shape, itemsize,
+                     (tuple.__new__(Move, ("transfers", (), (), src, tgt, lb)),), lb)
 
 
 def _extra_dims(coarse: tuple[tuple[int, ...], ...], fine: tuple[tuple[int, ...], ...]
                 ) -> list[int] | None:
     """The dims where split axes ``fine`` extend ``coarse``, when on every dim ``coarse``
     is a prefix of ``fine`` (``fine`` refines ``coarse``); else None."""
+    if not coarse:  # (from or to replicated: the common case, kept short)
+        return [d for d, b in enumerate(fine) if b]
     if len(coarse) > len(fine):  # (trailing unsplit dims are dropped)
         return None
     out = []
@@ -841,8 +852,9 @@ def _new_plan(src, tgt, shape, itemsize, moves, lb) -> ReshardPlan:
     """``ReshardPlan(...)`` without the frozen dataclass's six ``object.__setattr__``
     calls (a measurable share of planning a small mesh)."""
     plan = object.__new__(ReshardPlan)
-    plan.__dict__.update(src=src, tgt=tgt, global_shape=shape, itemsize=itemsize, moves=moves,
-                         lower_bound_bytes=lb)
+    d = plan.__dict__
+    d["src"], d["tgt"], d["global_shape"], d["itemsize"] = src, tgt, shape, itemsize
+    d["moves"], d["lower_bound_bytes"] = moves, lb
     return plan
 
 
@@ -866,11 +878,17 @@ def plan_reshard(src: Sharding, tgt: Sharding, global_shape: Sequence[int],
     >>> plan_reshard(Sharding(m, [[0], [1]]), Sharding(m, [[1], [0]]), (6, 6)) is p
     True
     """
+    cache = _cached_plan
+    key = (src, tgt, global_shape, itemsize)
     try:
-        return _cached_plan(src, tgt, global_shape, itemsize)
-    except TypeError:  # an unhashable argument (a list shape): validate, then cache
-        pass
-    return _checked_plan(src, tgt, global_shape, itemsize)
+        got = cache._plans.get(key)
+    except TypeError:  # an unhashable argument (a list shape): its normal form is cached
+        return plan_reshard(src, tgt, *_checked_args(src, tgt, global_shape, itemsize))
+    if got is None:
+        return cache.miss(key)
+    cache.hits += 1
+    cache._plans.move_to_end(key)
+    return got[0]
 
 
 #: How many (src, tgt, shape, itemsize) plans :func:`plan_reshard` keeps, and how many
@@ -889,7 +907,9 @@ def _steps_nbytes(steps: Sequence[Step]) -> int:
 class _PlanCache:
     """Least-recently-used plans, bounded by count and by the bytes of their arrays; a
     plan larger than the whole byte budget is returned but not kept. Steps a cached
-    plan builds later (``ReshardPlan.steps``) are counted when built (:meth:`built`)."""
+    plan builds later (``ReshardPlan.steps``) are counted when built (:meth:`built`).
+    :func:`plan_reshard` looks plans up itself (one call less on a hit) and calls
+    :meth:`miss` for the rest."""
 
     def __init__(self, maxsize: int, maxbytes: int) -> None:
         self.maxsize, self.maxbytes = maxsize, maxbytes
@@ -897,25 +917,26 @@ class _PlanCache:
         self._nbytes = 0
         self.hits = self.misses = 0
 
-    def __call__(self, src, tgt, global_shape, itemsize) -> ReshardPlan:
-        key = (src, tgt, global_shape, itemsize)  # TypeError if unhashable: caller handles
-        plans = self._plans
-        got = plans.get(key)
-        if got is not None:
-            self.hits += 1
-            plans.move_to_end(key)
-            return got[0]
+    def miss(self, key: tuple) -> ReshardPlan:
+        """Plan ``key = (src, tgt, global_shape, itemsize)``, not in the cache, and keep it."""
+        plan = _even_plan(*key)
+        if plan is None:
+            normal = key[:2] + _checked_args(*key)
+            if normal != key:  # (a shape like range(4)): one entry per normal form
+                return plan_reshard(*normal)
+            plan = _general_plan(*normal)
+            built = plan.__dict__.get("steps")  # the general planner builds steps as it goes
+            size = _steps_nbytes(built) if built else 0
+        else:
+            size = 0  # the fast path builds no steps
         self.misses += 1
-        plan = _even_plan(src, tgt, global_shape, itemsize) or \
-            _checked_plan(src, tgt, global_shape, itemsize)
-        built = plan.__dict__.get("steps")  # the general planner builds steps as it goes
-        size = _steps_nbytes(built) if built else 0
-        if size <= self.maxbytes:
-            entry = (plan, size)
-            if plans.setdefault(key, entry) is entry:  # (planning may have cached it)
-                self._nbytes += size
-                if len(plans) > self.maxsize or self._nbytes > self.maxbytes:
-                    self._evict()
+        if size > self.maxbytes:
+            return plan
+        plans = self._plans
+        plans[key] = (plan, size)
+        self._nbytes += size
+        if len(plans) > self.maxsize or self._nbytes > self.maxbytes:
+            self._evict()
         return plan
 
     def built(self, plan: ReshardPlan, steps: tuple[Step, ...]) -> None:
@@ -959,8 +980,10 @@ class _CacheInfo(NamedTuple):
 _cached_plan = _PlanCache(PLAN_CACHE_SIZE, PLAN_CACHE_BYTES)
 
 
-def _checked_plan(src, tgt, global_shape, itemsize) -> ReshardPlan:
-    """Validate the arguments, then plan (arguments the fast path took never get here)."""
+def _checked_args(src, tgt, global_shape, itemsize) -> tuple[tuple[int, ...], int]:
+    """Validate :func:`plan_reshard`'s arguments (those the fast path took never get
+    here); the shape and itemsize in normal form: ``(4, 4)``, ``[4, 4]`` and
+    ``np.array([4, 4])`` are one shape."""
     for name, s in (("src", src), ("tgt", tgt)):
         if not isinstance(s, Sharding):
             raise TypeError(f"plan_reshard: {name} must be a Sharding, got {type(s).__name__}")
@@ -970,14 +993,11 @@ def _checked_plan(src, tgt, global_shape, itemsize) -> ReshardPlan:
         raise ValueError(f"plan_reshard: itemsize must be a positive int, got {itemsize!r}")
     shape = src.check_shape(global_shape, "plan_reshard (src)")
     tgt.check_shape(shape, "plan_reshard (tgt)")
-    if shape != global_shape or type(itemsize) is not int:
-        # one cache entry per normal form: (4, 4) and [4, 4] share a plan
-        return _cached_plan(src, tgt, shape, int(itemsize))
     if tgt.partial_axes and tgt != src:
         raise ValueError(f"plan_reshard: cannot reshard {src} into the partial sharding {tgt}: "
                          f"a partial target is only reachable from itself (reduce first, then "
                          f"split the work that produces partial values)")
-    return _general_plan(src, tgt, shape, itemsize)
+    return shape, int(itemsize)
 
 
 def _general_plan(src: Sharding, tgt: Sharding, shape: tuple[int, ...], itemsize: int) -> ReshardPlan:

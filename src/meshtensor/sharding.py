@@ -133,6 +133,8 @@ class Sharding:
     # Shardings key plan caches: hash once (a fresh process recomputes it, see __reduce__)
     _hash: int = field(init=False, repr=False, compare=False)
     _counts: tuple[int, ...] = field(init=False, repr=False, compare=False)  # per split_axes dim
+    # no partial axes, halos or explicit offsets: the layouts the planner's fast path takes
+    _split_only: bool = field(init=False, repr=False, compare=False)
 
     def __init__(self, mesh: Mesh, split_axes: Sequence[Any] = (), *,
                  partial: Mapping[AxisLike, str] | None = None,
@@ -212,7 +214,8 @@ class Sharding:
                 partial_axes: tuple[int, ...], kind: str | None, halos: tuple[int, ...],
                 offsets: tuple[int, ...]) -> None:
         """Set the (frozen) fields from normalised values, and what derives from them:
-        the stored hash and the shard counts (one place for both constructors)."""
+        the stored hash, the shard counts and whether only split axes are set (one place
+        for both constructors)."""
         set_ = object.__setattr__
         set_(self, "mesh", mesh)
         set_(self, "split_axes", split)
@@ -223,6 +226,7 @@ class Sharding:
         set_(self, "_hash", hash((mesh, split, partial_axes, kind, halos, offsets)))
         sizes = mesh.shape
         set_(self, "_counts", tuple(math.prod([sizes[a] for a in axes]) for axes in split))
+        set_(self, "_split_only", not (partial_axes or halos or offsets))
 
     def __hash__(self) -> int:
         return self._hash
