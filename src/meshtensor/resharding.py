@@ -828,8 +828,6 @@ def _extra_dims(coarse: tuple[tuple[int, ...], ...], fine: tuple[tuple[int, ...]
                 ) -> list[int] | None:
     """The dims where split axes ``fine`` extend ``coarse``, when on every dim ``coarse``
     is a prefix of ``fine`` (``fine`` refines ``coarse``); else None."""
-    if not coarse:  # (from or to replicated: the common case, kept short)
-        return [d for d, b in enumerate(fine) if b]
     if len(coarse) > len(fine):  # (trailing unsplit dims are dropped)
         return None
     out = []
