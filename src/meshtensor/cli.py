@@ -228,10 +228,10 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     if args.spmdize:
-        from .tilelang.demo_spmdize import main as spmdize_demo
+        from .tilelang.demos.spmdize_demo import main as spmdize_demo
         return spmdize_demo(size=args.size, algorithm=args.algorithm, repeat=args.repeat,
                             target=args.target)
-    from .tilelang.demo import main as demo  # imports tilelang only for this command
+    from .tilelang.demos.gemm_demo import main as demo  # imports tilelang only for this command
     return demo(size=args.size, target=args.target, algorithm=args.algorithm,
                 repeat=args.repeat)
 

@@ -11,11 +11,12 @@ import tvm  # noqa: E402
 from meshtensor import Mesh  # noqa: E402
 from meshtensor.cost import hops  # noqa: E402
 from meshtensor.tilelang import mesh_tensor_functions  # noqa: E402
-from meshtensor.tilelang.comm import mesh_comm  # noqa: E402
-from meshtensor.tilelang.gemm import build_gemm  # noqa: E402
-from meshtensor.tilelang.passes import (DEFAULT_HOP_LATENCY, DEFAULT_LINK_BANDWIDTH,  # noqa: E402
-                                        AnalyzeMeshCommunication, VerifyMeshTensors,
-                                        analyze_mesh_communication, verify_mesh_tensors)
+from meshtensor.tilelang import mesh_comm  # noqa: E402
+from meshtensor.tilelang.kernels.gemm import build_gemm  # noqa: E402
+from meshtensor.tilelang import (AnalyzeMeshCommunication, VerifyMeshTensors,  # noqa: E402
+                                 analyze_mesh_communication, verify_mesh_tensors)
+from meshtensor.tilelang.analysis.traffic import (DEFAULT_HOP_LATENCY,  # noqa: E402
+                                                  DEFAULT_LINK_BANDWIDTH)
 
 N = 4
 MESH = Mesh({"x": N, "y": N})

@@ -12,10 +12,11 @@ from tvm.script import tirx as TS  # noqa: E402
 
 from meshtensor.tilelang import (LowerMeshComm, MeshKernel, compile_mesh_kernel,  # noqa: E402
                                  find_comm_ops, mesh_comm, read_mesh_tensor_info)
-from meshtensor.tilelang.comm import is_comm_call  # noqa: E402
-from meshtensor.tilelang.copies import find_calls  # noqa: E402
-from meshtensor.tilelang.gemm import CPU_FLAGS, build_gemm  # noqa: E402
-from meshtensor.tilelang.lower import check_collective_rule, lower_mesh_comm  # noqa: E402
+from meshtensor.tilelang.ir.comm_op import is_comm_call  # noqa: E402
+from meshtensor.tilelang.ir.scope import find_calls  # noqa: E402
+from meshtensor.tilelang.engine import CPU_FLAGS
+from meshtensor.tilelang.kernels.gemm import build_gemm  # noqa: E402
+from meshtensor.tilelang import check_collective_rule, lower_mesh_comm  # noqa: E402
 
 LAUNCH_IDX = tvm.ir.Op.get("tl.launch_thread_idx")
 
@@ -272,7 +273,7 @@ def kernel_with(body_kind: str):
     ("root-range", r"mesh_comm.broadcast \(comm op #0\): root coordinate s takes values in "
                    r"\[0, 2\], out of range \[0, 2\) on mesh axis 'y'"),
     ("root-core", r"mesh_comm.broadcast \(comm op #0\): root bx depends on the core"),
-    ("grid", r"LowerMeshComm: the launch grid .* does not match the comm ops' mesh"),
+    ("grid", r"LowerMeshComm: the launch grid .* does not match the mesh"),
     # per-core data (a per-core buffer's value) is as core-dependent as the core id
     ("loop-data", r"mesh_comm.shift \(comm op #0\) is inside loop 's' whose bounds depend "
                   r"on the core \(0, extent T.Cast\(\"int32\", S\[0\]\)\)"),

@@ -35,13 +35,13 @@ import numpy as np
 import tvm
 from tvm import arith, ir, tirx
 
-from ..mesh import Mesh
-from .comm import CommOp, decode, find_comm_ops, is_comm_call
-from .copies import Found, Let, WhileLoop, find_calls
-from .frontend import _static
+from ..ir.comm_op import CommOp, decode, find_comm_ops, is_comm_call
+from ..ir.evaluate import static_int
+from ..ir.launch import Launch, row_major as _row_major, unravel as _unravel
+from ..ir.resolve import prim_func
+from ..ir.scope import Found, Let, WhileLoop, find_calls
 
-__all__ = ["LowerMeshComm", "lower_mesh_comm", "check_collective_rule", "compile_mesh_kernel",
-           "MeshKernel"]
+__all__ = ["LowerMeshComm", "lower_mesh_comm", "check_collective_rule", "WORKSPACE_ATTR"]
 
 WORKSPACES = ("malloc", "argument")
 WORKSPACE_PARAM = "mesh_workspace"
@@ -107,23 +107,6 @@ def _remap_buffers(stmt: tirx.Stmt, bmap: dict) -> tirx.Stmt:
     return tirx.stmt_functor.ir_transform(stmt, None, post, ["tirx.BufferLoad", "tirx.BufferStore"])
 
 
-def _row_major(coords: Sequence[Any], sizes: Sequence[int]) -> tirx.PrimExpr:
-    """The row-major linear index of ``coords`` (TIR expressions) on a grid of ``sizes``."""
-    lin = _i32(0)
-    for c, s in zip(coords, sizes):
-        lin = lin * s + c
-    return arith.Analyzer().simplify(lin)
-
-
-def _unravel(lin: Any, sizes: Sequence[int]) -> list:
-    """The coordinates (TIR expressions) of row-major index ``lin`` on a grid of ``sizes``."""
-    out, rest = [], lin
-    for size in reversed(sizes):
-        out.insert(0, tirx.floormod(rest, size))
-        rest = tirx.floordiv(rest, size)
-    return out
-
-
 def _contains_comm(stmt: tirx.Stmt) -> bool:
     return bool(find_calls(stmt, is_comm_call))
 
@@ -146,52 +129,6 @@ def _is_call_to(name: str) -> Callable[[tirx.Call], bool]:
     return lambda call: getattr(call.op, "name", None) == name
 
 
-# -- the launch ----------------------------------------------------------------------------
-@dataclass
-class _Launch:
-    loops: list            # the blockIdx thread-binding For loops, outermost first
-    mesh: Mesh
-    axis_of: list          # mesh axis of each launch loop (None: 1-D launch of the linear id)
-
-    def subst(self, coords: Sequence[tirx.PrimExpr]) -> dict:
-        """Launch var -> expression for the core with these mesh coordinates."""
-        if self.axis_of == [None]:
-            return {self.loops[0].loop_var: _row_major(coords, self.mesh.shape)}
-        return {lp.loop_var: coords[a] for lp, a in zip(self.loops, self.axis_of)}
-
-    @property
-    def vars(self) -> set:
-        return {lp.loop_var for lp in self.loops}
-
-
-_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
-
-
-def _find_launch(func: tirx.PrimFunc, mesh: Mesh) -> _Launch:
-    loops: list = []
-
-    def visit(n: Any) -> None:
-        if (isinstance(n, tirx.For) and n.kind == tirx.ForKind.THREAD_BINDING
-                and n.thread_binding is not None and n.thread_binding.thread_tag in _TAGS):
-            loops.append(n)
-
-    tirx.stmt_functor.pre_order_visit(func.body, lambda n: visit(n) or True)
-    tags = [lp.thread_binding.thread_tag for lp in loops]
-    extents = [_static(lp.extent) for lp in loops]
-    if len(loops) == 1 and extents[0] == mesh.size and mesh.ndim > 1:
-        return _Launch(loops, mesh, [None])
-    order = sorted(range(len(loops)), key=lambda i: tags[i])
-    if (len(set(tags)) == len(tags) == mesh.ndim
-            and [extents[i] for i in order] == list(mesh.shape)):
-        axis_of = [0] * len(loops)
-        for a, i in enumerate(order):
-            axis_of[i] = a
-        return _Launch(loops, mesh, axis_of)
-    raise ValueError(f"LowerMeshComm: the launch grid {dict(zip(tags, extents))} does not "
-                     f"match the comm ops' mesh {mesh.as_dict}: launch T.Kernel(*mesh shape) "
-                     f"or T.Kernel({mesh.size}) (the linear core id)")
-
-
 # -- plan: the kernel body cut into segments and exchanges ------------------------------------
 @dataclass
 class _Seg:
@@ -210,7 +147,7 @@ class _Planner:
     """Walks the kernel body once: checks the collective rule, substitutes core-dependent
     lets, and records segments and comm ops (emission comes after buffer analysis)."""
 
-    def __init__(self, launch: _Launch, ops: list[CommOp]):
+    def __init__(self, launch: Launch, ops: list[CommOp]):
         self.launch = launch
         self.by_call = ops
         self.core_vars = set(launch.vars)
@@ -273,7 +210,8 @@ class _Planner:
             c = _Comm(self._op_of(stmt.value), in_loop)
             self.comms.append(c)
             return [c]
-        if isinstance(stmt, tirx.For) and any(stmt.same_as(lp) for lp in self.launch.loops):
+        if (isinstance(stmt, tirx.For) and stmt.kind == tirx.ForKind.THREAD_BINDING
+                and self.launch.is_launch_var(stmt.loop_var)):
             self.inside_launch = True
             return [("launch", stmt, self.plan(stmt.body, in_loop))]
         if isinstance(stmt, tirx.For):
@@ -377,7 +315,7 @@ class _Store:
     private: bool          # copied in/out around its single segment
 
     def strides(self) -> list[int]:
-        shape = [int(_static(n)) for n in self.buf.shape]
+        shape = [int(static_int(n)) for n in self.buf.shape]
         return [int(np.prod(shape[d + 1:], dtype=np.int64)) for d in range(len(shape))]
 
     def load(self, core: Any, idx: Sequence[Any]) -> tirx.BufferLoad:
@@ -391,7 +329,7 @@ class _Store:
 
 
 def _numel(buf: tirx.Buffer) -> int | None:
-    dims = [_static(n) for n in buf.shape]
+    dims = [static_int(n) for n in buf.shape]
     return None if None in dims else int(np.prod(dims, dtype=np.int64))
 
 
@@ -406,7 +344,7 @@ def _dead_at_entry(stmt: tirx.Stmt, buf: tirx.Buffer) -> bool:
     positive extent and statement lists only) is a nest of loops over exactly ``buf``'s
     dims whose only body is a store to every element that does not read ``buf``
     (e.g. the micro-kernel's accumulator). Conservative: anything else gives False."""
-    shape = [_static(n) for n in buf.shape]
+    shape = [static_int(n) for n in buf.shape]
     if None in shape:
         return False
 
@@ -421,8 +359,8 @@ def _dead_at_entry(stmt: tirx.Stmt, buf: tirx.Buffer) -> bool:
         if touches(node.value) or len(node.indices) != len(shape) or len(idx_loops) != len(shape):
             return False
         for i, lp, n in zip(node.indices, idx_loops, shape):
-            if not (isinstance(i, tirx.Var) and i.same_as(lp.loop_var) and _static(lp.min) == 0
-                    and _static(lp.extent) == n):
+            if not (isinstance(i, tirx.Var) and i.same_as(lp.loop_var) and static_int(lp.min) == 0
+                    and static_int(lp.extent) == n):
                 return False
         return True
 
@@ -435,7 +373,7 @@ def _dead_at_entry(stmt: tirx.Stmt, buf: tirx.Buffer) -> bool:
         if isinstance(node, tirx.For):
             if full_store(node, []):
                 return True
-            ext = _static(node.extent)
+            ext = static_int(node.extent)
             return ext is not None and ext > 0 and first(node.body)
         return False
 
@@ -456,7 +394,7 @@ class _Lowering:
                              f"{[dict(m) for m in meshes]}")
         self.func = func
         self.mesh = ops[0].mesh
-        self.launch = _find_launch(func, self.mesh)
+        self.launch = Launch.of(func, self.mesh, "LowerMeshComm")
         self.planner = _Planner(self.launch, ops)
         self.ncores = self.mesh.size
 
@@ -508,9 +446,9 @@ class _Lowering:
     # region range: static starts were checked when built; loop-dependent ones here (an
     # exchange out of range would write into the next core's slice, silently)
     def _check_regions(self) -> None:
-        from .evaluate import iteration_space, region_box
+        from ..ir.evaluate import iteration_space, region_box
         for o in self.ops:
-            if o.src is None or all(_static(v) is not None for r in (o.src, o.dst)
+            if o.src is None or all(static_int(v) is not None for r in (o.src, o.dst)
                                     for v in r.starts):
                 continue
             what = f"mesh_comm.{o.op} (comm op #{o.index})"
@@ -524,7 +462,7 @@ class _Lowering:
                                          f"buffer; a region start may depend on the core "
                                          f"and loop variables, not on per-core data")
             try:
-                space = iteration_space(o, self.mesh, what)
+                space = iteration_space(o, self.launch, what)
             except ValueError:
                 continue  # not evaluable statically (e.g. under `while`): left unchecked
             for side, r in (("src", o.src), ("dst", o.dst)):
@@ -533,7 +471,7 @@ class _Lowering:
                 except ValueError:
                     continue
                 for d, n in enumerate(r.buffer.shape):
-                    n = _static(n)
+                    n = static_int(n)
                     if n is None or not space.size:
                         continue
                     if lo[:, d].min() < 0 or hi[:, d].max() > n:
@@ -671,7 +609,7 @@ class _Lowering:
     def _segment(self, seg: _Seg) -> tirx.Stmt:
         coords = self._core_vars("core")
         lin = _row_major(coords, self.mesh.shape)
-        vmap = dict(self.launch.subst(coords))
+        vmap = dict(self.launch.at(coords))
         bmap: dict = {}
         pre, post = [], []
         for data, st in self.stores.items():
@@ -679,7 +617,7 @@ class _Lowering:
                 continue
             if st.private:
                 # copy the core's slice into the ordinary per-core buffer and back
-                shape = [int(_static(n)) for n in st.buf.shape]
+                shape = [int(static_int(n)) for n in st.buf.shape]
                 i, o = _fresh_idx(len(shape)), _fresh_idx(len(shape))
                 pre.append(_nest(i, shape, tirx.BufferStore(st.buf, st.load(lin, i), i)))
                 post.append(_nest(o, shape, st.store(lin, o, tirx.BufferLoad(st.buf, o))))
@@ -697,7 +635,7 @@ class _Lowering:
 
     # -- exchanges -------------------------------------------------------------------------
     def _starts(self, region, coords) -> list:
-        vmap = self.launch.subst(coords)
+        vmap = self.launch.at(coords)
         return [tirx.stmt_functor.substitute(s, vmap) if isinstance(s, tirx.PrimExpr) else s
                 for s in region.starts]
 
@@ -898,8 +836,7 @@ def check_collective_rule(func: Any) -> None:
     ...
     ValueError: mesh_comm.all_reduce (comm op #0) is under `if bx == 0`, a condition that depends on the core; ...
     """
-    from .comm import _prim_func
-    pf = _prim_func(func)
+    pf = prim_func(func, "check_collective_rule")
     ops = find_comm_ops(pf)
     if ops:
         low = _Lowering(pf, ops)
@@ -931,63 +868,3 @@ def LowerMeshComm(workspace: str = "malloc") -> tvm.transform.Pass:  # noqa: N80
         return lower_mesh_comm(func, workspace)
 
     return tirx.transform.prim_func_pass(transform, opt_level=0, name="meshtensor.LowerMeshComm")
-
-
-# -- compiling -----------------------------------------------------------------------------
-@dataclass(frozen=True, eq=False)
-class MeshKernel:
-    """A compiled mesh kernel: call it like the ``JITKernel`` (same arguments).
-
-    ``prim_func`` is the SOURCE PrimFunc (comm ops intact, for the analysis passes),
-    ``lowered`` what :func:`LowerMeshComm` made of it, ``jit_kernel`` the compiled kernel.
-    """
-
-    prim_func: tirx.PrimFunc
-    lowered: tirx.PrimFunc
-    jit_kernel: Any
-    workspace: Any = None  # the scratch array passed as the last argument, if any
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self.workspace is None:
-            return self.jit_kernel(*args, **kwargs)
-        # one kernel call at a time: the cores' buffers live in this one array
-        return self.jit_kernel(*args, self.workspace, **kwargs)
-
-    def get_kernel_source(self) -> str:
-        return self.jit_kernel.get_kernel_source()
-
-
-def compile_mesh_kernel(func: tirx.PrimFunc, target: str = "c", **kw: Any) -> MeshKernel:
-    """Check (``VerifyMeshTensors``), lower the comm ops (:func:`LowerMeshComm`) and
-    ``tilelang.compile`` a mesh kernel; ``kw`` goes to ``tilelang.compile``
-    (``compile_flags`` defaults to ``gemm.CPU_FLAGS`` on ``"c"``). A kernel without comm
-    ops compiles exactly as ``tilelang.compile`` would.
-
-    Example::
-
-        kernel = compile_mesh_kernel(build_gemm("summa_comm", 64, 64, 64))
-        kernel(a, b, c)          # torch tensors, as for the JITKernel
-    """
-    import tilelang
-
-    from .gemm import CPU_FLAGS
-    from .passes import VerifyMeshTensors
-
-    if not isinstance(func, tirx.PrimFunc):
-        raise TypeError(f"compile_mesh_kernel: expected a PrimFunc, got {type(func).__name__}")
-    mod = VerifyMeshTensors()(tvm.IRModule({"main": func}))
-    lowered = LowerMeshComm(workspace="argument")(mod)["main"]
-    if target == "c" and kw.get("compile_flags") is None:
-        kw["compile_flags"] = list(CPU_FLAGS)
-    if find_comm_ops(func):
-        # buffers filled only by exchanges look uninitialised to TileLang's check
-        configs = dict(kw.pop("pass_configs", None) or {})
-        configs.setdefault(tilelang.PassConfigKey.TL_DISABLE_BUFFER_INIT_CHECK, True)
-        kw["pass_configs"] = configs
-        jit = tilelang.compile(lowered, target=target, **kw)
-        import torch
-        nbytes = int(lowered.attrs[WORKSPACE_ATTR])
-        device = "cuda" if str(target).startswith("cuda") else "cpu"
-        return MeshKernel(func, lowered, jit, torch.empty(nbytes, dtype=torch.uint8,
-                                                          device=device))
-    return MeshKernel(func, lowered, tilelang.compile(func, target=target, **kw))

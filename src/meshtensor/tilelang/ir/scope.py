@@ -1,14 +1,28 @@
-"""Find call statements in a TileLang kernel with their scope, and decode its ``T.copy``
-calls (op ``tl.tileop.copy``)."""
+"""Statements of a TileLang kernel with their scope: :func:`find_calls` finds call
+statements with what encloses them (loops, lets, conditions, ``while`` loops), and
+:func:`find_copies` decodes ``T.copy`` calls (op ``tl.tileop.copy``). Every mesh pass
+walks kernels through here."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, Union
 
+import numpy as np
 from tvm import tirx
+from tvm.runtime import DataType
 
 COPY_OP = "tl.tileop.copy"
+
+
+def itemsize(dtype: Any) -> int:
+    """Bytes per element of a TIR dtype, those NumPy lacks included.
+
+    >>> itemsize("float32"), itemsize("bfloat16"), itemsize("float8_e4m3fn")
+    (4, 2, 1)
+    """
+    t = DataType(str(dtype))
+    return t.bits * t.lanes // 8
 
 
 @dataclass(frozen=True)
@@ -18,6 +32,21 @@ class CopyRegion:
     buffer: tirx.Buffer
     starts: tuple[tirx.PrimExpr, ...]
     extents: tuple[tirx.PrimExpr, ...]
+
+    def static_extents(self) -> tuple[int, ...] | None:
+        """The extents as ints, or ``None`` when one is symbolic."""
+        from .evaluate import static_int  # evaluate reads this module's scope items
+        ext = tuple(static_int(e) for e in self.extents)
+        return None if None in ext else ext  # type: ignore[return-value]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the region (its extents must be static)."""
+        ext = self.static_extents()
+        if ext is None:
+            raise ValueError(f"region of {self.buffer.name!r} has symbolic extents "
+                             f"{[str(e) for e in self.extents]}")
+        return int(np.prod(ext, dtype=np.int64)) * itemsize(self.buffer.dtype)
 
 
 class Let(NamedTuple):
@@ -143,7 +172,7 @@ def direct_accesses(func: tirx.PrimFunc, names: set[str] | frozenset[str]) -> li
     outside ``T.copy`` (``A[i, j]`` in an expression, or a tile op such as ``T.gemm`` on
     the buffer), in program order: accesses the copy-based mesh passes cannot place.
 
-    >>> from meshtensor.tilelang.gemm import build_gemm
+    >>> from meshtensor.tilelang.kernels.gemm import build_gemm
     >>> direct_accesses(build_gemm("summa_comm", 8, 8, 8), {"A", "B", "C"})  # copies only
     []
     """
@@ -160,19 +189,3 @@ def direct_accesses(func: tirx.PrimFunc, names: set[str] | frozenset[str]) -> li
 
     tirx.stmt_functor.pre_order_visit(func.body, visit)
     return seen
-
-
-def eval_expr(expr: Any, env: dict[tirx.Var, int] | None = None) -> int:
-    """The int value of a TIR expression once ``env``'s variables are bound.
-
-    Raises ``ValueError`` when a free variable is left (the expression is symbolic).
-    """
-    if isinstance(expr, int):
-        return expr
-    from tvm import arith
-    e = tirx.stmt_functor.substitute(expr, {k: tirx.IntImm(k.dtype, v) for k, v in (env or {}).items()})
-    e = arith.Analyzer().simplify(e)
-    if not isinstance(e, tirx.IntImm):
-        raise ValueError(f"expression {expr} is not constant once {sorted(str(k) for k in (env or {}))} "
-                         f"are bound (left: {e})")
-    return int(e.value)
