@@ -65,12 +65,13 @@ def test_lower_shift_before_after():
                     S = TS.decl_buffer((2,), data=S_c, scope="local")
                     for i in range(2):
                         S[i] = A[core_x * 2 + i]
-                stage: TS.handle("float32", "global") = stage_ptr
-                stage_1 = TS.decl_buffer((4,), data=stage)
-                for src_x, i0 in TS.grid(2, 2):
-                    stage_1[src_x * 2 + i0] = S_all_1[src_x * 2 + i0]
-                for dst_x, i0 in TS.grid(2, 2):
-                    S_all_1[dst_x * 2 + i0] = stage_1[(dst_x + 1) % 2 * 2 + i0]
+                with TS.attr("shift", "meshtensor_comm_op", 0):  # which comm op this was
+                    stage: TS.handle("float32", "global") = stage_ptr
+                    stage_1 = TS.decl_buffer((4,), data=stage)
+                    for src_x, i0 in TS.grid(2, 2):
+                        stage_1[src_x * 2 + i0] = S_all_1[src_x * 2 + i0]
+                    for dst_x, i0 in TS.grid(2, 2):
+                        S_all_1[dst_x * 2 + i0] = stage_1[(dst_x + 1) % 2 * 2 + i0]
                 for core_x in range(2):
                     S_c: TS.handle("float32", "local") = TS.address_of(S_all_1[core_x * 2])
                     S = TS.decl_buffer((2,), data=S_c, scope="local")

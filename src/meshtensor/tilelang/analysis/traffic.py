@@ -20,7 +20,7 @@ from ...cost import hops, xy_link_loads
 from ...mesh import Mesh
 from ..ir.comm_op import CommOp
 from ..ir.evaluate import region_box
-from ..ir.kernel import KernelView, executions
+from ..ir.kernel import KernelView, execution_keys, executions
 from ..ir.scope import itemsize
 from .flows import comm_flows
 from .verify import within_window
@@ -48,7 +48,9 @@ class Superstep:
     A -> As"``), ``execution`` counts its executions from 0, ``nbytes`` and ``flows``
     are the bytes and point-to-point transfers between distinct cores, ``hop_bytes`` the
     bytes per XY-route length, ``link_loads`` the bytes on every directed link
-    (:func:`meshtensor.cost.xy_link_loads`: shape ``(ndim, 2, *mesh.shape)``)."""
+    (:func:`meshtensor.cost.xy_link_loads`: shape ``(ndim, 2, *mesh.shape)``), ``when``
+    its program-order key (:func:`~..ir.kernel.execution_keys`): supersteps sorted by
+    ``when`` are in the order the kernel runs them."""
 
     statement: str
     execution: int
@@ -56,6 +58,7 @@ class Superstep:
     flows: int
     hop_bytes: dict
     link_loads: np.ndarray
+    when: tuple = ()
 
     @property
     def max_hops(self) -> int:
@@ -75,12 +78,13 @@ class Superstep:
         return hop_latency * self.max_hops + self.max_link_bytes / link_bandwidth
 
 
-def _superstep(mesh: Mesh, name: str, execution: int, src, dst, nbytes) -> Superstep:
+def _superstep(mesh: Mesh, name: str, execution: int, src, dst, nbytes, when=()
+               ) -> Superstep:
     h = hops(mesh, src, dst) if len(src) else np.zeros(0, dtype=np.int64)
     hb = np.bincount(h, weights=nbytes).astype(np.int64) if len(h) else []
     return Superstep(name, execution, int(np.sum(nbytes)), len(src),
                      {int(i): int(v) for i, v in enumerate(hb) if v},
-                     xy_link_loads(mesh, src, dst, nbytes))
+                     xy_link_loads(mesh, src, dst, nbytes), tuple(when))
 
 
 @dataclass(frozen=True, eq=False)
@@ -93,7 +97,8 @@ class CommReport:
     ``core`` that executes the copy or receives the comm op's data, its ``peer`` (the
     owning core of a copied piece, or the comm op's sender; linear ids), ``nbytes`` and
     ``step`` (which execution of the statement). ``supersteps`` lists every execution
-    of a comm op, and of a copy with remote bytes, with its link loads.
+    of a comm op, and of a copy with remote bytes, with its link loads, in the order
+    the kernel runs them (by :attr:`Superstep.when`).
     """
 
     mesh: Mesh
@@ -250,6 +255,7 @@ def _comm_rows(op: CommOp, view: KernelView):
                          f"a comm op equally often")
     runs = int(counts[0])
     ex = executions(space.core, mesh.size)
+    when = execution_keys(space, op.order, mesh.size).tolist()
     if op.root is not None and runs:
         try:
             vals = np.stack([space.value(r) for r in op.root], axis=1)
@@ -272,7 +278,8 @@ def _comm_rows(op: CommOp, view: KernelView):
             cache[key] = (snd, rcv, nb, _superstep(mesh, _op_name(op), 0, snd, rcv, nb))
         snd, rcv, nb, st = cache[key]
         rows.append((rcv, snd, nb, np.full(len(snd), e, dtype=np.int64)))
-        steps.append(Superstep(st.statement, e, st.nbytes, st.flows, st.hop_bytes, st.link_loads))
+        steps.append(Superstep(st.statement, e, st.nbytes, st.flows, st.hop_bytes,
+                               st.link_loads, tuple(when[e])))
     return rows, steps
 
 
@@ -300,7 +307,9 @@ def analyze_mesh_communication(func: Any) -> CommReport | None:
             cols[k].append(np.broadcast_to(v, len(core)))
 
     remote_by_copy: dict[int, list] = {}
+    when_of: dict[int, list] = {}
     for ci, space, region, write, e in view.annotated_sides():
+        when_of[ci] = execution_keys(space, copies[ci].order, mesh.size).tolist()
         shape = e.static_shape()
         if shape is None:
             raise ValueError(f"{where}: buffer {e.name!r} has a symbolic shape "
@@ -320,12 +329,14 @@ def analyze_mesh_communication(func: Any) -> CommReport | None:
         snd, rcv, nb, ex = (np.concatenate(a) for a in zip(*remote_by_copy[ci]))
         for e in np.unique(ex):
             m = ex == e
-            steps.append(_superstep(mesh, f"copy {ci}: {names[ci]}", int(e), snd[m], rcv[m], nb[m]))
+            steps.append(_superstep(mesh, f"copy {ci}: {names[ci]}", int(e), snd[m], rcv[m],
+                                    nb[m], when_of[ci][int(e)]))
     for op in ops:
         rows, op_steps = _comm_rows(op, view)
         for rcv, snd, nb, ex in rows:
             add(-1, op.index, False, rcv, snd, nb, ex)
         steps.extend(op_steps)
+    steps.sort(key=lambda st: st.when)  # the order the kernel runs them
     arr = {k: (np.concatenate(v) if v else np.zeros(0, dtype=np.int64)) for k, v in cols.items()}
     return CommReport(mesh, tuple(names), arr["copy"].astype(np.int64),
                       arr["write"].astype(bool), arr["core"].astype(np.int64),

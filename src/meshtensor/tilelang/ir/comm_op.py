@@ -236,7 +236,7 @@ def decode(found: Found, index: int = 0) -> CommOp:
         dst = region_of(r.next())
     if r.pos != len(r.args):
         raise r.bad("no more arguments")
-    return CommOp(found.call, found.scope, index=index, op=name, mesh=mesh,
+    return CommOp(found.call, found.scope, found.order, index=index, op=name, mesh=mesh,
                   mesh_axes=mesh_axes, params=MappingProxyType(params), src=src, dst=dst)
 
 

@@ -169,6 +169,15 @@ class IterSpace:
         """``expr`` evaluated at every point (int64 array of length ``size``)."""
         return np.broadcast_to(_int64(eval_np(expr, self.env)), (self.size,))
 
+    def timestamps(self, order: tuple) -> np.ndarray:
+        """The program-order key of every point: ``(size, len(order))`` int64, one column
+        per item of a statement's ``order`` (a position, or a loop variable's value).
+        Keys of two statements of one kernel compare lexicographically as their
+        executions run on one core."""
+        cols = [np.full(self.size, v, dtype=np.int64) if isinstance(v, int) else
+                np.broadcast_to(_int64(self.env[v]), (self.size,)) for v in order]
+        return np.stack(cols, axis=1) if cols else np.zeros((self.size, 0), dtype=np.int64)
+
 
 def _subset(env: dict, idx: np.ndarray) -> dict:
     return {k: v[idx] for k, v in env.items()}

@@ -18,7 +18,7 @@ from .metadata import MeshTensorEntry, read_mesh_tensor_info
 from .resolve import prim_func
 from .scope import CopyCall, CopyRegion, find_copies
 
-__all__ = ["KernelView", "executions"]
+__all__ = ["KernelView", "executions", "execution_keys"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -102,3 +102,25 @@ def executions(core: np.ndarray, ncores: int) -> np.ndarray:
     e = np.empty(len(core), dtype=np.int64)
     e[order] = np.arange(len(core)) - first[core[order]]
     return e
+
+
+def execution_keys(space: IterSpace, order: tuple, ncores: int) -> np.ndarray:
+    """The program-order key of each execution of a statement (its ``order``, see
+    :class:`~.scope.Found`): row ``e`` is the key of the ``e``-th execution, the earliest
+    over the cores that run it. ``(executions, len(order))`` int64.
+
+    >>> from meshtensor.tilelang.ir.evaluate import IterSpace
+    >>> i = __import__("tvm").tirx.Var("i", "int32")
+    >>> s = IterSpace({i: np.array([0, 1, 0, 1])}, np.array([0, 0, 1, 1]), 4)
+    >>> execution_keys(s, (2, i), 2).tolist()
+    [[2, 0], [2, 1]]
+    """
+    ts = space.timestamps(order)
+    ex = executions(space.core, ncores)
+    runs = int(ex.max()) + 1 if len(ex) else 0
+    out = np.zeros((runs, ts.shape[1]), dtype=np.int64)
+    # sort points by (key, execution) and keep the first point of each execution
+    idx = np.lexsort(tuple(ts.T[::-1]) + (ex,)) if ts.shape[1] else np.argsort(ex, kind="stable")
+    first = np.unique(ex[idx], return_index=True)[1]
+    out[ex[idx][first]] = ts[idx][first]
+    return out

@@ -82,6 +82,12 @@ class Found:
 
     call: tirx.Call
     scope: tuple[ScopeItem, ...] = ()
+    # Where the statement sits in program order, outermost first: per enclosing
+    # statement list the statement's position in it (an int), per enclosing loop its
+    # loop variable, per enclosing ``if`` 0 (then) or 1 (else). With the loop variables
+    # bound, two statements' keys compare lexicographically as their executions run on
+    # one core (launch loops are left out: cores run side by side).
+    order: tuple[int | tirx.Var, ...] = ()
 
     @property
     def loops(self) -> tuple[tirx.For, ...]:
@@ -121,40 +127,46 @@ def region_of(arg: Any) -> CopyRegion:
 
 def find_calls(func: tirx.PrimFunc | tirx.Stmt, match: Callable[[tirx.Call], bool]) -> list[Found]:
     """Every ``Evaluate(call)`` statement whose call satisfies ``match``, in program
-    order, with its scope (loops, lets, ``if`` conditions and ``while`` loops, outermost
-    first)."""
+    order, with its scope (loops, lets, ``if`` conditions, block predicates and
+    ``while`` loops, outermost first) and its ``order`` key (see :class:`Found`)."""
     body = func.body if isinstance(func, tirx.PrimFunc) else func
     out: list[Found] = []
 
-    def walk(node: Any, scope: tuple) -> None:
+    def walk(node: Any, scope: tuple, order: tuple) -> None:
         if isinstance(node, tirx.For):
-            walk(node.body, scope + (node,))
+            launch = node.kind == tirx.ForKind.THREAD_BINDING
+            walk(node.body, scope + (node,), order if launch else order + (node.loop_var,))
         elif isinstance(node, tirx.SeqStmt):
-            for s in node.seq:
+            for i, s in enumerate(node.seq):
                 if isinstance(s, tirx.Bind):  # `v: T.int32 = e` scopes over later siblings
                     scope = scope + (Let(s.var, s.value),)
                 else:
-                    walk(s, scope)
+                    walk(s, scope, order + (i,))
         elif isinstance(node, tirx.Bind):
             pass  # a lone binding encloses nothing
         elif isinstance(node, tirx.Evaluate):
             v = node.value
             if isinstance(v, tirx.Call) and match(v):
-                out.append(Found(v, scope))
+                out.append(Found(v, scope, order))
         elif isinstance(node, tirx.IfThenElse):
-            walk(node.then_case, scope + (Cond(node.condition, True),))
+            walk(node.then_case, scope + (Cond(node.condition, True),), order + (0,))
             if node.else_case is not None:
-                walk(node.else_case, scope + (Cond(node.condition, False),))
+                walk(node.else_case, scope + (Cond(node.condition, False),), order + (1,))
         elif isinstance(node, tirx.While):
-            walk(node.body, scope + (WhileLoop(node.condition),))
+            walk(node.body, scope + (WhileLoop(node.condition),), order)
+        elif isinstance(node, tirx.SBlockRealize):
+            # a block predicate guards its body like an `if`
+            pred = node.predicate
+            always = isinstance(pred, tirx.IntImm) and bool(pred.value)
+            walk(node.block, scope if always else scope + (Cond(pred, True),), order)
         else:
             for attr in ("body", "block"):
                 child = getattr(node, attr, None)
                 if child is not None and isinstance(child, tirx.Stmt):
-                    walk(child, scope)
+                    walk(child, scope, order)
                     break
 
-    walk(body, ())
+    walk(body, (), ())
     return out
 
 
@@ -163,7 +175,8 @@ def find_copies(func: tirx.PrimFunc | tirx.Stmt) -> list[CopyCall]:
 
     Thread-binding loops (``T.Kernel``'s block indices) are included as loops too.
     """
-    return [CopyCall(f.call, f.scope, region_of(f.call.args[0]), region_of(f.call.args[1]))
+    return [CopyCall(f.call, f.scope, f.order, src=region_of(f.call.args[0]),
+                     dst=region_of(f.call.args[1]))
             for f in find_calls(func, lambda c: getattr(c.op, "name", None) == COPY_OP)]
 
 

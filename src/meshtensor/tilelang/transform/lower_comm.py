@@ -41,11 +41,13 @@ from ..ir.launch import Launch, row_major as _row_major, unravel as _unravel
 from ..ir.resolve import prim_func
 from ..ir.scope import Found, Let, WhileLoop, find_calls
 
-__all__ = ["LowerMeshComm", "lower_mesh_comm", "check_collective_rule", "WORKSPACE_ATTR"]
+__all__ = ["LowerMeshComm", "lower_mesh_comm", "check_collective_rule", "WORKSPACE_ATTR",
+           "COMM_OP_ATTR"]
 
 WORKSPACES = ("malloc", "argument")
 WORKSPACE_PARAM = "mesh_workspace"
 WORKSPACE_ATTR = "mesh_workspace_bytes"
+COMM_OP_ATTR = "meshtensor_comm_op"  # AttrStmt around each exchange: the comm op's index
 # a buffer this small is copied in/out around its one segment, or kept as a scratch
 # shared by several segments that each overwrite it first (kept in registers)
 SMALL_PRIVATE_BYTES = 4096
@@ -300,7 +302,7 @@ class _Planner:
         b = [f for s in new for f in find_calls(s, is_comm_call)]
         for fo, fn in zip(a, b):
             o = self._op_of(fo.call)
-            n = decode(Found(fn.call, o.scope), o.index)
+            n = decode(Found(fn.call, o.scope, o.order), o.index)
             self.by_call[self.by_call.index(o)] = n
 
 
@@ -545,7 +547,9 @@ class _Lowering:
         if isinstance(tree, _Seg):
             return self._segment(tree)
         if isinstance(tree, _Comm):
-            return self._exchange(tree.op)
+            # tagged, so the lowered kernel still says which comm op each exchange is
+            return tirx.AttrStmt(tree.op.op, COMM_OP_ATTR,
+                                 _i32(tree.op.index), self._exchange(tree.op))
         kind, stmt = tree[0], tree[1]
         if kind == "keep":
             return stmt
