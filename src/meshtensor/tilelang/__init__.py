@@ -28,9 +28,11 @@ from .ir.metadata import ATTR_KEY, MeshTensorEntry, read_mesh_tensor_info
 from .ir.scope import CopyCall, CopyRegion, find_copies
 from .language.comm import MeshComm, mesh_comm
 from .language.mesh_tensor import get_target_mesh_shape, mesh_tensor_functions
-from .logs import quiet_tilelang
+from .logs import install_error_filter, quiet_tilelang
 from .transform.lower_comm import LowerMeshComm, check_collective_rule, lower_mesh_comm
 from .transform.spmdize import CopyPlan, SpmdizeMeshCopies, plan_mesh_copies, spmdize
+
+install_error_filter()
 
 __all__ = ["mesh_tensor_functions", "get_target_mesh_shape", "read_mesh_tensor_info",
            "MeshTensorEntry", "ATTR_KEY", "find_copies", "CopyCall", "CopyRegion",

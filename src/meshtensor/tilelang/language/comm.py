@@ -7,8 +7,9 @@ reduction="sum")``, ``.reduce_scatter(src, dst, mesh_axes, scatter_axis,
 reduction="sum")``, ``.all_to_all(src, dst, mesh_axes, split_axis, concat_axis)``,
 ``.shift(src, dst, mesh_axes, shift_axis, offset, rotate=False)``, ``.permute(src,
 dst, pairs)``, ``.barrier(mesh_axes=None)`` and ``.mesh``. Each checks its arguments
-and returns ONE TIR call, used as a statement inside ``@T.prim_func`` (like
-``mesh_tensor_copy``); the call spells out the typed record of
+and emits ONE statement where it is called inside a ``@T.prim_func`` kernel (in its
+body, a ``T.macro`` or a plain Python helper), returning ``None``; outside a kernel
+being built it returns the TIR call instead. The call spells out the typed record of
 :mod:`..ir.comm_op`, which every pass reads back with ``find_comm_ops``.
 
 Semantics. ``src``/``dst`` are per-core buffers (``T.alloc_shared`` / ``T.alloc_local``)
@@ -88,6 +89,19 @@ def _region(op: str, side: str, x: Any) -> tuple[tirx.Call, tuple[int, ...], tir
     return _tl_region(tirx.BufferLoad(buf, mins), access, *exts), static, buf  # type: ignore
 
 
+def _statement(call: tirx.Call) -> tirx.Call | None:
+    """Emit ``call`` as a statement where the kernel calls the op (its body, a
+    ``T.macro`` or a plain Python helper: a helper's unreturned call would otherwise be
+    dropped, and the exchange with it) and return ``None``; outside a kernel being
+    built, return the call (passes build ops this way)."""
+    from tilelang.language.eager.builder import Builder
+    builder = Builder.current()
+    if builder is None:
+        return call
+    builder.eval(call)
+    return None
+
+
 class MeshComm:
     """The comm ops bound to one mesh (see the module docstring for semantics).
 
@@ -104,7 +118,7 @@ class MeshComm:
 
     # every op funnels through here: checks shared, one statement out
     def _emit(self, name: str, src: Any, dst: Any, axes: tuple[int, ...],
-              params: dict[str, Any]) -> tirx.Call:
+              params: dict[str, Any]) -> tirx.Call | None:
         op = f"mesh_comm.{name}"
         s_call, s_ext, s_buf = _region(op, "src", src)
         d_call, d_ext, d_buf = _region(op, "dst", dst)
@@ -124,12 +138,12 @@ class MeshComm:
             raise ValueError(f"{op}: dst {d_buf.name!r} has extents {tuple(d_ext)}, but src "
                              f"{s_buf.name!r} extents {tuple(s_ext)} over groups of {k} need "
                              f"{want}")
-        return encode(name, self.mesh, axes, params, s_call, d_call)
+        return _statement(encode(name, self.mesh, axes, params, s_call, d_call))
 
     def _axes(self, name: str, mesh_axes: Any) -> tuple[int, ...]:
         return self.mesh.axes_indices(mesh_axes, what=f"mesh_comm.{name}")
 
-    def broadcast(self, src: Any, dst: Any, mesh_axes: Any, root: Any) -> tirx.Call:
+    def broadcast(self, src: Any, dst: Any, mesh_axes: Any, root: Any) -> tirx.Call | None:
         """Every core of a group gets the root's ``src`` (``root``: in-group coordinates,
         ints or TIR expressions such as a loop variable)::
 
@@ -153,14 +167,14 @@ class MeshComm:
                                 f"expressions, got {e!r}")
         return self._emit("broadcast", src, dst, axes, {"root": exprs})
 
-    def all_gather(self, src: Any, dst: Any, mesh_axes: Any, gather_axis: int) -> tirx.Call:
+    def all_gather(self, src: Any, dst: Any, mesh_axes: Any, gather_axis: int) -> tirx.Call | None:
         """Concatenate the group's ``src`` regions along ``gather_axis`` into every
         core's ``dst`` (``k`` times as long on that axis)."""
         return self._emit("all_gather", src, dst, self._axes("all_gather", mesh_axes),
                           {"gather_axis": gather_axis})
 
     def all_reduce(self, src: Any, dst: Any, mesh_axes: Any, reduction: str = "sum"
-                   ) -> tirx.Call:
+                   ) -> tirx.Call | None:
         """Element-wise ``reduction`` (sum/max/min/prod) of the group's ``src`` into every
         core's ``dst``, reduced in group order as the host does."""
         check_reduction("mesh_comm.all_reduce", reduction)
@@ -168,7 +182,7 @@ class MeshComm:
                           {"reduction": reduction})
 
     def reduce_scatter(self, src: Any, dst: Any, mesh_axes: Any, scatter_axis: int,
-                       reduction: str = "sum") -> tirx.Call:
+                       reduction: str = "sum") -> tirx.Call | None:
         """Reduce the group's ``src`` and give piece ``p`` (ceil rule along
         ``scatter_axis``) to the group's ``p``-th core."""
         check_reduction("mesh_comm.reduce_scatter", reduction)
@@ -176,14 +190,14 @@ class MeshComm:
                           {"scatter_axis": scatter_axis, "reduction": reduction})
 
     def all_to_all(self, src: Any, dst: Any, mesh_axes: Any, split_axis: int,
-                   concat_axis: int) -> tirx.Call:
+                   concat_axis: int) -> tirx.Call | None:
         """Core ``i`` sends piece ``j`` of ``src`` (ceil rule along ``split_axis``) to the
         group's ``j``-th core, which concatenates what it gets along ``concat_axis``."""
         return self._emit("all_to_all", src, dst, self._axes("all_to_all", mesh_axes),
                           {"split_axis": split_axis, "concat_axis": concat_axis})
 
     def shift(self, src: Any, dst: Any, mesh_axes: Any, shift_axis: Any, offset: int,
-              rotate: bool = False) -> tirx.Call:
+              rotate: bool = False) -> tirx.Call | None:
         """The core at coordinate ``c`` on ``shift_axis`` receives from ``c - offset``
         (wrapping with ``rotate``); cores without a source keep ``dst``."""
         op = "mesh_comm.shift"
@@ -193,21 +207,21 @@ class MeshComm:
                           {"shift_axis": self.mesh.axis_index(shift_axis, what=op),
                            "offset": int(offset), "rotate": bool(rotate)})
 
-    def permute(self, src: Any, dst: Any, pairs: Any) -> tirx.Call:
+    def permute(self, src: Any, dst: Any, pairs: Any) -> tirx.Call | None:
         """Static point-to-point sends ``(source core, destination core)`` (coordinates
         or linear ids); a core that receives nothing keeps ``dst``."""
         src_of = permute_sources("mesh_comm.permute", self.mesh, pairs)
         return self._emit("permute", src, dst, tuple(range(self.mesh.ndim)),
                           {"pairs": tuple(sorted((s, d) for d, s in src_of.items()))})
 
-    def barrier(self, mesh_axes: Any = None) -> tirx.Call:
+    def barrier(self, mesh_axes: Any = None) -> tirx.Call | None:
         """Every core of a group along ``mesh_axes`` (all mesh axes by default) waits for
         the others: it ends a superstep. The lowering runs cores in bulk-synchronous
         supersteps, so every barrier synchronises all cores, a superset of what the
         groups ask; the analyses report the barrier with its own groups."""
         axes = tuple(range(self.mesh.ndim)) if mesh_axes is None else self._axes("barrier",
                                                                                  mesh_axes)
-        return encode("barrier", self.mesh, axes, {})
+        return _statement(encode("barrier", self.mesh, axes, {}))
 
 
 def mesh_comm(mesh_shape: Mapping[str, int] | str | Mesh | None = None) -> MeshComm:

@@ -127,6 +127,15 @@ def _loads_per_core_data(node: Any) -> bool:
     return bool(hit)
 
 
+def _reads_memory(node: Any) -> bool:
+    """Whether ``node`` loads from any buffer."""
+    hit: list = []
+    tirx.stmt_functor.post_order_visit(
+        node if isinstance(node, tirx.Stmt) else tirx.Evaluate(node),
+        lambda n: hit.append(n) if isinstance(n, tirx.BufferLoad) else None)
+    return bool(hit)
+
+
 def _is_call_to(name: str) -> Callable[[tirx.Call], bool]:
     return lambda call: getattr(call.op, "name", None) == name
 
@@ -158,6 +167,7 @@ class _Planner:
         self.blocks: list[tirx.SBlock] = []  # blocks inside the launch holding comm ops
         self.inside_launch = False
         self.comm_loops: list = []  # enclosing For/While loops that hold comm ops
+        self.new_allocs: list[tirx.Buffer] = []  # per-core variables made from lets
 
     def _op_of(self, call: tirx.Call) -> CommOp:
         for o in self.by_call:
@@ -265,25 +275,27 @@ class _Planner:
 
         for i, s in enumerate(stmts):
             if isinstance(s, tirx.Bind) and self._core_dependent(s.value):
-                # substitute the core-dependent let into its later siblings; each segment
-                # gets the value for its own core
-                self.core_vars.add(s.var)
-                rest = [tirx.stmt_functor.substitute(t, {s.var: s.value}) for t in stmts[i + 1:]]
-                if any(_contains_comm(t) for t in rest):
-                    if _loads_per_core_data(s.value) and any(s.var in _vars_in(t)
-                                                             for t in stmts[i + 1:]):
-                        # substituted, it would be re-read after the exchange changed it
-                        o = next(self._first_op(t) for t in stmts[i + 1:] if _contains_comm(t))
-                        raise ValueError(f"LowerMeshComm: let {s.var.name!r} = {s.value} reads "
-                                         f"a per-core buffer and is used across "
-                                         f"mesh_comm.{o.op} (comm op #{o.index}); keep the value "
-                                         f"in a per-core buffer (T.alloc_local) instead")
-                    flush()
-                    # re-find the comm calls (substitution rebuilt them)
-                    self._rebind(stmts[i + 1:], rest)
-                    return out + self._plan_seq(rest, in_loop)
-                run.append(s)
-                continue
+                if not any(_contains_comm(t) for t in stmts[i + 1:]):
+                    run.append(s)  # it lives inside one segment: unchanged
+                    continue
+                if _reads_memory(s.value):
+                    # a value read from memory must be read where the kernel reads it
+                    # (a later write may change that memory): each core computes it into
+                    # a per-core variable, kept across the exchanges like T.alloc_var
+                    var = tirx.decl_buffer((1,), s.var.dtype, f"{s.var.name}_var",
+                                           scope="local.var")
+                    self.new_allocs.append(var)
+                    run.append(tirx.BufferStore(var, s.value, [_i32(0)]))
+                    value: Any = tirx.BufferLoad(var, [_i32(0)])
+                else:
+                    # a function of the core and loop variables: substituted, so every
+                    # segment gets the value for its own core
+                    self.core_vars.add(s.var)
+                    value = s.value
+                rest = [tirx.stmt_functor.substitute(t, {s.var: value}) for t in stmts[i + 1:]]
+                flush()
+                self._rebind(stmts[i + 1:], rest)  # substitution rebuilt the comm calls
+                return out + self._plan_seq(rest, in_loop)
             if isinstance(s, tirx.Bind):
                 flush()  # a core-independent let stays where it is, visible to all segments
                 out.append(("keep", s))
@@ -421,70 +433,85 @@ class _Lowering:
                             {**dict(f.buffer_map), ws_var: self.ws_buf}, f.attrs)
         return out.with_attr(WORKSPACE_ATTR, int(self.ws_buf.shape[0]))
 
+    def _value_range(self, o: CommOp, expr: Any) -> tuple[int, int, bool] | None:
+        """``(min, max, exact)`` of an index expression over every execution of ``o``:
+        exact over its iteration space (enclosing uniform conditions applied, e.g. a
+        prefetch's ``if k + 1 < n``), else bounded through the enclosing loops' ranges
+        and lets (``exact`` False); ``None`` when the statement never runs."""
+        from ..ir.evaluate import iteration_space
+        try:
+            space = iteration_space(o, self.launch, o.name)
+            if not space.size:
+                return None
+            v = space.value(expr)
+            return int(v.min()), int(v.max()), True
+        except ValueError:
+            pass  # e.g. under `while` or a condition on memory: bound it instead
+        ana = arith.Analyzer()
+        for item in o.scope:  # loops and lets in nesting order (root=[s % 2] via a let)
+            if isinstance(item, tirx.For) and item.kind != tirx.ForKind.THREAD_BINDING:
+                ana.bind(item.loop_var, ir.Range.from_min_extent(item.min, item.extent))
+            elif isinstance(item, Let) and not self.planner._core_dependent(item.value):
+                ana.bind(item.var, item.value)
+        if self.launch.vars:
+            for v, n in zip(self.launch.vars, [self.mesh.size] if self.launch.linear
+                            else self.mesh.shape):
+                ana.bind(v, ir.Range.from_min_extent(0, n))
+        b = ana.const_int_bound(expr)
+        return int(b.min_value), int(b.max_value), False
+
     # root range: static roots were checked when built; loop-variable roots here
     def _check_roots(self) -> None:
         for o in self.ops:
             if o.op != "broadcast":
                 continue
-            ana = arith.Analyzer()
-            for item in o.scope:  # loops and lets in nesting order (root=[s % 2] via a let)
-                if isinstance(item, tirx.For) and item.kind != tirx.ForKind.THREAD_BINDING:
-                    ana.bind(item.loop_var, ir.Range.from_min_extent(item.min, item.extent))
-                elif isinstance(item, Let) and not self.planner._core_dependent(item.value):
-                    ana.bind(item.var, item.value)
             for r, a in zip(o.root, o.mesh_axes):
                 if self.planner._core_dependent(r):
-                    raise ValueError(f"mesh_comm.broadcast (comm op #{o.index}): root {r} "
-                                     f"depends on the core; a root is one in-group index for "
-                                     f"all groups")
-                b = ana.const_int_bound(r)
+                    raise ValueError(f"{o.name}: root {r} depends on the core; a root is one "
+                                     f"in-group index for all groups")
+                if static_int(r) is not None:
+                    continue
+                got = self._value_range(o, r)
                 size = self.mesh.shape[a]
-                if b.min_value < 0 or b.max_value >= size:
-                    raise ValueError(f"mesh_comm.broadcast (comm op #{o.index}): root "
-                                     f"coordinate {r} takes values in [{b.min_value}, "
-                                     f"{b.max_value}], out of range [0, {size}) on mesh axis "
+                if got is not None and (got[0] < 0 or got[1] >= size):
+                    how = "takes values in" if got[2] else \
+                        "cannot be shown to stay in range: its bounds are"
+                    raise ValueError(f"{o.name}: root coordinate {r} {how} [{got[0]}, "
+                                     f"{got[1]}], out of range [0, {size}) on mesh axis "
                                      f"{self.mesh.axis_names[a]!r}")
 
     # region range: static starts were checked when built; loop-dependent ones here (an
     # exchange out of range would write into the next core's slice, silently)
     def _check_regions(self) -> None:
-        from ..ir.evaluate import iteration_space, region_box
         for o in self.ops:
-            if o.src is None or all(static_int(v) is not None for r in (o.src, o.dst)
-                                    for v in r.starts):
+            if o.src is None:
                 continue
-            what = f"mesh_comm.{o.op} (comm op #{o.index})"
             for side, r in (("src", o.src), ("dst", o.dst)):
-                for d, start in enumerate(r.starts):
+                for d, (start, ext, n) in enumerate(zip(r.starts, r.extents, r.buffer.shape)):
+                    if static_int(start) is not None:
+                        continue  # checked when the op was built
                     if _loads_per_core_data(start):
                         # the exchange reads every core's region at once: a start held in
                         # one core's buffer is not known there
-                        raise ValueError(f"{what}: the start {start} of the {side} region of "
-                                         f"{r.buffer.name!r} (dim {d}) reads a per-core "
+                        raise ValueError(f"{o.name}: the start {start} of the {side} region "
+                                         f"of {r.buffer.name!r} (dim {d}) reads a per-core "
                                          f"buffer; a region start may depend on the core "
                                          f"and loop variables, not on per-core data")
-            try:
-                space = iteration_space(o, self.launch, what)
-            except ValueError:
-                continue  # not evaluable statically (e.g. under `while`): left unchecked
-            for side, r in (("src", o.src), ("dst", o.dst)):
-                try:
-                    lo, hi = region_box(r, space, what)
-                except ValueError:
-                    continue
-                for d, n in enumerate(r.buffer.shape):
-                    n = static_int(n)
-                    if n is None or not space.size:
-                        continue
-                    if lo[:, d].min() < 0 or hi[:, d].max() > n:
-                        raise ValueError(f"{what}: {side} region of {r.buffer.name!r} runs "
-                                         f"outside dim {d} of size {n}: start {r.starts[d]} "
-                                         f"takes values in [{lo[:, d].min()}, {lo[:, d].max()}] "
-                                         f"with extent {r.extents[d]}")
+                    got = self._value_range(o, start)
+                    e, n = static_int(ext), static_int(n)
+                    if got is None:
+                        continue  # never executed
+                    if got[0] < 0 or got[1] + e > n:
+                        how = "takes values in" if got[2] else \
+                            "cannot be shown to stay in range: its bounds are"
+                        raise ValueError(f"{o.name}: {side} region of {r.buffer.name!r} runs "
+                                         f"outside dim {d} of size {n}: start {start} {how} "
+                                         f"[{got[0]}, {got[1]}] with extent {e}")
 
     def _choose_stores(self) -> None:
         """Which per-core buffers need one copy per core (see the module docstring)."""
-        allocs = [b for blk in self.planner.blocks for b in blk.alloc_buffers]
+        allocs = [b for blk in self.planner.blocks for b in blk.alloc_buffers] + \
+            self.planner.new_allocs
         seg_uses: dict = {}
         for i, seg in enumerate(self.planner.segs):
             vs = set()
@@ -554,8 +581,10 @@ class _Lowering:
         if kind == "keep":
             return stmt
         if kind == "for":
-            return tirx.For(stmt.loop_var, stmt.min, stmt.extent, stmt.kind, self._emit(tree[2]),
-                            stmt.thread_binding, stmt.annotations)
+            # a loop around exchanges runs as the serial loop it means: T.Pipelined's
+            # stages (annotations) are a schedule hint that must not reorder exchanges
+            return tirx.For(stmt.loop_var, stmt.min, stmt.extent, tirx.ForKind.SERIAL,
+                            self._emit(tree[2]))
         if kind == "if":
             other = self._emit(tree[3]) if tree[3] is not None else None
             return tirx.IfThenElse(stmt.condition, self._emit(tree[2]), other)
@@ -576,8 +605,10 @@ class _Lowering:
 
     def _block(self, realize: tirx.SBlockRealize, sub: list) -> tirx.Stmt:
         blk = realize.block
-        keep = [b for b in blk.alloc_buffers
-                if b.data not in self.stores or self.stores[b.data].private]
+        mine = list(blk.alloc_buffers)
+        if self.planner.blocks and blk.same_as(self.planner.blocks[0]):
+            mine += self.planner.new_allocs  # the per-core variables made from lets
+        keep = [b for b in mine if b.data not in self.stores or self.stores[b.data].private]
         body = self._emit(sub)
         if not self.planner.blocks:
             raise ValueError("LowerMeshComm: no block inside the launch holds the comm ops "
@@ -709,9 +740,24 @@ class _ExchangeBuilder:
         return _row_major([coords[a] for a in self.axes], [self.mesh.shape[a] for a in self.axes])
 
     def build(self) -> tirx.Stmt:
+        if self.o.op == "permute":
+            return self._permute()
         c = self.low._core_vars("dst")
         idx = _fresh_idx(len(self.ext))
         return _nest(c, self.mesh.shape, getattr(self, "_" + self.o.op)(c, idx))
+
+    def _permute(self) -> tirx.Stmt:
+        # the pairs are static: one copy nest per pair between constant cores (a table
+        # lookup by destination would leave TileLang's simplifier a Select chain per
+        # element, seconds per op)
+        nests = []
+        for s, d in self.o.params["pairs"]:
+            idx = _fresh_idx(len(self.ext))
+            src = [_i32(v) for v in self.mesh.multi_index(s)]
+            dst = [_i32(v) for v in self.mesh.multi_index(d)]
+            nests.append(_nest(idx, self.ext, self.write(dst, idx, self.read(src, idx))))
+        return _seq(nests)
+
 
     def _broadcast(self, c, idx):
         src = list(c)
@@ -731,18 +777,6 @@ class _ExchangeBuilder:
         cond = tirx.all(src[a] >= 0, src[a] < size)
         return tirx.IfThenElse(cond, _nest(idx, self.ext, self.write(c, idx, self.read(src, idx))),
                                None)
-
-    def _permute(self, c, idx):
-        # one nest over destinations; the static source table is a Select chain bound
-        # once per destination core
-        lin = _row_major(c, self.mesh.shape)
-        src = _i32(-1)
-        for s, d in self.o.params["pairs"]:
-            src = tirx.Select(lin == d, _i32(s), src)
-        sv = tirx.Var("src", "int32")
-        sc = _unravel(sv, self.mesh.shape)
-        copy = _nest(idx, self.ext, self.write(c, idx, self.read(sc, idx)))
-        return _seq([tirx.Bind(sv, src), tirx.IfThenElse(sv >= 0, copy, None)])
 
     def _all_gather(self, c, idx):
         p = tirx.Var("p", "int32")
