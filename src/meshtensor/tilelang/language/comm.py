@@ -52,9 +52,11 @@ from .mesh_tensor import _as_mesh
 
 __all__ = ["MeshComm", "mesh_comm"]
 
-# Per-core memory a comm op may move. Fragments are refused: TileLang infers their
-# layout from the tile ops that use them, which an exchange between cores is not.
-_PER_CORE_SCOPES = ("shared", "shared.dyn", "local", "local.var")
+# Per-core memory a comm op may move (shared scopes include "shared.dyn" and tagged
+# ones). Fragments are refused: TileLang infers their layout from the tile ops that use
+# them, which an exchange between cores is not.
+def _per_core_scope(scope: str) -> bool:
+    return scope in ("local", "local.var") or scope == "shared" or scope.startswith("shared.")
 
 
 def _region(op: str, side: str, x: Any) -> tuple[tirx.Call, tuple[int, ...], tirx.Buffer]:
@@ -71,11 +73,11 @@ def _region(op: str, side: str, x: Any) -> tuple[tirx.Call, tuple[int, ...], tir
         raise ValueError(f"{op}: {side} {buf.name!r} is a global-memory buffer (scope "
                          f"'global', e.g. a kernel parameter); comm ops move per-core "
                          f"buffers (T.alloc_shared / T.alloc_local)")
-    if not scope.startswith(_PER_CORE_SCOPES):
+    if not _per_core_scope(scope):
         raise ValueError(f"{op}: {side} {buf.name!r} has scope {scope!r}; comm ops move "
-                         f"per-core buffers of scope {list(_PER_CORE_SCOPES[:3])} "
-                         f"(T.alloc_shared / T.alloc_local; a T.alloc_fragment's layout "
-                         f"is TileLang's to choose, so exchange a shared copy of it)")
+                         f"per-core buffers of scope 'shared' or 'local' (T.alloc_shared / "
+                         f"T.alloc_local; a T.alloc_fragment's layout is TileLang's to "
+                         f"choose, so exchange a shared copy of it)")
     static = tuple(static_int(e) for e in exts)
     if None in static:
         raise ValueError(f"{op}: {side} {buf.name!r} has symbolic extents "

@@ -228,8 +228,10 @@ class _Planner:
             return [("launch", stmt, self.plan(stmt.body, in_loop))]
         if isinstance(stmt, tirx.For):
             if stmt.kind not in (tirx.ForKind.SERIAL, tirx.ForKind.UNROLLED):
-                self._refuse(stmt, f"inside a {stmt.kind.name.lower()} loop "
-                                   f"{stmt.loop_var.name!r}")
+                kind = tirx.ForKind(int(stmt.kind)).name.lower()
+                self._refuse(stmt, f"inside a {kind} loop {stmt.loop_var.name!r} (T.Parallel "
+                                   f"or T.vectorized: its iterations run at once, so the "
+                                   f"exchange's count and order are undefined; use T.serial)")
             for e in (stmt.min, stmt.extent):
                 if self._core_dependent(e):
                     self._refuse(stmt, f"inside loop {stmt.loop_var.name!r} whose bounds depend "
@@ -544,6 +546,14 @@ class _Lowering:
                 continue
             else:
                 private = False
+            if b.scope().startswith("local.fragment"):
+                # TileLang lays fragments out from the tile ops that use them; one copy per
+                # core in a shared array is not a layout it can infer
+                o = self.ops[0]
+                raise ValueError(f"LowerMeshComm: T.alloc_fragment buffer {b.name!r} holds a "
+                                 f"value across comm ops (first: {o.name}); keep values that "
+                                 f"live across exchanges in T.alloc_local or T.alloc_shared "
+                                 f"buffers")
             if n is None:
                 raise ValueError(f"LowerMeshComm: per-core buffer {b.name!r} has symbolic shape "
                                  f"{list(b.shape)}; buffers live across comm ops need static "
