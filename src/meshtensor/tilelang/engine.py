@@ -17,6 +17,7 @@ from tvm import tirx
 
 from .analysis.verify import VerifyMeshTensors
 from .ir.comm_op import find_comm_ops
+from .ir.scope import find_calls
 from .logs import quiet_tilelang
 from .transform.lower_comm import WORKSPACE_ATTR, LowerMeshComm
 
@@ -49,6 +50,10 @@ class MeshKernel:
 
     def get_kernel_source(self) -> str:
         return self.jit_kernel.get_kernel_source()
+
+
+def _is_loop_break(call: tirx.Call) -> bool:
+    return getattr(call.op, "name", None) == "tl.loop_break"
 
 
 def _out_idx(out_idx: Any, nparams: int) -> Any:
@@ -89,6 +94,11 @@ def compile_mesh_kernel(func: tirx.PrimFunc, target: str = "c", **kw: Any) -> Me
         kw["out_idx"] = _out_idx(kw["out_idx"], len(func.params))
     mod = VerifyMeshTensors()(tvm.IRModule({"main": func}))
     lowered = LowerMeshComm(workspace="argument")(mod)["main"]
+    if str(target).split()[0] == "c" and find_calls(lowered, _is_loop_break):
+        # TileLang 0.1.15's C code generator has no break: its error names no statement
+        raise ValueError("compile_mesh_kernel: T.loop_break() cannot be compiled for target "
+                         "'c' (TileLang's C code generator has no break); end the loop with "
+                         "an `if` around its remaining work instead")
     if target == "c" and kw.get("compile_flags") is None:
         kw["compile_flags"] = list(CPU_FLAGS)
     with quiet_tilelang():
