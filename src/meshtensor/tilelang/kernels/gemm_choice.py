@@ -76,7 +76,9 @@ class GemmChoice:
             lines.append(f"{a:<12s} {r.total / scale:>11.3f} {r.total / best:>9.2f} "
                          f"{len(r.steps):>5d}  {top:<9s} "
                          f"{'fits' if r.fits_local_memory else 'too big':<9s}")
-        if self.runner_up is not None:
+        if self.runner_up is not None and self.margin == 0:
+            lines.append(f"fastest: {self.fastest} and {self.runner_up} tie")
+        elif self.runner_up is not None:
             gap = (self.estimates[1][1].total - best) / scale
             lines.append(f"fastest: {self.fastest}, {100 * self.margin:.1f}% ({gap:.3f} "
                          f"{unit}) ahead of {self.runner_up}")
