@@ -306,6 +306,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="run SpmdizeMeshCopies on the global-view kernel (summa or cannon): "
                            "show the communication chosen per copy, run both kernels")
     demo.set_defaults(func=_cmd_demo)
+
+    from .profile_cli import add_profile_parser  # its own module; tilelang only when run
+    add_profile_parser(sub)
     return p
 
 

@@ -8,7 +8,8 @@ Laid out as TileLang itself is; imports run one way, down this list:
   resolver (``ir.resolve``) and the resolved kernel (``ir.kernel``);
 - ``language``: what a kernel author writes: the seed's ``mesh_tensor_functions``
   (``language.mesh_tensor``) and the comm ops ``mesh_comm`` (``language.comm``);
-- ``analysis``: ``VerifyMeshTensors`` and ``AnalyzeMeshCommunication``;
+- ``analysis``: ``VerifyMeshTensors``, ``AnalyzeMeshCommunication`` and the
+  performance model (``estimate_mesh_kernel``, its timeline);
 - ``transform``: ``LowerMeshComm`` and ``SpmdizeMeshCopies``;
 - ``engine``: ``compile_mesh_kernel``, the pipeline that applies them;
 - ``kernels``: GEMMs built on all of the above; ``demos``: the CLI's demos.
@@ -19,6 +20,9 @@ Importing this package imports tilelang.
 import tilelang  # noqa: F401  (first: it puts its bundled tvm on the path)
 
 from .analysis.flows import comm_flows
+from .analysis.perf import (KernelWork, PerfReport, StepTime, StepWork, count_mesh_kernel,
+                            estimate_mesh_kernel)
+from .analysis.timeline import save_gantt_png, trace_events, write_trace
 from .analysis.traffic import (AnalyzeMeshCommunication, CommReport, Superstep,
                                analyze_mesh_communication)
 from .analysis.verify import MeshCopyIssue, VerifyMeshTensors, verify_mesh_tensors
@@ -41,4 +45,6 @@ __all__ = ["mesh_tensor_functions", "get_target_mesh_shape", "read_mesh_tensor_i
            "compile_mesh_kernel", "MeshKernel", "VerifyMeshTensors", "verify_mesh_tensors",
            "MeshCopyIssue", "AnalyzeMeshCommunication", "analyze_mesh_communication",
            "CommReport", "Superstep", "quiet_tilelang", "SpmdizeMeshCopies", "spmdize",
-           "plan_mesh_copies", "CopyPlan"]
+           "plan_mesh_copies", "CopyPlan", "count_mesh_kernel", "estimate_mesh_kernel",
+           "KernelWork", "StepWork", "PerfReport", "StepTime", "trace_events", "write_trace",
+           "save_gantt_png"]
