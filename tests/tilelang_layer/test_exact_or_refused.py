@@ -471,3 +471,20 @@ def test_comm_op_mistake_is_not_preceded_by_a_source_dump(caplog):
                 R = T.alloc_local((2,), "float32")
                 mc.shift(S, R, ["x"], "x", 1, rotate=True)
     assert not [r for r in caplog.records if "Failed to build prim_func" in r.getMessage()]
+
+
+def test_stock_tilelang_compile_names_the_op_and_compile_mesh_kernel():
+    import tilelang
+    mc = mesh_comm({"x": 4})
+
+    @T.prim_func
+    def k(X: T.Tensor((4,), "float32")):
+        with T.Kernel(4, threads=1) as bx:
+            S = T.alloc_local((1,), "float32")
+            S[0] = X[bx]
+            mc.shift(S, S, ["x"], "x", 1, rotate=True)
+            X[bx] = S[0]
+    with pytest.raises(ValueError, match=r"tilelang.compile: the kernel holds comm ops "
+                                         r"\(mesh_comm.shift \(comm op #0\) first, 1 in all\).*"
+                                         r"meshtensor.tilelang.compile_mesh_kernel"):
+        tilelang.compile(k, target="c")

@@ -26,7 +26,7 @@ from .analysis.timeline import save_gantt_png, trace_events, write_trace
 from .analysis.traffic import (AnalyzeMeshCommunication, CommReport, Superstep,
                                analyze_mesh_communication)
 from .analysis.verify import MeshCopyIssue, VerifyMeshTensors, verify_mesh_tensors
-from .engine import MeshKernel, compile_mesh_kernel
+from .engine import MeshKernel, compile_mesh_kernel, guard_stock_compile
 from .ir.comm_op import COMM_OPS, CommOp, find_comm_ops
 from .ir.metadata import ATTR_KEY, MeshTensorEntry, read_mesh_tensor_info
 from .ir.scope import CopyCall, CopyRegion, find_copies
@@ -37,6 +37,7 @@ from .transform.lower_comm import LowerMeshComm, check_collective_rule, lower_me
 from .transform.spmdize import CopyPlan, SpmdizeMeshCopies, plan_mesh_copies, spmdize
 
 install_error_filter()
+guard_stock_compile()
 
 __all__ = ["mesh_tensor_functions", "get_target_mesh_shape", "read_mesh_tensor_info",
            "MeshTensorEntry", "ATTR_KEY", "find_copies", "CopyCall", "CopyRegion",

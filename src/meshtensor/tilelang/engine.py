@@ -21,7 +21,7 @@ from .ir.scope import find_calls
 from .logs import quiet_tilelang
 from .transform.lower_comm import WORKSPACE_ATTR, LowerMeshComm
 
-__all__ = ["CPU_FLAGS", "MeshKernel", "compile_mesh_kernel"]
+__all__ = ["CPU_FLAGS", "MeshKernel", "compile_mesh_kernel", "guard_stock_compile"]
 
 # gcc's -O3 loop vectoriser (dynamic cost model) turns the GEMM micro-kernel's k loop
 # into slow gathers for power-of-two tiles (1.8 vs 45 GFLOP/s at 512^3, measured here);
@@ -113,3 +113,39 @@ def compile_mesh_kernel(func: tirx.PrimFunc, target: str = "c", **kw: Any) -> Me
     nbytes = int(lowered.attrs[WORKSPACE_ATTR])
     device = "cuda" if str(target).startswith("cuda") else "cpu"
     return MeshKernel(func, lowered, jit, torch.empty(nbytes, dtype=torch.uint8, device=device))
+
+
+def _refuse_comm_ops(func_or_mod: Any) -> None:
+    funcs = [func_or_mod] if isinstance(func_or_mod, tirx.PrimFunc) else \
+        [f for f in getattr(func_or_mod, "functions", {}).values()
+         if isinstance(f, tirx.PrimFunc)]
+    for f in funcs:
+        ops = find_comm_ops(f)
+        if ops:
+            raise ValueError(f"tilelang.compile: the kernel holds comm ops ({ops[0].name} "
+                             f"first, {len(ops)} in all), which only run once lowered into "
+                             f"supersteps: compile it with "
+                             f"meshtensor.tilelang.compile_mesh_kernel(kernel) instead")
+
+
+def guard_stock_compile() -> None:
+    """Make TileLang's own compile (``tilelang.compile``, ``@tilelang.jit``) refuse a
+    kernel that still holds comm ops with a ``ValueError`` naming the op and
+    :func:`compile_mesh_kernel`, instead of failing deep in its pipeline on an
+    unresolved ``tl.region`` call. Installed when ``meshtensor.tilelang`` is imported
+    (once); kernels without comm ops compile exactly as before."""
+    import importlib
+
+    # the module, not the function `tilelang.engine.lower` that its package exports
+    lower = importlib.import_module("tilelang.engine.lower")
+    if getattr(lower.lower_with_context, "_meshtensor_guard", False):
+        return
+    stock = lower.lower_with_context
+
+    def lower_with_context(func_or_mod: Any, *args: Any, **kw: Any) -> Any:
+        _refuse_comm_ops(func_or_mod)
+        return stock(func_or_mod, *args, **kw)
+
+    lower_with_context.__doc__ = stock.__doc__
+    lower_with_context._meshtensor_guard = True  # type: ignore[attr-defined]
+    lower.lower_with_context = lower_with_context
