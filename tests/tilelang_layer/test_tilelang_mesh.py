@@ -60,6 +60,9 @@ def test_without_enable_the_kernel_says_to_call_it(monkeypatch):
         T.MeshTensor  # noqa: B018
     with pytest.raises(AttributeError, match="has no attribute 'no_such_name'$"):
         T.no_such_name  # noqa: B018
+    with pytest.raises(AttributeError, match="T.Tiles is a Tilelang-Mesh name that meshtensor "
+                                             "does not emulate"):
+        T.Tiles  # noqa: B018
 
 
 def test_mesh_helpers_need_a_mesh(monkeypatch):

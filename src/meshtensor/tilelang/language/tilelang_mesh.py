@@ -48,20 +48,19 @@ from ..ir.mesh_param import MeshParam, register, registered
 
 __all__ = ["enable", "enabled_mesh", "MeshReplicationType", "MeshShardingPolicy",
            "MeshTensor", "comm", "DIRECTION_MAP", "REDUCE_TYPE_LIST", "FORK_NAMES",
-           "FORK_OPS", "ForkLayout"]
+           "UNSUPPORTED", "ForkLayout"]
 
 DIRECTION_MAP = {"horizontal": 0, "h": 0, "vertical": 1, "v": 1, "all": 2, "a": 2}
 REDUCE_TYPE_LIST = ("sum", "abssum", "max", "min", "absmax", "bitand", "bitor", "bitxor")
 #: the names enable() puts on tilelang.language
 FORK_NAMES = ("comm", "MeshTensor", "MeshShardingPolicy", "MeshReplicationType")
-#: the fork's comm ops and the comm-op records they become
-FORK_OPS = {"broadcast": "tm_broadcast", "put": "tm_put", "all_gather": "tm_all_gather",
-            "all_reduce": "tm_all_reduce", "barrier": "barrier"}
+#: Tilelang-Mesh names the emulator does not provide (their errors say so)
+UNSUPPORTED = ("Tiles", "annotate_tileview", "dma_load", "dma_store", "mesh_nrows",
+               "mesh_ncols", "mesh_ncores", "placement", "TensorWithMeta")
 AXES = ("row", "col")
 # per-core memory a comm op may write (the fork's on-chip SRAM scopes are "shared.*")
 _PER_CORE = ("shared", "local")
 _DIR_AXES = {0: (1,), 1: (0,), 2: (0, 1)}  # h: along a row (col varies), v, all
-_DIR_WORD = {0: "h", 1: "v", 2: "all"}
 
 
 class _State:
@@ -291,8 +290,9 @@ class _MeshTensorType:
         return buf
 
 
-def MeshTensor(shape: Any, sharding_policy: MeshShardingPolicy, device_mesh_config: Any,  # noqa: N802
-               dtype: Any = "float32", layout: Any = None) -> _MeshTensorType:
+def MeshTensor(shape: Any, sharding_policy: MeshShardingPolicy,  # noqa: N802 (the fork's)
+               device_mesh_config: Any, dtype: Any = "float32",
+               layout: Any = None) -> _MeshTensorType:
     """A kernel parameter holding one core's shard of a global tensor (the fork's
     ``T.MeshTensor``): inside the kernel it has the shard shape (ceil division); the
     caller passes the global torch tensor. ``layout`` is recorded.
@@ -669,6 +669,11 @@ def _install_hook() -> None:
                 f"module 'tilelang.language' has no attribute {name!r}: T.{name} comes from "
                 f"Tilelang-Mesh; to run such kernels here call `from meshtensor.tilelang "
                 f"import tilelang_mesh as tm; tm.enable(mesh=(nrows, ncols))` first")
+        if name in UNSUPPORTED:
+            raise AttributeError(
+                f"module 'tilelang.language' has no attribute {name!r}: T.{name} is a "
+                f"Tilelang-Mesh name that meshtensor does not emulate (docs/tilelang_mesh.md, "
+                f"'Not supported')")
         if prev is not None:
             return prev(name)
         raise AttributeError(f"module 'tilelang.language' has no attribute {name!r}")

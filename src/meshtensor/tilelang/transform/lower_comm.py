@@ -966,7 +966,8 @@ class _ExchangeBuilder:
                                                             put(1, fold(at(1), at(0)))]))])
             top = 1
         result = at(top) if clear else _tm_combine(kind, self.dst_value(c, out), at(top))
-        return _seq([tirx.AllocBuffer(acc), _nest(j, jext, _seq([body, self.write(c, out, result)]))])
+        return _seq([tirx.AllocBuffer(acc),
+                     _nest(j, jext, _seq([body, self.write(c, out, result)]))])
 
 
 def _tm_identity(kind: str, dtype: str) -> tirx.PrimExpr:
