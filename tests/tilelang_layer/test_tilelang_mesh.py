@@ -331,7 +331,7 @@ FORK_CHECKS = [
     ("region_range", lambda c, b: T.comm.broadcast(b["S"], b["D4"][3:5, 0:3], 0), ValueError,
      r"region \[3, 5\) runs outside dim 0 of size 4"),
     ("load_not_region", lambda c, b: T.comm.broadcast(b["S"][0, 0], b["D"], 0), TypeError,
-     r"src must be a buffer or a slice of one"),
+     r"src must be a per-core buffer or a region of one"),
 ]
 
 

@@ -37,7 +37,6 @@ import numpy as np
 
 import tilelang  # noqa: F401  (first: its bundled tvm)
 import tilelang.language as T
-from tilelang.language.utils import region as _tl_region
 from tvm import arith, tirx
 
 from ...mesh import Mesh, _is_int
@@ -45,6 +44,7 @@ from ...sharding import Sharding
 from ..ir.comm_op import encode
 from ..ir.evaluate import static_int
 from ..ir.mesh_param import MeshParam, register, registered
+from .comm import _region as _comm_region
 
 __all__ = ["enable", "enabled_mesh", "MeshReplicationType", "MeshShardingPolicy",
            "MeshTensor", "comm", "DIRECTION_MAP", "REDUCE_TYPE_LIST", "FORK_NAMES",
@@ -319,17 +319,9 @@ def MeshTensor(shape: Any, sharding_policy: MeshShardingPolicy,  # noqa: N802 (t
 
 
 # -- regions and cores ---------------------------------------------------------------------------
-def _region(op: str, side: str, x: Any) -> tuple[tirx.Call, tuple[int, ...], tirx.Buffer]:
-    """``x`` (a buffer or a slice of one) as a ``tl.region`` with static extents. A
-    source may be a ``T.MeshTensor`` (the sending core's shard); everything else is
-    per-core memory."""
-    if isinstance(x, tirx.Buffer):
-        buf, mins, exts = x, [tirx.IntImm("int32", 0)] * len(x.shape), list(x.shape)
-    elif isinstance(x, tirx.BufferRegion):
-        buf, mins, exts = x.buffer, [r.min for r in x.region], [r.extent for r in x.region]
-    else:
-        raise TypeError(f"{op}: {side} must be a buffer or a slice of one (S[0:16, 0:8]), "
-                        f"got {type(x).__name__}")
+def _memory(op: str, side: str, buf: tirx.Buffer) -> None:
+    """A destination is a core's on-chip buffer; a source one or a ``T.MeshTensor``
+    (the sending core's shard)."""
     scope = buf.scope()
     if scope == "global" and not (side == "src" and registered(buf) is not None):
         raise ValueError(f"{op}: {side} {buf.name!r} is a global-memory buffer; the "
@@ -338,17 +330,11 @@ def _region(op: str, side: str, x: Any) -> tuple[tirx.Call, tuple[int, ...], tir
     if scope != "global" and not scope.startswith(_PER_CORE):
         raise ValueError(f"{op}: {side} {buf.name!r} has scope {scope!r}; comm ops move "
                          f"T.alloc_shared / T.alloc_local buffers")
-    static = tuple(static_int(e) for e in exts)
-    if None in static:
-        raise ValueError(f"{op}: {side} {buf.name!r} has symbolic extents "
-                         f"{[str(e) for e in exts]}; comm regions need static extents")
-    for d, (m, e, n) in enumerate(zip(mins, static, buf.shape)):
-        mv, nv = static_int(m), static_int(n)
-        if mv is not None and nv is not None and (mv < 0 or mv + e > nv):
-            raise ValueError(f"{op}: {side} {buf.name!r}: region [{mv}, {mv + e}) runs "
-                             f"outside dim {d} of size {nv}")
-    access = "r" if side == "src" else "w"
-    return _tl_region(tirx.BufferLoad(buf, mins), access, *exts), static, buf  # type: ignore
+
+
+def _region(op: str, side: str, x: Any) -> tuple[tirx.Call, tuple[int, ...], tirx.Buffer]:
+    """``x`` (a buffer or a slice of one) as a ``tl.region`` with static extents."""
+    return _comm_region(f"T.comm.{op}", side, x, _memory)
 
 
 def _coord(v: Any, name: str, limit: int) -> tirx.PrimExpr:
@@ -407,6 +393,16 @@ def _dtypes(op: str, a: tirx.Buffer, b: tirx.Buffer) -> None:
     if a.dtype != b.dtype:
         raise ValueError(f"Source and destination buffer dtypes must match for {op}. Got "
                          f"{a.dtype} vs {b.dtype}.")
+
+
+def _transfer(op: str, src: Any, dst: Any, size: Any) -> tuple[tirx.Call, tirx.Call, int]:
+    """A broadcast's or put's regions, checked as the fork does, and its element
+    count."""
+    s_call, s_ext, s_buf = _region(op, "src", src)
+    d_call, d_ext, d_buf = _region(op, "dst", dst)
+    _dtypes(op, s_buf, d_buf)
+    _compatible(op, s_ext, d_ext)
+    return s_call, d_call, _size(size, _numel(s_ext), "source")
 
 
 def _compatible(op: str, s: Sequence[int], d: Sequence[int]) -> None:
@@ -493,12 +489,8 @@ class TilelangMeshComm:
         (``"all"``), ``src_core`` included, gets the first ``size`` elements (all for
         -1, row-major) of ``src_core``'s ``src`` into the first elements of its ``dst``;
         other cores keep ``dst``."""
-        op, mesh = "broadcast", enabled_mesh()
-        s_call, s_ext, s_buf = _region(f"T.comm.{op}", "src", src)
-        d_call, d_ext, d_buf = _region(f"T.comm.{op}", "dst", dst)
-        _dtypes(op, s_buf, d_buf)
-        _compatible(op, s_ext, d_ext)
-        n = _size(size, _numel(s_ext), "source")
+        mesh = enabled_mesh()
+        s_call, d_call, n = _transfer("broadcast", src, dst, size)
         code = _direction(direction)
         core = _core_exprs(src_core, "src_core", mesh)
         return encode("tm_broadcast", mesh, _DIR_AXES[code], {"src_core": core, "size": n},
@@ -510,12 +502,8 @@ class TilelangMeshComm:
         ``src``. Between different rows and columns it travels down ``src_core``'s
         column to ``(dst_row, src_col)`` and then along that row, and that intermediate
         core's ``dst`` is written too (as on the chip)."""
-        op, mesh = "put", enabled_mesh()
-        s_call, s_ext, s_buf = _region(f"T.comm.{op}", "src", src)
-        d_call, d_ext, d_buf = _region(f"T.comm.{op}", "dst", dst)
-        _dtypes(op, s_buf, d_buf)
-        _compatible(op, s_ext, d_ext)
-        n = _size(size, _numel(s_ext), "source")
+        mesh = enabled_mesh()
+        s_call, d_call, n = _transfer("put", src, dst, size)
         sc = _core_exprs(src_core, "src_core", mesh)
         dc = _core_exprs(dst_core, "dst_core", mesh)
         if arith.Analyzer().can_prove_equal(_linear(sc, mesh), _linear(dc, mesh)):
@@ -534,8 +522,8 @@ class TilelangMeshComm:
         elements of its slot."""
         op, mesh = "all_gather", enabled_mesh()
         code = _direction(direction)
-        s_call, s_ext, s_buf = _region(f"T.comm.{op}", "src", send_buffer)
-        d_call, d_ext, d_buf = _region(f"T.comm.{op}", "dst", recv_buffer)
+        s_call, s_ext, s_buf = _region(op, "src", send_buffer)
+        d_call, d_ext, d_buf = _region(op, "dst", recv_buffer)
         _dtypes(op, s_buf, d_buf)
         k = int(np.prod([mesh.shape[a] for a in _DIR_AXES[code]]))
         ndim = len(s_ext)
@@ -572,8 +560,8 @@ class TilelangMeshComm:
         row's columns, then the rows); ``clear=False`` combines into ``out``'s old
         value. ``out`` has ``buffer``'s shape without ``dim`` or with 1 there."""
         op, mesh = "all_reduce", enabled_mesh()
-        s_call, s_ext, s_buf = _region(f"T.comm.{op}", "src", buffer)
-        d_call, d_ext, d_buf = _region(f"T.comm.{op}", "dst", out)
+        s_call, s_ext, s_buf = _region(op, "src", buffer)
+        d_call, d_ext, d_buf = _region(op, "dst", out)
         rank = len(s_ext)
         if not _is_int(dim) or not -1 <= dim < rank:
             raise ValueError(f"dim {dim} out of bounds for buffer with {rank} dimensions.")
