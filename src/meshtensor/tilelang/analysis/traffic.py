@@ -247,9 +247,11 @@ def _op_name(op: CommOp) -> str:
 def _tm_rows(op: CommOp, view: KernelView):
     """Rows and supersteps of a Tilelang-Mesh op: per execution, one superstep per
     phase of what the chip moves (:func:`~.flows.tm_phases`)."""
+    space = view.space(op)
+    when = execution_keys(space, op.order, view.mesh.size).tolist()
     cache: dict = {}
     rows, steps = [], []
-    for e, key in enumerate(tm_executions(op, view.space(op), view.where)):
+    for e, key in enumerate(tm_executions(op, space, view.where)):
         if key not in cache:
             phases = tm_phases(op, key)
             names = [_op_name(op) + (f" [{i + 1}/{len(phases)}]" if len(phases) > 1 else "")
@@ -259,7 +261,7 @@ def _tm_rows(op: CommOp, view: KernelView):
         for snd, rcv, nb, st in cache[key]:
             rows.append((rcv, snd, nb, np.full(len(snd), e, dtype=np.int64)))
             steps.append(Superstep(st.statement, e, st.nbytes, st.flows, st.hop_bytes,
-                                   st.link_loads))
+                                   st.link_loads, tuple(when[e])))  # phases keep their order
     return rows, steps
 
 

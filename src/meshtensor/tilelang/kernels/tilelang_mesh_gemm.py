@@ -12,8 +12,8 @@ past an edge are zero).
 >>> from meshtensor.tilelang import tilelang_mesh as tm
 >>> _ = tm.enable(mesh=(2, 2))
 >>> f = matmul(64, 64, 64, 16, 16, 8)
->>> [p.name for p in f.params]
-[A_handle, B_handle, C_handle]
+>>> [str(p.name) for p in f.params]
+['A_handle', 'B_handle', 'C_handle']
 """
 # No `from __future__ import annotations`: TileLang evaluates kernel annotations.
 

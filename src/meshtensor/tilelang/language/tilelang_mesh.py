@@ -45,6 +45,7 @@ from ..ir.comm_op import encode
 from ..ir.evaluate import static_int
 from ..ir.mesh_param import MeshParam, register, registered
 from .comm import _region as _comm_region
+from .comm import _statement
 
 __all__ = ["enable", "enabled_mesh", "MeshReplicationType", "MeshShardingPolicy",
            "MeshTensor", "comm", "DIRECTION_MAP", "REDUCE_TYPE_LIST", "FORK_NAMES",
@@ -420,8 +421,9 @@ def _compatible(op: str, s: Sequence[int], d: Sequence[int]) -> None:
 class TilelangMeshComm:
     """``T.comm``: the fork's comm ops and core helpers, on the mesh of :func:`enable`.
 
-    Each op returns ONE comm-op statement (use it as a statement in the kernel body);
-    ``docs/tilelang_mesh.md`` gives the exact semantics.
+    Each op emits ONE comm-op statement where the kernel calls it (its body, a
+    ``T.macro`` or a plain helper) and returns ``None``; outside a kernel being built it
+    returns the TIR call. ``docs/tilelang_mesh.md`` gives the exact semantics.
     """
 
     DIRECTION_MAP = DIRECTION_MAP
@@ -484,7 +486,7 @@ class TilelangMeshComm:
 
     @staticmethod
     def broadcast(src: Any, dst: Any, src_core: Any, direction: str = "all",
-                  size: int = -1) -> tirx.Call:
+                  size: int = -1) -> tirx.Call | None:
         """Every core of ``src_core``'s row (``"h"``), column (``"v"``) or mesh
         (``"all"``), ``src_core`` included, gets the first ``size`` elements (all for
         -1, row-major) of ``src_core``'s ``src`` into the first elements of its ``dst``;
@@ -493,11 +495,12 @@ class TilelangMeshComm:
         s_call, d_call, n = _transfer("broadcast", src, dst, size)
         code = _direction(direction)
         core = _core_exprs(src_core, "src_core", mesh)
-        return encode("tm_broadcast", mesh, _DIR_AXES[code], {"src_core": core, "size": n},
-                      s_call, d_call)
+        return _statement(encode("tm_broadcast", mesh, _DIR_AXES[code],
+                                 {"src_core": core, "size": n}, s_call, d_call))
 
     @staticmethod
-    def put(src: Any, dst: Any, src_core: Any, dst_core: Any, size: int = -1) -> tirx.Call:
+    def put(src: Any, dst: Any, src_core: Any, dst_core: Any,
+            size: int = -1) -> tirx.Call | None:
         """``dst_core``'s ``dst`` gets the first ``size`` elements of ``src_core``'s
         ``src``. Between different rows and columns it travels down ``src_core``'s
         column to ``(dst_row, src_col)`` and then along that row, and that intermediate
@@ -508,13 +511,13 @@ class TilelangMeshComm:
         dc = _core_exprs(dst_core, "dst_core", mesh)
         if arith.Analyzer().can_prove_equal(_linear(sc, mesh), _linear(dc, mesh)):
             raise ValueError("T.comm.put requires src_core and dst_core to be different")
-        return encode("tm_put", mesh, (0, 1), {"src_core": sc, "dst_core": dc, "size": n},
-                      s_call, d_call)
+        return _statement(encode("tm_put", mesh, (0, 1),
+                                 {"src_core": sc, "dst_core": dc, "size": n}, s_call, d_call))
 
     @staticmethod
     def all_gather(send_buffer: Any, recv_buffer: Any, direction: str = "all",
                    size: int = -1, axis: int | None = None, src_offset_byte: int = 0
-                   ) -> tirx.Call:
+                   ) -> tirx.Call | None:
         """Every core of a row (``"h"``, members by column), column (``"v"``, by row)
         or the mesh (``"all"``, by linear id) gets every member's ``send_buffer``: without
         ``axis`` stacked (``recv[k]`` = member ``k``'s), with ``axis`` (0 or the last)
@@ -550,11 +553,12 @@ class TilelangMeshComm:
                              f"fork's compiler-internal offset; kernels pass 0 (the default)")
         params = {"size": n, "stacked": axis is None,
                   "axis": 0 if axis is None else (axis + ndim if axis < 0 else int(axis))}
-        return encode("tm_all_gather", mesh, _DIR_AXES[code], params, s_call, d_call)
+        return _statement(encode("tm_all_gather", mesh, _DIR_AXES[code], params, s_call,
+                                 d_call))
 
     @staticmethod
     def all_reduce(buffer: Any, out: Any, reduce_type: str, direction: str, dim: int = -1,
-                   clear: bool = True) -> tirx.Call:
+                   clear: bool = True) -> tirx.Call | None:
         """``out`` = ``buffer`` reduced over ``dim`` on each core, then combined over the
         group (``"h"``: the row, columns in order; ``"v"``: the column; ``"all"``: each
         row's columns, then the rows); ``clear=False`` combines into ``out``'s old
@@ -584,24 +588,25 @@ class TilelangMeshComm:
         if kind.startswith("bit") and not str(s_buf.dtype).startswith(("int", "uint")):
             raise ValueError(f"T.comm.all_reduce: reduce type {kind!r} needs an integer "
                              f"dtype, got {s_buf.dtype} ({s_buf.name!r})")
-        return encode("tm_all_reduce", mesh, _DIR_AXES[code],
-                      {"reduce_type": kind, "dim": dim, "clear": bool(clear)}, s_call, d_call)
+        return _statement(encode("tm_all_reduce", mesh, _DIR_AXES[code],
+                                 {"reduce_type": kind, "dim": dim, "clear": bool(clear)},
+                                 s_call, d_call))
 
     @staticmethod
-    def barrier(group: Any = None) -> tirx.Call:
+    def barrier(group: Any = None) -> tirx.Call | None:
         """Every core waits for the others (a ``group`` of ``(row, col)`` cores is
         checked; the emulator is bulk-synchronous, so every barrier is mesh-wide)."""
         mesh = enabled_mesh()
         if group is not None:
             for core in group:
                 TilelangMeshComm.core_tuple_to_id(core)
-        return encode("barrier", mesh, (0, 1), {})
+        return _statement(encode("barrier", mesh, (0, 1), {}))
 
     @staticmethod
-    def fence() -> tirx.PrimExpr:
-        """A memory fence: nothing to do in the bulk-synchronous emulator (a no-op
+    def fence() -> None:
+        """A memory fence: nothing to order in the bulk-synchronous emulator (no
         statement)."""
-        return tirx.IntImm("int32", 0)
+        return None
 
 
 comm = TilelangMeshComm()

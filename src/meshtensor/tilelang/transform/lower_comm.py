@@ -868,33 +868,44 @@ class _ExchangeBuilder:
         return _loop(f, n, self.write(dst, place(_unravel(f, d_ext)),
                                       self.read(src, _unravel(f, s_ext))))
 
-    def _tm_cores(self, key: str) -> list:
-        """The op's ``key`` core (a linear-id expression) as each core evaluates it, one
-        per core (one in all when it does not depend on the core)."""
-        exprs = self.o.params[key]
-        lin = exprs[0] if len(exprs) == 1 else exprs[0] * self.mesh.shape[1] + exprs[1]
+    def _tm_cores(self, keys) -> tuple:
+        """The op's cores (linear-id expressions) as the core ``k`` evaluates them: ``(k,
+        exprs)`` with ``k`` a fresh loop variable over the cores, or ``(None, exprs)``
+        when no expression depends on the core (every core names the same ones)."""
+        exprs = []
+        for key in keys:
+            e = self.o.params[key]
+            exprs.append(e[0] if len(e) == 1 else e[0] * self.mesh.shape[1] + e[1])
         if not any(self.low.planner._core_dependent(e) for e in exprs):
-            return [lin]
-        return [tirx.stmt_functor.substitute(lin, self.low.launch.at(
-            [_i32(v) for v in self.mesh.multi_index(k)])) for k in range(self.mesh.size)]
+            return None, exprs
+        k = tirx.Var("k", "int32")
+        vmap = self.low.launch.at(_unravel(k, self.mesh.shape))
+        return k, [tirx.stmt_functor.substitute(e, vmap) for e in exprs]
 
-    def _tm_receive(self, c, sender, n) -> tirx.Stmt:
-        """Copy from the core whose linear id ``sender`` evaluates to (none when -1)."""
-        sv = tirx.Var("sender", "int32")
-        copy = self._tm_prefix(_unravel(sv, self.mesh.shape), c, n)
-        return _seq([tirx.Bind(sv, arith.Analyzer().simplify(sender)),
-                     tirx.IfThenElse(sv >= 0, copy, None)])
+    def _tm_phase(self, c, k, exprs, hit) -> tirx.Stmt:
+        """For every core ``k`` (once when ``k`` is None) whose named cores ``exprs``
+        make ``hit(sender, *rest)`` true for destination ``c``, copy from that sender.
+        Several cores may name the same transfer (the checks made their data agree):
+        copying it again is harmless, and a loop is far cheaper for TileLang to
+        compile than a table of senders."""
+        vs = [tirx.Var(f"core{i}", "int32") for i in range(len(exprs))]
+        copy = self._tm_prefix(_unravel(vs[0], self.mesh.shape), c, self.o.params["size"])
+        body = _seq([tirx.Bind(v, e) for v, e in zip(vs, exprs)] +
+                    [tirx.IfThenElse(hit(*vs), copy, None)])
+        return body if k is None else _loop(k, self.mesh.size, body)
 
     def _tm_broadcast(self, c, idx):
         self._tm_check()
         ncols, axes = self.mesh.shape[1], tuple(self.axes)
-        sender = _i32(-1)
-        for s in reversed(self._tm_cores("src_core")):  # the checks made every one agree
-            member = (tirx.IntImm("bool", True) if axes == (0, 1) else
-                      tirx.floordiv(s, ncols) == c[0] if axes == (1,) else
-                      tirx.floormod(s, ncols) == c[1])
-            sender = tirx.Select(member, s, sender)
-        return self._tm_receive(c, sender, self.o.params["size"])
+        k, exprs = self._tm_cores(("src_core",))
+
+        def member(s):
+            if axes == (0, 1):
+                return tirx.IntImm("bool", True)
+            return (tirx.floordiv(s, ncols) == c[0] if axes == (1,) else
+                    tirx.floormod(s, ncols) == c[1])
+
+        return self._tm_phase(c, k, exprs, member)
 
     def _tm_put(self, c, idx):
         # vertical phase first (puts down a column, first legs of two-leg puts, which
@@ -903,16 +914,25 @@ class _ExchangeBuilder:
         self._tm_check()
         ncols = self.mesh.shape[1]
         lin = _row_major(c, self.mesh.shape)
-        v_snd = h_snd = _i32(-1)
-        for s, d in reversed(list(zip(self._tm_cores("src_core"), self._tm_cores("dst_core")))):
+
+        def parts(s, d):
             sr, sc = tirx.floordiv(s, ncols), tirx.floormod(s, ncols)
             dr, dc = tirx.floordiv(d, ncols), tirx.floormod(d, ncols)
-            diag = tirx.all(sr != dr, sc != dc)
-            v_hit = tirx.any(tirx.all(sc == dc, d == lin), tirx.all(diag, dr * ncols + sc == lin))
-            h_hit = tirx.all(tirx.any(sr == dr, diag), d == lin)
-            v_snd, h_snd = tirx.Select(v_hit, s, v_snd), tirx.Select(h_hit, s, h_snd)
-        n = self.o.params["size"]
-        return _seq([self._tm_receive(c, v_snd, n), self._tm_receive(c, h_snd, n)])
+            return sr, sc, dr, dc, tirx.all(sr != dr, sc != dc)
+
+        def vertical(s, d):
+            sr, sc, dr, dc, diag = parts(s, d)
+            return tirx.any(tirx.all(sc == dc, d == lin), tirx.all(diag, dr * ncols + sc == lin))
+
+        def horizontal(s, d):
+            sr, sc, dr, dc, diag = parts(s, d)
+            return tirx.all(tirx.any(sr == dr, diag), d == lin)
+
+        phases = []
+        for hit in (vertical, horizontal):  # fresh loop variables for each phase
+            k, exprs = self._tm_cores(("src_core", "dst_core"))
+            phases.append(self._tm_phase(c, k, exprs, hit))
+        return _seq(phases)
 
     def _tm_all_gather(self, c, idx):
         p = tirx.Var("p", "int32")
