@@ -18,8 +18,8 @@ What it does, in order:
    takes: the targets of ``T.clear``/``T.fill`` and ``T.gemm``'s accumulator become
    ``local``; the other ``shared.*`` buffers (``shared.dyn``, the SUNMMIO scopes
    ``shared.rsram``/``shared.asram``/``shared.wsram``) become ``shared``.
-4. A ``T.Pipelined`` loop that holds comm ops runs as the serial loop it means (its
-   pipelining annotations are dropped; a loop without comm ops keeps them).
+(A ``T.Pipelined`` loop holding comm ops runs as the serial loop it means:
+``LowerMeshComm`` drops its stages.)
 """
 
 from __future__ import annotations
@@ -45,8 +45,6 @@ __all__ = ["PrepareTilelangMesh", "prepare_tilelang_mesh", "PreparedKernel",
 WHERE = "PrepareTilelangMesh"
 # operands (by position) that stock TileLang's CPU lowering wants in local memory
 _LOCAL_OPERANDS = {"tl.tileop.fill": (0,), "tl.tileop.gemm": (2,)}
-_PIPELINE_KEYS = ("num_stages", "tl_pipeline_order", "tl_pipeline_stage", "tl_pipeline_sync",
-                  "tl_pipeline_group", "software_pipeline_stage", "software_pipeline_order")
 
 
 @dataclass(frozen=True, eq=False)
@@ -247,18 +245,6 @@ def _core_private(stmt: tirx.Stmt) -> tirx.Stmt:
     return _rebuffer(stmt, bmap, {})
 
 
-# -- 4. T.Pipelined around comm ops: the serial loop it means ----------------------------------
-def _serial_comm_loops(stmt: tirx.Stmt) -> tirx.Stmt:
-    def post(n: Any) -> Any:
-        keys = [k for k in (n.annotations or {}) if str(k) in _PIPELINE_KEYS]
-        if not keys or not find_calls(n.body, is_comm_call):
-            return None
-        ann = {k: v for k, v in n.annotations.items() if str(k) not in _PIPELINE_KEYS}
-        return tirx.For(n.loop_var, n.min, n.extent, n.kind, n.body, n.thread_binding, ann)
-
-    return tirx.stmt_functor.ir_transform(stmt, None, post, ["tirx.For"])
-
-
 def prepare_tilelang_mesh(func: tirx.PrimFunc) -> PreparedKernel:
     """The function form of :func:`PrepareTilelangMesh`, with the ``T.MeshTensor``
     parameters the caller's tensors map to (see the module docstring).
@@ -284,7 +270,7 @@ def prepare_tilelang_mesh(func: tirx.PrimFunc) -> PreparedKernel:
     by_buffer = {func.buffer_map[func.params[i]]: p for i, p in params.items()}
     body = _stage_sources(func.body, ops, by_buffer, launch)
     body, new_params, new_map, written = _stack_params(func, body, params, launch)
-    body = _serial_comm_loops(_core_private(body))
+    body = _core_private(body)
     out = tirx.PrimFunc(new_params, body, func.ret_type, new_map, func.attrs)
     record = {p.name: {"global_shape": list(p.global_shape), "split_axes": p.sharding.spec(),
                        "policy": p.policy, "layout": p.layout or ""}
