@@ -44,8 +44,8 @@ from ...sharding import Sharding
 from ..ir.comm_op import encode
 from ..ir.evaluate import static_int
 from ..ir.mesh_param import MeshParam, register, registered
+from .comm import _per_core_scope, _statement
 from .comm import _region as _comm_region
-from .comm import _statement
 
 __all__ = ["enable", "enabled_mesh", "MeshReplicationType", "MeshShardingPolicy",
            "MeshTensor", "comm", "DIRECTION_MAP", "REDUCE_TYPE_LIST", "FORK_NAMES",
@@ -59,8 +59,6 @@ FORK_NAMES = ("comm", "MeshTensor", "MeshShardingPolicy", "MeshReplicationType")
 UNSUPPORTED = ("Tiles", "annotate_tileview", "dma_load", "dma_store", "mesh_nrows",
                "mesh_ncols", "mesh_ncores", "placement", "TensorWithMeta")
 AXES = ("row", "col")
-# per-core memory a comm op may write (the fork's on-chip SRAM scopes are "shared.*")
-_PER_CORE = ("shared", "local")
 _DIR_AXES = {0: (1,), 1: (0,), 2: (0, 1)}  # h: along a row (col varies), v, all
 
 
@@ -328,7 +326,7 @@ def _memory(op: str, side: str, buf: tirx.Buffer) -> None:
         raise ValueError(f"{op}: {side} {buf.name!r} is a global-memory buffer; the "
                          f"destination is a core's on-chip buffer (T.alloc_shared) and the "
                          f"source one or a T.MeshTensor")
-    if scope != "global" and not scope.startswith(_PER_CORE):
+    if scope != "global" and not _per_core_scope(scope):
         raise ValueError(f"{op}: {side} {buf.name!r} has scope {scope!r}; comm ops move "
                          f"T.alloc_shared / T.alloc_local buffers")
 
