@@ -227,6 +227,9 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    if args.tilelang_mesh:
+        from .tilelang.demos.tilelang_mesh_demo import main as tilelang_mesh_demo
+        return tilelang_mesh_demo(size=args.size, repeat=args.repeat)
     if args.spmdize:
         from .tilelang.demos.spmdize_demo import main as spmdize_demo
         return spmdize_demo(size=args.size, algorithm=args.algorithm, repeat=args.repeat,
@@ -305,6 +308,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--spmdize", action="store_true",
                       help="run SpmdizeMeshCopies on the global-view kernel (summa or cannon): "
                            "show the communication chosen per copy, run both kernels")
+    demo.add_argument("--tilelang-mesh", action="store_true",
+                      help="run the GEMM of Tilelang-Mesh's examples (T.comm, T.MeshTensor) "
+                           "unchanged and print the traffic the chip would carry")
     demo.set_defaults(func=_cmd_demo)
 
     from .profile_cli import add_profile_parser  # its own module; tilelang only when run

@@ -7,10 +7,12 @@ Laid out as TileLang itself is; imports run one way, down this list:
   with their scope (``ir.scope``), per-buffer metadata (``ir.metadata``), the kernel
   resolver (``ir.resolve``) and the resolved kernel (``ir.kernel``);
 - ``language``: what a kernel author writes: the seed's ``mesh_tensor_functions``
-  (``language.mesh_tensor``) and the comm ops ``mesh_comm`` (``language.comm``);
+  (``language.mesh_tensor``), the comm ops ``mesh_comm`` (``language.comm``) and
+  Tilelang-Mesh's names (``language.tilelang_mesh``, imported as
+  ``from meshtensor.tilelang import tilelang_mesh as tm``);
 - ``analysis``: ``VerifyMeshTensors``, ``AnalyzeMeshCommunication`` and the
   performance model (``estimate_mesh_kernel``, its timeline);
-- ``transform``: ``LowerMeshComm`` and ``SpmdizeMeshCopies``;
+- ``transform``: ``LowerMeshComm``, ``SpmdizeMeshCopies`` and ``PrepareTilelangMesh``;
 - ``engine``: ``compile_mesh_kernel``, the pipeline that applies them;
 - ``kernels``: GEMMs built on all of the above; ``demos``: the CLI's demos.
 
@@ -30,11 +32,13 @@ from .engine import MeshKernel, compile_mesh_kernel, guard_stock_compile
 from .ir.comm_op import COMM_OPS, CommOp, find_comm_ops
 from .ir.metadata import ATTR_KEY, MeshTensorEntry, read_mesh_tensor_info
 from .ir.scope import CopyCall, CopyRegion, find_copies
+from .language import tilelang_mesh
 from .language.comm import MeshComm, mesh_comm
 from .language.mesh_tensor import get_target_mesh_shape, mesh_tensor_functions
 from .logs import install_error_filter, quiet_tilelang
 from .transform.lower_comm import LowerMeshComm, check_collective_rule, lower_mesh_comm
 from .transform.spmdize import CopyPlan, SpmdizeMeshCopies, plan_mesh_copies, spmdize
+from .transform.tilelang_mesh import PrepareTilelangMesh, prepare_tilelang_mesh
 
 install_error_filter()
 guard_stock_compile()
@@ -48,4 +52,4 @@ __all__ = ["mesh_tensor_functions", "get_target_mesh_shape", "read_mesh_tensor_i
            "CommReport", "Superstep", "quiet_tilelang", "SpmdizeMeshCopies", "spmdize",
            "plan_mesh_copies", "CopyPlan", "count_mesh_kernel", "estimate_mesh_kernel",
            "KernelWork", "StepWork", "PerfReport", "StepTime", "trace_events", "write_trace",
-           "save_gantt_png"]
+           "save_gantt_png", "tilelang_mesh", "PrepareTilelangMesh", "prepare_tilelang_mesh"]

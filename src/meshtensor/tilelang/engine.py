@@ -2,9 +2,12 @@
 ``tilelang.compile``. ``compile_mesh_kernel`` is the one entry; :class:`MeshKernel` is
 what it returns.
 
-Pass order: ``VerifyMeshTensors`` (copies of annotated tensors stay in whole blocks and
-one core's shard), then ``LowerMeshComm`` (comm ops become supersteps over the cores'
-buffers, in one workspace argument), then TileLang's own pipeline.
+Pass order: ``PrepareTilelangMesh`` (a kernel written for Tilelang-Mesh: its
+``T.MeshTensor`` parameters become per-core stacks, its on-chip buffers core-private
+memory; any other kernel is unchanged), ``VerifyMeshTensors`` (copies of annotated
+tensors stay in whole blocks and one core's shard), then ``LowerMeshComm`` (comm ops
+become supersteps over the cores' buffers, in one workspace argument), then TileLang's
+own pipeline.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from .ir.comm_op import find_comm_ops
 from .ir.scope import find_calls
 from .logs import quiet_tilelang
 from .transform.lower_comm import WORKSPACE_ATTR, LowerMeshComm
+from .transform.tilelang_mesh import prepare_tilelang_mesh
 
 __all__ = ["CPU_FLAGS", "MeshKernel", "compile_mesh_kernel", "guard_stock_compile"]
 
@@ -35,18 +39,45 @@ class MeshKernel:
 
     ``prim_func`` is the SOURCE PrimFunc (comm ops intact, for the analysis passes),
     ``lowered`` what :func:`LowerMeshComm` made of it, ``jit_kernel`` the compiled kernel.
+    ``mesh_tensors``: for a kernel with ``T.MeshTensor`` parameters, ``(parameter index,
+    MeshParam, written)`` each: the call takes their GLOBAL torch tensors, splits each
+    into the per-core shards the compiled kernel takes (zero past the global edge) and
+    writes the shards of a written one back (dropping cells past the edge; replicated
+    copies must agree, else ``ValueError``).
     """
 
     prim_func: tirx.PrimFunc
     lowered: tirx.PrimFunc
     jit_kernel: Any
     workspace: Any = None  # the scratch array passed as the last argument, if any
+    mesh_tensors: tuple = ()
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.mesh_tensors:
+            return self._call_global(args, kwargs)
+        return self._run(*args, **kwargs)
+
+    def _run(self, *args: Any, **kwargs: Any) -> Any:
         if self.workspace is None:
             return self.jit_kernel(*args, **kwargs)
         # one kernel call at a time: the cores' buffers live in this one array
         return self.jit_kernel(*args, self.workspace, **kwargs)
+
+    def _call_global(self, args: tuple, kwargs: dict) -> Any:
+        n = len(self.prim_func.params)
+        if len(args) != n or kwargs:
+            raise ValueError(f"MeshKernel: the kernel takes {n} positional arguments (global "
+                             f"tensors for its T.MeshTensor parameters), got {len(args)}"
+                             f"{' and keywords ' + str(sorted(kwargs)) if kwargs else ''}")
+        stacks = {}
+        for i, p, _ in self.mesh_tensors:
+            p.check(args[i], i)
+            stacks[i] = p.scatter(args[i])
+        out = self._run(*[stacks.get(i, a) for i, a in enumerate(args)])
+        for i, p, written in self.mesh_tensors:
+            if written:
+                p.gather(stacks[i], args[i])
+        return out
 
     def get_kernel_source(self) -> str:
         return self.jit_kernel.get_kernel_source()
@@ -90,9 +121,14 @@ def compile_mesh_kernel(func: tirx.PrimFunc, target: str = "c", **kw: Any) -> Me
 
     if not isinstance(func, tirx.PrimFunc):
         raise TypeError(f"compile_mesh_kernel: expected a PrimFunc, got {type(func).__name__}")
+    prepared = prepare_tilelang_mesh(func)
+    if prepared.params and kw.get("out_idx") is not None:
+        raise ValueError("compile_mesh_kernel: out_idx is not supported for a kernel with "
+                         "T.MeshTensor parameters; pass the global output tensors instead")
     if "out_idx" in kw:
         kw["out_idx"] = _out_idx(kw["out_idx"], len(func.params))
-    mod = VerifyMeshTensors()(tvm.IRModule({"main": func}))
+    work = prepared.func
+    mod = VerifyMeshTensors()(tvm.IRModule({"main": work}))
     lowered = LowerMeshComm(workspace="argument")(mod)["main"]
     if str(target).split()[0] == "c" and find_calls(lowered, _is_loop_break):
         # TileLang 0.1.15's C code generator has no break: its error names no statement
@@ -102,8 +138,9 @@ def compile_mesh_kernel(func: tirx.PrimFunc, target: str = "c", **kw: Any) -> Me
     if target == "c" and kw.get("compile_flags") is None:
         kw["compile_flags"] = list(CPU_FLAGS)
     with quiet_tilelang():
-        if not find_comm_ops(func):
-            return MeshKernel(func, lowered, tilelang.compile(func, target=target, **kw))
+        if not find_comm_ops(work):
+            return MeshKernel(func, lowered, tilelang.compile(work, target=target, **kw),
+                              mesh_tensors=prepared.params)
         # buffers filled only by exchanges look uninitialised to TileLang's check
         configs = dict(kw.pop("pass_configs", None) or {})
         configs.setdefault(tilelang.PassConfigKey.TL_DISABLE_BUFFER_INIT_CHECK, True)
@@ -112,7 +149,8 @@ def compile_mesh_kernel(func: tirx.PrimFunc, target: str = "c", **kw: Any) -> Me
     import torch
     nbytes = int(lowered.attrs[WORKSPACE_ATTR])
     device = "cuda" if str(target).startswith("cuda") else "cpu"
-    return MeshKernel(func, lowered, jit, torch.empty(nbytes, dtype=torch.uint8, device=device))
+    return MeshKernel(func, lowered, jit, torch.empty(nbytes, dtype=torch.uint8, device=device),
+                      prepared.params)
 
 
 def _refuse_comm_ops(func_or_mod: Any) -> None:

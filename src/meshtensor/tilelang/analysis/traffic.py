@@ -22,7 +22,7 @@ from ..ir.comm_op import CommOp
 from ..ir.evaluate import region_box
 from ..ir.kernel import KernelView, execution_keys, executions
 from ..ir.scope import itemsize
-from .flows import comm_flows
+from .flows import TM_OPS, comm_flows, tm_executions, tm_phases
 from .verify import within_window
 
 __all__ = ["DEFAULT_LINK_BANDWIDTH", "DEFAULT_HOP_LATENCY", "Superstep", "CommReport",
@@ -244,8 +244,31 @@ def _op_name(op: CommOp) -> str:
     return f"comm {op.index}: {op.op} {op.src.buffer.name} -> {op.dst.buffer.name} over {axes}"
 
 
+def _tm_rows(op: CommOp, view: KernelView):
+    """Rows and supersteps of a Tilelang-Mesh op: per execution, one superstep per
+    phase of what the chip moves (:func:`~.flows.tm_phases`)."""
+    space = view.space(op)
+    when = execution_keys(space, op.order, view.mesh.size).tolist()
+    cache: dict = {}
+    rows, steps = [], []
+    for e, key in enumerate(tm_executions(op, space, view.where)):
+        if key not in cache:
+            phases = tm_phases(op, key)
+            names = [_op_name(op) + (f" [{i + 1}/{len(phases)}]" if len(phases) > 1 else "")
+                     for i in range(len(phases))]
+            cache[key] = [(snd, rcv, nb, _superstep(view.mesh, name, 0, snd, rcv, nb))
+                          for name, (snd, rcv, nb) in zip(names, phases)]
+        for snd, rcv, nb, st in cache[key]:
+            rows.append((rcv, snd, nb, np.full(len(snd), e, dtype=np.int64)))
+            steps.append(Superstep(st.statement, e, st.nbytes, st.flows, st.hop_bytes,
+                                   st.link_loads, tuple(when[e])))  # phases keep their order
+    return rows, steps
+
+
 def _comm_rows(op: CommOp, view: KernelView):
     """Rows ``(receiver, sender, nbytes, execution)`` and the supersteps of one comm op."""
+    if op.op in TM_OPS:
+        return _tm_rows(op, view)
     mesh, where = view.mesh, view.where
     space = view.space(op)
     counts = np.bincount(space.core, minlength=mesh.size)

@@ -41,7 +41,7 @@ from ...sharding import chunk_bounds
 from .evaluate import static_int
 from .scope import CopyRegion, Found, find_calls, region_of
 
-__all__ = ["COMM_OPS", "PARAMS", "EXTERN_PREFIX", "CommOp", "encode", "decode",
+__all__ = ["COMM_OPS", "PARAMS", "DISPLAY", "EXTERN_PREFIX", "CommOp", "encode", "decode",
            "is_comm_call", "find_comm_ops", "result_extents"]
 
 EXTERN_PREFIX = "meshtensor_comm_"
@@ -56,8 +56,19 @@ PARAMS: dict[str, tuple[tuple[str, str], ...]] = {
     "shift": (("shift_axis", "int"), ("offset", "int"), ("rotate", "bool")),
     "permute": (("pairs", "pairs"),),
     "barrier": (),
+    # Tilelang-Mesh's ops (language.tilelang_mesh) on its (row, col) mesh: mesh_axes are
+    # the group's axes ((1,): a row, "h"; (0,): a column, "v"; (0, 1): all cores); a
+    # core is one linear-id expression or (row, col) expressions of the core id and
+    # loop variables; size is the element count moved (row-major prefixes).
+    "tm_broadcast": (("src_core", "exprs"), ("size", "int")),
+    "tm_put": (("src_core", "exprs"), ("dst_core", "exprs"), ("size", "int")),
+    "tm_all_gather": (("size", "int"), ("stacked", "bool"), ("axis", "int")),
+    "tm_all_reduce": (("reduce_type", "str"), ("dim", "int"), ("clear", "bool")),
 }
 COMM_OPS = tuple(PARAMS)
+# how errors name a comm op: Tilelang-Mesh's ops by the fork's names
+DISPLAY = {"tm_broadcast": "T.comm.broadcast", "tm_put": "T.comm.put",
+           "tm_all_gather": "T.comm.all_gather", "tm_all_reduce": "T.comm.all_reduce"}
 _INT32 = (-(2 ** 31), 2 ** 31 - 1)
 
 
@@ -137,8 +148,9 @@ class CommOp(Found):
 
     @property
     def name(self) -> str:
-        """``"mesh_comm.<op> (comm op #<index>)"``: how errors name this statement."""
-        return f"mesh_comm.{self.op} (comm op #{self.index})"
+        """``"mesh_comm.<op> (comm op #<index>)"`` (``"T.comm.<op> ..."`` for
+        Tilelang-Mesh's ops): how errors name this statement."""
+        return f"{DISPLAY.get(self.op, 'mesh_comm.' + self.op)} (comm op #{self.index})"
 
     @property
     def group_size(self) -> int:

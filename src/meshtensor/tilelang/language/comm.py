@@ -34,7 +34,7 @@ mis-executed.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -59,15 +59,8 @@ def _per_core_scope(scope: str) -> bool:
     return scope in ("local", "local.var") or scope == "shared" or scope.startswith("shared.")
 
 
-def _region(op: str, side: str, x: Any) -> tuple[tirx.Call, tuple[int, ...], tirx.Buffer]:
-    """``x`` as a ``tl.region`` operand, with its static extents and buffer."""
-    if isinstance(x, tirx.Buffer):
-        buf, mins, exts = x, [tirx.IntImm("int32", 0)] * len(x.shape), list(x.shape)
-    elif isinstance(x, tirx.BufferRegion):
-        buf, mins, exts = x.buffer, [r.min for r in x.region], [r.extent for r in x.region]
-    else:
-        raise TypeError(f"{op}: {side} must be a per-core buffer or a region of one "
-                        f"(S[0:16, 0:8]), got {type(x).__name__}")
+def _per_core(op: str, side: str, buf: tirx.Buffer) -> None:
+    """Refuse a buffer that is not per-core memory (``ValueError``)."""
     scope = buf.scope()
     if scope == "global":
         raise ValueError(f"{op}: {side} {buf.name!r} is a global-memory buffer (scope "
@@ -78,6 +71,20 @@ def _region(op: str, side: str, x: Any) -> tuple[tirx.Call, tuple[int, ...], tir
                          f"per-core buffers of scope 'shared' or 'local' (T.alloc_shared / "
                          f"T.alloc_local; a T.alloc_fragment's layout is TileLang's to "
                          f"choose, so exchange a shared copy of it)")
+
+
+def _region(op: str, side: str, x: Any, check: Callable = _per_core
+            ) -> tuple[tirx.Call, tuple[int, ...], tirx.Buffer]:
+    """``x`` as a ``tl.region`` operand, with its static extents and buffer; ``check``
+    refuses the memory a comm op may not move."""
+    if isinstance(x, tirx.Buffer):
+        buf, mins, exts = x, [tirx.IntImm("int32", 0)] * len(x.shape), list(x.shape)
+    elif isinstance(x, tirx.BufferRegion):
+        buf, mins, exts = x.buffer, [r.min for r in x.region], [r.extent for r in x.region]
+    else:
+        raise TypeError(f"{op}: {side} must be a per-core buffer or a region of one "
+                        f"(S[0:16, 0:8]), got {type(x).__name__}")
+    check(op, side, buf)
     static = tuple(static_int(e) for e in exts)
     if None in static:
         raise ValueError(f"{op}: {side} {buf.name!r} has symbolic extents "

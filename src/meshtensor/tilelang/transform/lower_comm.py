@@ -845,6 +845,181 @@ class _ExchangeBuilder:
         return _loop(p, self.k, _nest(idx, extents,
                                       self.write(c, didx, self.read(self.member(c, p), sidx))))
 
+    # -- Tilelang-Mesh's ops (language.tilelang_mesh; semantics in docs/tilelang_mesh.md) --
+    def _tm_check(self) -> None:
+        """Evaluate the cores the op names over its iteration space: out of range, a put
+        to itself or two senders to one destination is a ValueError naming it."""
+        from ..analysis.flows import tm_executions
+        from ..ir.evaluate import iteration_space
+        tm_executions(self.o, iteration_space(self.o, self.low.launch, self.o.name),
+                      "LowerMeshComm")
+
+    def _tm_prefix(self, src, dst, n, place=None) -> tirx.Stmt:
+        """``dst``'s region gets the first ``n`` elements (row-major) of ``src``'s region
+        (core coordinates); ``place`` maps a src-shaped index into ``dst`` (a gather
+        slot), else the regions' own row-major orders pair up."""
+        s_ext = self.ext
+        d_ext = s_ext if place is not None else list(self.o.static_extents("dst"))
+        place = place or (lambda i: i)
+        if n == int(np.prod(s_ext, dtype=np.int64)) and list(s_ext) == list(d_ext):
+            idx = _fresh_idx(len(s_ext))
+            return _nest(idx, s_ext, self.write(dst, place(idx), self.read(src, idx)))
+        f = tirx.Var("f", "int32")
+        return _loop(f, n, self.write(dst, place(_unravel(f, d_ext)),
+                                      self.read(src, _unravel(f, s_ext))))
+
+    def _tm_cores(self, keys) -> tuple:
+        """The op's cores (linear-id expressions) as the core ``k`` evaluates them: ``(k,
+        exprs)`` with ``k`` a fresh loop variable over the cores, or ``(None, exprs)``
+        when no expression depends on the core (every core names the same ones)."""
+        exprs = []
+        for key in keys:
+            e = self.o.params[key]
+            exprs.append(e[0] if len(e) == 1 else e[0] * self.mesh.shape[1] + e[1])
+        if not any(self.low.planner._core_dependent(e) for e in exprs):
+            return None, exprs
+        k = tirx.Var("k", "int32")
+        vmap = self.low.launch.at(_unravel(k, self.mesh.shape))
+        return k, [tirx.stmt_functor.substitute(e, vmap) for e in exprs]
+
+    def _tm_phase(self, c, k, exprs, hit) -> tirx.Stmt:
+        """For every core ``k`` (once when ``k`` is None) whose named cores ``exprs``
+        make ``hit(sender, *rest)`` true for destination ``c``, copy from that sender.
+        Several cores may name the same transfer (the checks made their data agree):
+        copying it again is harmless, and a loop is far cheaper for TileLang to
+        compile than a table of senders."""
+        vs = [tirx.Var(f"core{i}", "int32") for i in range(len(exprs))]
+        copy = self._tm_prefix(_unravel(vs[0], self.mesh.shape), c, self.o.params["size"])
+        body = _seq([tirx.Bind(v, e) for v, e in zip(vs, exprs)] +
+                    [tirx.IfThenElse(hit(*vs), copy, None)])
+        return body if k is None else _loop(k, self.mesh.size, body)
+
+    def _tm_broadcast(self, c, idx):
+        self._tm_check()
+        ncols, axes = self.mesh.shape[1], tuple(self.axes)
+        k, exprs = self._tm_cores(("src_core",))
+
+        def member(s):
+            if axes == (0, 1):
+                return tirx.IntImm("bool", True)
+            return (tirx.floordiv(s, ncols) == c[0] if axes == (1,) else
+                    tirx.floormod(s, ncols) == c[1])
+
+        return self._tm_phase(c, k, exprs, member)
+
+    def _tm_put(self, c, idx):
+        # vertical phase first (puts down a column, first legs of two-leg puts, which
+        # write the intermediate core's dst), then the horizontal phase (puts along a row,
+        # second legs); the data is each sender's src
+        self._tm_check()
+        ncols = self.mesh.shape[1]
+        lin = _row_major(c, self.mesh.shape)
+
+        def parts(s, d):
+            sr, sc = tirx.floordiv(s, ncols), tirx.floormod(s, ncols)
+            dr, dc = tirx.floordiv(d, ncols), tirx.floormod(d, ncols)
+            return sr, sc, dr, dc, tirx.all(sr != dr, sc != dc)
+
+        def vertical(s, d):
+            sr, sc, dr, dc, diag = parts(s, d)
+            return tirx.any(tirx.all(sc == dc, d == lin), tirx.all(diag, dr * ncols + sc == lin))
+
+        def horizontal(s, d):
+            sr, sc, dr, dc, diag = parts(s, d)
+            return tirx.all(tirx.any(sr == dr, diag), d == lin)
+
+        phases = []
+        for hit in (vertical, horizontal):  # fresh loop variables for each phase
+            k, exprs = self._tm_cores(("src_core", "dst_core"))
+            phases.append(self._tm_phase(c, k, exprs, hit))
+        return _seq(phases)
+
+    def _tm_all_gather(self, c, idx):
+        p = tirx.Var("p", "int32")
+        ax, e = self.o.params["axis"], self.ext
+        if self.o.params["stacked"]:
+            def place(i):
+                return [p] + list(i)
+        else:
+            def place(i):
+                return [p * e[ax] + v if d == ax else v for d, v in enumerate(i)]
+        return _loop(p, self.k, self._tm_prefix(self.member(c, p), c, self.o.params["size"],
+                                                place))
+
+    def _tm_all_reduce(self, c, idx):
+        # out = fold over the group (h, v: in group order; all: each row's columns, then
+        # the rows) of each core's fold over `dim`; every fold starts from the identity
+        kind, dim, clear = (self.o.params[k] for k in ("reduce_type", "dim", "clear"))
+        dtype = str(self.o.dst.buffer.dtype)
+        acc = tirx.decl_buffer((3,), dtype, "tm_acc", scope="local")
+        jext = [v for d, v in enumerate(self.ext) if d != dim]
+        j = _fresh_idx(len(jext))
+        i = tirx.Var("i", "int32")
+        src = list(j[:dim]) + [i] + list(j[dim:])
+        keep = len(self.o.static_extents("dst")) == len(self.ext)
+        out = list(j[:dim]) + [_i32(0)] + list(j[dim:]) if keep else list(j)
+
+        def at(a):
+            return tirx.BufferLoad(acc, [_i32(a)])
+
+        def put(a, v):
+            return tirx.BufferStore(acc, v, [_i32(a)])
+
+        init = _tm_identity(kind, dtype)
+
+        def fold(a, x):
+            return _tm_combine(kind, a, _tm_abs(x) if kind.startswith("abs") else x)
+
+        def local(member):
+            return _seq([put(0, init),
+                         _loop(i, self.ext[dim], put(0, fold(at(0), self.read(member, src))))])
+
+        q = tirx.Var("q", "int32")
+        if tuple(self.axes) == (0, 1):
+            r = tirx.Var("r", "int32")
+            row = _loop(q, self.mesh.shape[1], _seq([local([r, q]), put(1, fold(at(1), at(0)))]))
+            body = _seq([put(2, init), _loop(r, self.mesh.shape[0], _seq(
+                [put(1, init), row, put(2, fold(at(2), at(1)))]))])
+            top = 2
+        else:
+            body = _seq([put(1, init), _loop(q, self.k, _seq([local(self.member(c, q)),
+                                                            put(1, fold(at(1), at(0)))]))])
+            top = 1
+        result = at(top) if clear else _tm_combine(kind, self.dst_value(c, out), at(top))
+        return _seq([tirx.AllocBuffer(acc),
+                     _nest(j, jext, _seq([body, self.write(c, out, result)]))])
+
+
+def _tm_identity(kind: str, dtype: str) -> tirx.PrimExpr:
+    """The start of a fold of ``kind`` (as the fork's reductions start)."""
+    t = tvm.runtime.DataType(dtype)
+    flt = t.type_code in (tvm.runtime.DataTypeCode.FLOAT, tvm.runtime.DataTypeCode.BFLOAT)
+    if kind == "max":
+        return -tirx.infinity(dtype) if flt else tirx.min_value(dtype)
+    if kind == "min":
+        return tirx.infinity(dtype) if flt else tirx.max_value(dtype)
+    if kind == "bitand":
+        return tirx.max_value(dtype) if dtype.startswith("uint") else tirx.const(-1, dtype)
+    return tirx.const(0, dtype)
+
+
+def _tm_abs(x: tirx.PrimExpr) -> tirx.PrimExpr:
+    # a select, not tirx.abs: the C backend has no lowering for its float intrinsic
+    if str(x.dtype).startswith("uint"):
+        return x
+    return tirx.Select(x < tirx.const(0, x.dtype), -x, x)
+
+
+def _tm_combine(kind: str, a: tirx.PrimExpr, b: tirx.PrimExpr) -> tirx.PrimExpr:
+    if kind in ("sum", "abssum"):
+        return a + b
+    if kind in ("max", "absmax"):
+        return tirx.max(a, b)
+    if kind == "min":
+        return tirx.min(a, b)
+    return {"bitand": tirx.bitwise_and, "bitor": tirx.bitwise_or,
+            "bitxor": tirx.bitwise_xor}[kind](a, b)
+
 
 def lower_mesh_comm(func: tirx.PrimFunc, workspace: str = "malloc") -> tirx.PrimFunc:
     """The function form of :func:`LowerMeshComm` (a PrimFunc in, a PrimFunc out).
