@@ -488,3 +488,21 @@ def test_stock_tilelang_compile_names_the_op_and_compile_mesh_kernel():
                                          r"\(mesh_comm.shift \(comm op #0\) first, 1 in all\).*"
                                          r"meshtensor.tilelang.compile_mesh_kernel"):
         tilelang.compile(k, target="c")
+
+
+def test_large_per_core_buffer_copied_whole_across_an_exchange():
+    """33,600 elements per core, copied in and out by vectorised T.copy: TVM's
+    StorageRewrite once retyped the per-core pointer as one vector of that many lanes
+    and failed ("scalable vector")."""
+    mc = mesh_comm({"x": 2})
+
+    @T.prim_func
+    def k(X: T.Tensor((2, 700, 48), "float32"), Y: T.Tensor((2, 700, 48), "float32")):
+        with T.Kernel(2, threads=1) as bx:
+            S = T.alloc_shared((700, 48), "float32")
+            T.copy(X[bx, 0:700, 0:48], S)
+            mc.shift(S, S, ["x"], "x", 1, rotate=True)
+            T.copy(S, Y[bx, 0:700, 0:48])
+    x = np.random.default_rng(0).standard_normal((2, 700, 48)).astype(np.float32)
+    y = run(k, x, np.zeros_like(x))[1]
+    assert np.array_equal(y, x[::-1])

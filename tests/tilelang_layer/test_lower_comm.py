@@ -42,7 +42,8 @@ def test_lower_shift_before_after():
     got = lower(k)
 
     # One launch of one block; each segment loops over the cores and sees core c's slice
-    # of the promoted S; the shift (src and dst share S) goes through a staging array.
+    # of the promoted S (a view at offset 2c); the shift (src and dst share S) goes
+    # through a staging array.
     @TS.prim_func
     def k(A_handle: TS.handle, B_handle: TS.handle):
         A = TS.match_buffer(A_handle, (4,), strides=(1,))
@@ -61,8 +62,7 @@ def test_lower_shift_before_after():
                 stage_ptr: TS.handle("uint8", "global") = stage_mem
                 S_all_1 = TS.decl_buffer((4,), data=S_all)
                 for core_x in range(2):
-                    S_c: TS.handle("float32", "local") = TS.address_of(S_all_1[core_x * 2])
-                    S = TS.decl_buffer((2,), data=S_c, scope="local")
+                    S = TS.decl_buffer((2,), data=S_all, elem_offset=core_x * 2)
                     for i in range(2):
                         S[i] = A[core_x * 2 + i]
                 with TS.attr("shift", "meshtensor_comm_op", 0):  # which comm op this was
@@ -73,8 +73,7 @@ def test_lower_shift_before_after():
                     for dst_x, i0 in TS.grid(2, 2):
                         S_all_1[dst_x * 2 + i0] = stage_1[(dst_x + 1) % 2 * 2 + i0]
                 for core_x in range(2):
-                    S_c: TS.handle("float32", "local") = TS.address_of(S_all_1[core_x * 2])
-                    S = TS.decl_buffer((2,), data=S_c, scope="local")
+                    S = TS.decl_buffer((2,), data=S_all, elem_offset=core_x * 2)
                     for i in range(2):
                         B[core_x * 2 + i] = S[i]
                 TS.call_extern("void", "free", S_all_mem)

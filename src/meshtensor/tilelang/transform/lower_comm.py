@@ -667,14 +667,16 @@ class _Lowering:
                 pre.append(_nest(i, shape, tirx.BufferStore(st.buf, st.load(lin, i), i)))
                 post.append(_nest(o, shape, st.store(lin, o, tirx.BufferLoad(st.buf, o))))
                 continue
+            # the core's copy is a view of the shared array at the core's offset (a
+            # pointer to the slice instead makes TVM's StorageRewrite retype it as one
+            # vector of numel lanes when every access is vectorized: past 32767 lanes
+            # it fails with "scalable vector")
             b = st.buf
-            p = tirx.Var(f"{b.name}_c", ir.PointerType(ir.PrimType(str(b.dtype)), b.scope()))
-            pre.append(tirx.Bind(p, tirx.call_intrin("handle", "tirx.address_of",
-                                                     tirx.BufferLoad(st.flat, [lin * st.numel]))))
-            bmap[data] = tirx.decl_buffer(b.shape, str(b.dtype), b.name, data=p, strides=b.strides,
-                                          elem_offset=b.elem_offset, scope=b.scope())
+            bmap[data] = tirx.decl_buffer(b.shape, str(b.dtype), b.name, data=st.flat.data,
+                                          strides=b.strides, elem_offset=lin * st.numel,
+                                          scope=st.flat.scope())
             pre.append(tirx.DeclBuffer(bmap[data]))
-            vmap[data] = p
+            vmap[data] = st.flat.data
         body = _remap_buffers(tirx.stmt_functor.substitute(_seq(seg.stmts), vmap), bmap)
         return _nest(coords, self.mesh.shape, _seq(pre + [body] + post))
 
