@@ -3,8 +3,9 @@
 Each block runs as its own script (a file, so ``if __name__ == "__main__":`` and process
 spawning work) in a fresh interpreter of this environment, in an empty temporary
 directory, with a timeout. It fails on a non-zero exit or a traceback on stderr (a
-spawned rank can print one while the parent still exits 0). Illustrations that cannot
-run belong in ```text blocks. Ids are ``path:line`` of the opening fence.
+spawned rank can print one while the parent still exits 0) or known noise there.
+Illustrations that cannot run belong in ```text blocks. Ids are ``path:line`` of the
+opening fence.
 """
 from __future__ import annotations
 
@@ -21,6 +22,9 @@ TIMEOUT_S = 300  # generous: CI machines may be loaded; a hung block still fails
 FENCE = re.compile(r"^```python[^\n`]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 # Blocks that import tilelang/torch compile kernels or spawn processes: seconds each.
 SLOW = re.compile(r"\b(tilelang|tvm|torch|meshtensor\.dist)\b")
+# Noise no example may print: torch's C++ backtraces and gloo's all-to-all fallback
+# warning (meshtensor.dist avoids or hides both: docs/dist.md, docs/interop.md).
+NOISE = re.compile(r"^frame #\d+: |falling back with allgather", re.MULTILINE)
 
 
 def doc_files(root: pathlib.Path) -> list[tuple[str, str]]:
@@ -86,6 +90,8 @@ def test_doc_block_runs(code, tmp_path):
         pytest.fail(f"timed out after {TIMEOUT_S} s; stderr:\n{e.stderr}")
     if r.returncode != 0 or "Traceback" in r.stderr:
         pytest.fail(f"exit {r.returncode}; stderr:\n{r.stderr}", pytrace=False)
+    if NOISE.search(r.stderr):
+        pytest.fail(f"noise on stderr:\n{r.stderr}", pytrace=False)
 
 
 def test_ci_runs_the_readme_commands():

@@ -33,7 +33,7 @@ def results(mesh_shape):
 def test_every_placement_pair_equals_dtensor(mesh_shape):
     mesh = Mesh(mesh_shape)
     got = results(mesh_shape)
-    keys = [k for k in got[0] if k != "errors"]
+    keys = [k for k in got[0] if isinstance(k, tuple)]  # not "errors", "torch_log"
     assert len(keys) == len(B.SHAPES[mesh_shape]) * len(B.pairs(mesh.ndim))
     for shape, src, tgt in keys:
         want = simulated(mesh, shape, src, tgt)
@@ -42,6 +42,14 @@ def test_every_placement_pair_equals_dtensor(mesh_shape):
             where = f"{src} -> {tgt}, shape {shape}, rank {r}"
             np.testing.assert_array_equal(ours, theirs, err_msg=where)
             np.testing.assert_array_equal(ours, want.local(r), err_msg=where)
+
+
+@pytest.mark.slow
+def test_the_bridge_logs_no_torch_warning():
+    """In particular not gloo's "does not support alltoall yet, falling back" (DTensor's
+    own redistribute of these pairs logs it)."""
+    for r, got in enumerate(results((2, 2))):
+        assert got["torch_log"] == [], (r, got["torch_log"])
 
 
 BRIDGE_ERRORS = {  # case: (exception type, message pattern)
