@@ -106,3 +106,23 @@ def test_ci_runs_the_readme_commands():
     for command in install:
         assert command in ci_lines, f".ci/run lacks the README step {command!r}"
     assert "    python -m pytest\n" in readme and "python -m pytest" in ci_lines
+
+
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+# Paths that name files outside the repository (the docs must stand alone).
+OUTSIDE = re.compile(r"\.\./|design\.md|file://|/work/")
+
+
+def test_links_stay_in_the_repository():
+    """Every Markdown link of README.md and docs/*.md is an anchor or a file of this
+    repository (no web page, nothing outside it), and no text names a file outside."""
+    bad = []
+    for name, text in doc_files(ROOT):
+        base = (ROOT / name).parent
+        for target in LINK.findall(text):
+            path = target.split("#")[0]
+            inside = (base / path).resolve().is_relative_to(ROOT) if path else True
+            if "://" in target or not inside or (path and not (base / path).exists()):
+                bad.append(f"{name}: {target}")
+        bad += [f"{name}: mentions {m.group(0)!r}" for m in OUTSIDE.finditer(text)]
+    assert bad == []
