@@ -126,3 +126,18 @@ def test_links_stay_in_the_repository():
                 bad.append(f"{name}: {target}")
         bad += [f"{name}: mentions {m.group(0)!r}" for m in OUTSIDE.finditer(text)]
     assert bad == []
+
+
+def test_the_test_command_runs_in_parallel_with_progress():
+    """`python -m pytest` (the README's and CI's command) reads pyproject.toml: it runs on
+    every core, shows pytest's progress (no -q) and lists the slowest tests; the extras
+    that install the tests bring pytest-xdist."""
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    opts = project["tool"]["pytest"]["ini_options"]["addopts"].split()
+    assert opts[opts.index("-n") + 1] == "auto"
+    assert any(re.fullmatch(r"--durations=[1-9]\d*", o) for o in opts)
+    assert not {"-q", "--quiet", "-qq"} & set(opts)
+    extras = project["project"]["optional-dependencies"]
+    for extra in ("test", "all"):
+        assert any(d.startswith("pytest-xdist") for d in extras[extra]), extra

@@ -70,9 +70,7 @@ TORCH_CALL = {"all_gather": "all_gather_single", "all_reduce": "all_reduce",
 P2P = {"batch_isend_irecv"}
 
 
-@pytest.fixture(scope="module")
-def job_2x2():
-    """Every check on 2x2, with a late peer at the end; (results, real seconds)."""
+def _job_2x2():
     real = time.monotonic
     fast = types.SimpleNamespace(monotonic=lambda: real() * SPEEDUP, sleep=time.sleep)
     with pytest.MonkeyPatch.context() as mp:
@@ -83,9 +81,15 @@ def job_2x2():
 
 
 @pytest.fixture(scope="module")
-def job_2x3():
+def job_2x2(once_per_run):
+    """Every check on 2x2, with a late peer at the end; (results, real seconds)."""
+    return once_per_run("dist_job_2x2", _job_2x2)
+
+
+@pytest.fixture(scope="module")
+def job_2x3(once_per_run):
     """Every check on 2x3 except the late peer."""
-    return run(W.everything, (2, 3), timeout=TIMEOUT), None
+    return once_per_run("dist_job_2x3", lambda: (run(W.everything, (2, 3), timeout=TIMEOUT), None))
 
 
 JOBS = pytest.mark.parametrize("job", ["job_2x2", "job_2x3"], ids=["2x2", "2x3"])
