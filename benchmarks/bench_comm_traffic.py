@@ -17,9 +17,9 @@ import numpy as np
 
 import tilelang  # noqa: F401  (before tvm)
 
-from meshtensor.tilelang.gemm import ALGORITHMS, COMM_ALGORITHMS, build_gemm
-from meshtensor.tilelang.passes import (DEFAULT_HOP_LATENCY, DEFAULT_LINK_BANDWIDTH,
-                                        analyze_mesh_communication, verify_mesh_tensors)
+from meshtensor.tilelang.kernels.gemm import ALGORITHMS, COMM_ALGORITHMS, build_gemm
+from meshtensor.tilelang import analyze_mesh_communication, verify_mesh_tensors
+from meshtensor.tilelang.analysis.traffic import DEFAULT_HOP_LATENCY, DEFAULT_LINK_BANDWIDTH
 
 BASELINE = "summa"
 ORDER = ("summa", "cannon", "summa_comm", "cannon_comm", "ksplit_comm")

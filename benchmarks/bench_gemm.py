@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 import torch  # noqa: E402
 
-from meshtensor.tilelang.gemm import ALGORITHMS, COMM_ALGORITHMS, run_gemm  # noqa: E402
+from meshtensor.tilelang.kernels.gemm import ALGORITHMS, COMM_ALGORITHMS, run_gemm  # noqa: E402
 
 TWIN = {"summa_comm": "summa", "cannon_comm": "cannon"}
 

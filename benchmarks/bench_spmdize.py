@@ -17,10 +17,10 @@ from _timing import timeit  # noqa: E402
 import numpy as np  # noqa: E402
 import tilelang  # noqa: E402
 
-from meshtensor.tilelang.gemm import build_gemm  # noqa: E402
-from meshtensor.tilelang.lower import compile_mesh_kernel  # noqa: E402
+from meshtensor.tilelang.kernels.gemm import build_gemm  # noqa: E402
+from meshtensor.tilelang import compile_mesh_kernel  # noqa: E402
 from meshtensor.tilelang.logs import quiet_tilelang  # noqa: E402
-from meshtensor.tilelang.spmdize import spmdize  # noqa: E402
+from meshtensor.tilelang.transform.spmdize import spmdize  # noqa: E402
 
 
 def main(size: int = 512) -> None:

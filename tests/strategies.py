@@ -2,22 +2,13 @@
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
-from hypothesis import HealthCheck, settings, strategies as st
+from hypothesis import settings, strategies as st
 
 from meshtensor import Mesh, Sharding
 
-# The "slow" profile runs every property at >= 2000 examples (the default run keeps
-# each test's own count): MESHTENSOR_TEST_PROFILE=slow python -m pytest ... (it is
-# registered here, after pytest's --hypothesis-profile option is read, so use the
-# variable).
-settings.register_profile("slow", max_examples=2000, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow,
-                                                 HealthCheck.filter_too_much])
-if os.environ.get("MESHTENSOR_TEST_PROFILE") == "slow":
-    settings.load_profile("slow")
+# The "slow" and "ci" profiles are registered and loaded in conftest.py.
 
 
 def n_examples(default: int) -> int:

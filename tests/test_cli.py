@@ -339,6 +339,7 @@ DEFAULT_OUTPUTS = {  # inputs whose output was wider than 80 columns (up to 121)
     "show-help": ["show", "--help"],
     "plan-help": ["plan", "--help"],
     "demo-help": ["demo", "--help"],
+    "profile-help": ["profile", "--help"],
 }
 
 

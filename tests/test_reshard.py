@@ -419,3 +419,39 @@ def test_fast_path_plans_build_their_steps_when_read():
         plan_reshard(p.src, p.tgt, (16, 16, 4), 0)
     with pytest.raises(ValueError, match="rank"):
         plan_reshard(p.src, p.tgt, (16,))
+
+
+@pytest.mark.parametrize("shape,itemsize,err,match", [
+    ((4, 4), 4.0, ValueError, r"itemsize must be a positive int, got 4.0"),
+    ((4, 4), True, ValueError, r"itemsize must be a positive int, got True"),
+    ((4.0, 4), 4, TypeError, r"global_shape\[0\] must be an int, got 4.0"),
+], ids=["float-itemsize", "bool-itemsize", "float-dim"])
+def test_arguments_are_checked_on_a_warm_cache_too(shape, itemsize, err, match):
+    """4.0 == 4 and (4.0, 4) == (4, 4): a cached plan for the valid arguments must not
+    answer the invalid ones."""
+    m = Mesh({"row": 2, "col": 2})
+    s, t = Sharding(m, [["row"]]), Sharding(m, [["col"]])
+    plan_reshard(s, t, (4, 4), 4)  # warm
+    for _ in range(2):
+        with pytest.raises(err, match=match):
+            plan_reshard(s, t, shape, itemsize)
+
+
+@pytest.mark.parametrize("shape", [(99999999999, 99999999999), (2 ** 31, 2 ** 31)],
+                         ids=["1e11-squared", "2^31-squared"])
+def test_byte_counts_that_would_wrap_int64_are_refused(shape):
+    m = Mesh({"row": 2, "col": 2})
+    with pytest.raises(ValueError, match=r"past the int64 byte counts a plan reports"):
+        plan_reshard(Sharding(m, [["row"], ["col"]]), Sharding(m, [["col"], ["row"]]), shape)
+
+
+def test_largest_plannable_counts_are_exact_python_ints():
+    m = Mesh({"row": 2, "col": 2})
+    shape = (2 ** 29, 2 ** 29)  # 2^60 bytes per copy of the tensor
+    with pytest.raises(ValueError, match="past the int64"):
+        plan_reshard(Sharding(m, [["row"], ["col"]]), Sharding(m, [["col"], ["row"]]), shape)
+    shape = (2 ** 27, 2 ** 28)
+    p = plan_reshard(Sharding(m, [["row"], ["col"]]), Sharding(m, [["col"], ["row"]]), shape)
+    # (0, 1) and (1, 0) swap their quarters, the diagonal keeps its own: half of 2^57 B
+    assert p.bytes_moved == p.lower_bound_bytes == 2 ** 56
+    assert type(p.bytes_moved) is int and "72057594037927936" in p.explain()

@@ -5,15 +5,15 @@ and print each one's communication report.
 
     python examples/gemm_4x4/run.py [M N K]
 
-The kernels are in ``meshtensor/tilelang/gemm.py``, written with
+The kernels are in ``meshtensor/tilelang/kernels/gemm.py``, written with
 ``mesh_tensor_functions`` and ``mesh_comm``; ``meshtensor demo`` runs SUMMA alone with
 more detail.
 """
 import sys
 
-from meshtensor.tilelang.gemm import ALGORITHMS, COMM_ALGORITHMS, build_gemm, run_gemm
+from meshtensor.tilelang.kernels.gemm import ALGORITHMS, COMM_ALGORITHMS, build_gemm, run_gemm
 from meshtensor.tilelang.logs import quiet_tilelang
-from meshtensor.tilelang.passes import analyze_mesh_communication, verify_mesh_tensors
+from meshtensor.tilelang import analyze_mesh_communication, verify_mesh_tensors
 
 
 def main() -> None:

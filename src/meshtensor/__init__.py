@@ -13,6 +13,7 @@ Example:
 """
 
 from . import collectives, interop
+from .machines import Machine, get_machine, load_machine, machine_names
 from .mesh import TARGETS, Mesh, default_axis_names
 from .mesh_array import MeshArray, distribute
 from .resharding import (CollectiveStep, Move, ReshardPlan, Transfer, TransferStep,
@@ -27,4 +28,5 @@ __all__ = [
     "default_axis_names", "TARGETS", "REDUCTION_KINDS",
     "plan_reshard", "reshard", "apply_step", "ReshardPlan", "Move", "CollectiveStep",
     "TransferStep", "Transfer", "visualize", "visualize_plan", "save_png", "save_plan_png",
+    "Machine", "get_machine", "load_machine", "machine_names",
 ]

@@ -347,10 +347,10 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     width = args.width or output_width()
     # The demo modules import tilelang and torch: only for this command, after the checks.
     if args.spmdize:
-        from .tilelang.demo_spmdize import main as spmdize_demo
+        from .tilelang.demos.spmdize_demo import main as spmdize_demo
         return spmdize_demo(size=args.size, algorithm=algorithm, repeat=args.repeat,
                             target=args.target, width=width)
-    from .tilelang.demo import main as demo
+    from .tilelang.demos.gemm_demo import main as demo
     return demo(size=args.size, target=args.target, algorithm=algorithm,
                 repeat=args.repeat, width=width)
 
@@ -434,6 +434,9 @@ def build_parser() -> argparse.ArgumentParser:
                            "kernels")
     demo.add_argument("--width", type=_int_at_least(MIN_WIDTH), help=width_help)
     demo.set_defaults(func=_cmd_demo)
+
+    from .profile_cli import add_profile_parser  # its own module; tilelang only when run
+    add_profile_parser(sub)
     return p
 
 

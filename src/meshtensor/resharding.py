@@ -893,10 +893,17 @@ def plan_reshard(src: Sharding, tgt: Sharding, global_shape: Sequence[int],
     True
     """
     cache = _cached_plan
+    # arguments not in normal form are checked, then looked up as their normal form
+    # (4.0 == 4 and (4.0,) == (4,): they would hit the cache unchecked)
+    if type(itemsize) is not int or type(global_shape) is not tuple:
+        return plan_reshard(src, tgt, *_checked_args(src, tgt, global_shape, itemsize))
+    for n in global_shape:
+        if type(n) is not int:
+            return plan_reshard(src, tgt, *_checked_args(src, tgt, global_shape, itemsize))
     key = (src, tgt, global_shape, itemsize)
     try:
         got = cache._plans.get(key)
-    except TypeError:  # an unhashable argument (a list shape): its normal form is cached
+    except TypeError:  # an unhashable src or tgt: not a Sharding, say so
         return plan_reshard(src, tgt, *_checked_args(src, tgt, global_shape, itemsize))
     if got is None:
         return cache.miss(key)
@@ -1007,6 +1014,16 @@ def _checked_args(src, tgt, global_shape, itemsize) -> tuple[tuple[int, ...], in
         raise ValueError(f"plan_reshard: itemsize must be a positive int, got {itemsize!r}")
     shape = src.check_shape(global_shape, "plan_reshard (src)")
     tgt.check_shape(shape, "plan_reshard (tgt)")
+    # every byte count of a plan is at most what all devices hold of the tensor, times
+    # the longest route for link bytes; the planner counts in int64, so refuse what
+    # could wrap instead of printing garbage
+    total = math.prod(shape) * int(itemsize) * src.mesh.size
+    longest = max(1, sum(n - 1 for n in src.mesh.shape))
+    if total * longest >= 2 ** 63:
+        raise ValueError(f"plan_reshard: global_shape {shape} x itemsize {itemsize} on "
+                         f"{src.mesh.size} devices holds up to {total:.3e} bytes ({longest} "
+                         f"hops on the longest route), past the int64 byte counts a plan "
+                         f"reports (< 2**63 = 9.223e+18 byte-hops)")
     if tgt.partial_axes and tgt != src:
         raise ValueError(f"plan_reshard: cannot reshard {src} into the partial sharding {tgt}: "
                          f"a partial target is only reachable from itself (reduce first, then "

@@ -4,9 +4,9 @@ import pytest
 
 pytest.importorskip("tilelang")
 from meshtensor.tilelang import find_comm_ops, read_mesh_tensor_info  # noqa: E402
-from meshtensor.tilelang.gemm import (ALGORITHMS, COMM_ALGORITHMS, build_gemm,  # noqa: E402
+from meshtensor.tilelang.kernels.gemm import (ALGORITHMS, COMM_ALGORITHMS, build_gemm,  # noqa: E402
                                       layouts, run_gemm)
-from meshtensor.tilelang.lower import MeshKernel  # noqa: E402
+from meshtensor.tilelang import MeshKernel  # noqa: E402
 
 
 @pytest.mark.slow

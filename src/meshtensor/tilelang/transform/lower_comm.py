@@ -35,17 +35,19 @@ import numpy as np
 import tvm
 from tvm import arith, ir, tirx
 
-from ..mesh import Mesh
-from .comm import CommOp, decode, find_comm_ops, is_comm_call
-from .copies import Found, Let, WhileLoop, find_calls
-from .frontend import _static
+from ..ir.comm_op import CommOp, decode, find_comm_ops, is_comm_call
+from ..ir.evaluate import static_int
+from ..ir.launch import Launch, row_major as _row_major, unravel as _unravel
+from ..ir.resolve import prim_func
+from ..ir.scope import Found, Let, WhileLoop, find_calls
 
-__all__ = ["LowerMeshComm", "lower_mesh_comm", "check_collective_rule", "compile_mesh_kernel",
-           "MeshKernel"]
+__all__ = ["LowerMeshComm", "lower_mesh_comm", "check_collective_rule", "WORKSPACE_ATTR",
+           "COMM_OP_ATTR"]
 
 WORKSPACES = ("malloc", "argument")
 WORKSPACE_PARAM = "mesh_workspace"
 WORKSPACE_ATTR = "mesh_workspace_bytes"
+COMM_OP_ATTR = "meshtensor_comm_op"  # AttrStmt around each exchange: the comm op's index
 # a buffer this small is copied in/out around its one segment, or kept as a scratch
 # shared by several segments that each overwrite it first (kept in registers)
 SMALL_PRIVATE_BYTES = 4096
@@ -107,23 +109,6 @@ def _remap_buffers(stmt: tirx.Stmt, bmap: dict) -> tirx.Stmt:
     return tirx.stmt_functor.ir_transform(stmt, None, post, ["tirx.BufferLoad", "tirx.BufferStore"])
 
 
-def _row_major(coords: Sequence[Any], sizes: Sequence[int]) -> tirx.PrimExpr:
-    """The row-major linear index of ``coords`` (TIR expressions) on a grid of ``sizes``."""
-    lin = _i32(0)
-    for c, s in zip(coords, sizes):
-        lin = lin * s + c
-    return arith.Analyzer().simplify(lin)
-
-
-def _unravel(lin: Any, sizes: Sequence[int]) -> list:
-    """The coordinates (TIR expressions) of row-major index ``lin`` on a grid of ``sizes``."""
-    out, rest = [], lin
-    for size in reversed(sizes):
-        out.insert(0, tirx.floormod(rest, size))
-        rest = tirx.floordiv(rest, size)
-    return out
-
-
 def _contains_comm(stmt: tirx.Stmt) -> bool:
     return bool(find_calls(stmt, is_comm_call))
 
@@ -142,54 +127,17 @@ def _loads_per_core_data(node: Any) -> bool:
     return bool(hit)
 
 
+def _reads_memory(node: Any) -> bool:
+    """Whether ``node`` loads from any buffer."""
+    hit: list = []
+    tirx.stmt_functor.post_order_visit(
+        node if isinstance(node, tirx.Stmt) else tirx.Evaluate(node),
+        lambda n: hit.append(n) if isinstance(n, tirx.BufferLoad) else None)
+    return bool(hit)
+
+
 def _is_call_to(name: str) -> Callable[[tirx.Call], bool]:
     return lambda call: getattr(call.op, "name", None) == name
-
-
-# -- the launch ----------------------------------------------------------------------------
-@dataclass
-class _Launch:
-    loops: list            # the blockIdx thread-binding For loops, outermost first
-    mesh: Mesh
-    axis_of: list          # mesh axis of each launch loop (None: 1-D launch of the linear id)
-
-    def subst(self, coords: Sequence[tirx.PrimExpr]) -> dict:
-        """Launch var -> expression for the core with these mesh coordinates."""
-        if self.axis_of == [None]:
-            return {self.loops[0].loop_var: _row_major(coords, self.mesh.shape)}
-        return {lp.loop_var: coords[a] for lp, a in zip(self.loops, self.axis_of)}
-
-    @property
-    def vars(self) -> set:
-        return {lp.loop_var for lp in self.loops}
-
-
-_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
-
-
-def _find_launch(func: tirx.PrimFunc, mesh: Mesh) -> _Launch:
-    loops: list = []
-
-    def visit(n: Any) -> None:
-        if (isinstance(n, tirx.For) and n.kind == tirx.ForKind.THREAD_BINDING
-                and n.thread_binding is not None and n.thread_binding.thread_tag in _TAGS):
-            loops.append(n)
-
-    tirx.stmt_functor.pre_order_visit(func.body, lambda n: visit(n) or True)
-    tags = [lp.thread_binding.thread_tag for lp in loops]
-    extents = [_static(lp.extent) for lp in loops]
-    if len(loops) == 1 and extents[0] == mesh.size and mesh.ndim > 1:
-        return _Launch(loops, mesh, [None])
-    order = sorted(range(len(loops)), key=lambda i: tags[i])
-    if (len(set(tags)) == len(tags) == mesh.ndim
-            and [extents[i] for i in order] == list(mesh.shape)):
-        axis_of = [0] * len(loops)
-        for a, i in enumerate(order):
-            axis_of[i] = a
-        return _Launch(loops, mesh, axis_of)
-    raise ValueError(f"LowerMeshComm: the launch grid {dict(zip(tags, extents))} does not "
-                     f"match the comm ops' mesh {mesh.as_dict}: launch T.Kernel(*mesh shape) "
-                     f"or T.Kernel({mesh.size}) (the linear core id)")
 
 
 # -- plan: the kernel body cut into segments and exchanges ------------------------------------
@@ -210,7 +158,7 @@ class _Planner:
     """Walks the kernel body once: checks the collective rule, substitutes core-dependent
     lets, and records segments and comm ops (emission comes after buffer analysis)."""
 
-    def __init__(self, launch: _Launch, ops: list[CommOp]):
+    def __init__(self, launch: Launch, ops: list[CommOp]):
         self.launch = launch
         self.by_call = ops
         self.core_vars = set(launch.vars)
@@ -219,6 +167,7 @@ class _Planner:
         self.blocks: list[tirx.SBlock] = []  # blocks inside the launch holding comm ops
         self.inside_launch = False
         self.comm_loops: list = []  # enclosing For/While loops that hold comm ops
+        self.new_allocs: list[tirx.Buffer] = []  # per-core variables made from lets
 
     def _op_of(self, call: tirx.Call) -> CommOp:
         for o in self.by_call:
@@ -273,13 +222,16 @@ class _Planner:
             c = _Comm(self._op_of(stmt.value), in_loop)
             self.comms.append(c)
             return [c]
-        if isinstance(stmt, tirx.For) and any(stmt.same_as(lp) for lp in self.launch.loops):
+        if (isinstance(stmt, tirx.For) and stmt.kind == tirx.ForKind.THREAD_BINDING
+                and self.launch.is_launch_var(stmt.loop_var)):
             self.inside_launch = True
             return [("launch", stmt, self.plan(stmt.body, in_loop))]
         if isinstance(stmt, tirx.For):
             if stmt.kind not in (tirx.ForKind.SERIAL, tirx.ForKind.UNROLLED):
-                self._refuse(stmt, f"inside a {stmt.kind.name.lower()} loop "
-                                   f"{stmt.loop_var.name!r}")
+                kind = tirx.ForKind(int(stmt.kind)).name.lower()
+                self._refuse(stmt, f"inside a {kind} loop {stmt.loop_var.name!r} (T.Parallel "
+                                   f"or T.vectorized: its iterations run at once, so the "
+                                   f"exchange's count and order are undefined; use T.serial)")
             for e in (stmt.min, stmt.extent):
                 if self._core_dependent(e):
                     self._refuse(stmt, f"inside loop {stmt.loop_var.name!r} whose bounds depend "
@@ -325,25 +277,27 @@ class _Planner:
 
         for i, s in enumerate(stmts):
             if isinstance(s, tirx.Bind) and self._core_dependent(s.value):
-                # substitute the core-dependent let into its later siblings; each segment
-                # gets the value for its own core
-                self.core_vars.add(s.var)
-                rest = [tirx.stmt_functor.substitute(t, {s.var: s.value}) for t in stmts[i + 1:]]
-                if any(_contains_comm(t) for t in rest):
-                    if _loads_per_core_data(s.value) and any(s.var in _vars_in(t)
-                                                             for t in stmts[i + 1:]):
-                        # substituted, it would be re-read after the exchange changed it
-                        o = next(self._first_op(t) for t in stmts[i + 1:] if _contains_comm(t))
-                        raise ValueError(f"LowerMeshComm: let {s.var.name!r} = {s.value} reads "
-                                         f"a per-core buffer and is used across "
-                                         f"mesh_comm.{o.op} (comm op #{o.index}); keep the value "
-                                         f"in a per-core buffer (T.alloc_local) instead")
-                    flush()
-                    # re-find the comm calls (substitution rebuilt them)
-                    self._rebind(stmts[i + 1:], rest)
-                    return out + self._plan_seq(rest, in_loop)
-                run.append(s)
-                continue
+                if not any(_contains_comm(t) for t in stmts[i + 1:]):
+                    run.append(s)  # it lives inside one segment: unchanged
+                    continue
+                if _reads_memory(s.value):
+                    # a value read from memory must be read where the kernel reads it
+                    # (a later write may change that memory): each core computes it into
+                    # a per-core variable, kept across the exchanges like T.alloc_var
+                    var = tirx.decl_buffer((1,), s.var.dtype, f"{s.var.name}_var",
+                                           scope="local.var")
+                    self.new_allocs.append(var)
+                    run.append(tirx.BufferStore(var, s.value, [_i32(0)]))
+                    value: Any = tirx.BufferLoad(var, [_i32(0)])
+                else:
+                    # a function of the core and loop variables: substituted, so every
+                    # segment gets the value for its own core
+                    self.core_vars.add(s.var)
+                    value = s.value
+                rest = [tirx.stmt_functor.substitute(t, {s.var: value}) for t in stmts[i + 1:]]
+                flush()
+                self._rebind(stmts[i + 1:], rest)  # substitution rebuilt the comm calls
+                return out + self._plan_seq(rest, in_loop)
             if isinstance(s, tirx.Bind):
                 flush()  # a core-independent let stays where it is, visible to all segments
                 out.append(("keep", s))
@@ -362,7 +316,7 @@ class _Planner:
         b = [f for s in new for f in find_calls(s, is_comm_call)]
         for fo, fn in zip(a, b):
             o = self._op_of(fo.call)
-            n = decode(Found(fn.call, o.scope), o.index)
+            n = decode(Found(fn.call, o.scope, o.order), o.index)
             self.by_call[self.by_call.index(o)] = n
 
 
@@ -377,7 +331,7 @@ class _Store:
     private: bool          # copied in/out around its single segment
 
     def strides(self) -> list[int]:
-        shape = [int(_static(n)) for n in self.buf.shape]
+        shape = [int(static_int(n)) for n in self.buf.shape]
         return [int(np.prod(shape[d + 1:], dtype=np.int64)) for d in range(len(shape))]
 
     def load(self, core: Any, idx: Sequence[Any]) -> tirx.BufferLoad:
@@ -391,7 +345,7 @@ class _Store:
 
 
 def _numel(buf: tirx.Buffer) -> int | None:
-    dims = [_static(n) for n in buf.shape]
+    dims = [static_int(n) for n in buf.shape]
     return None if None in dims else int(np.prod(dims, dtype=np.int64))
 
 
@@ -406,7 +360,7 @@ def _dead_at_entry(stmt: tirx.Stmt, buf: tirx.Buffer) -> bool:
     positive extent and statement lists only) is a nest of loops over exactly ``buf``'s
     dims whose only body is a store to every element that does not read ``buf``
     (e.g. the micro-kernel's accumulator). Conservative: anything else gives False."""
-    shape = [_static(n) for n in buf.shape]
+    shape = [static_int(n) for n in buf.shape]
     if None in shape:
         return False
 
@@ -421,8 +375,8 @@ def _dead_at_entry(stmt: tirx.Stmt, buf: tirx.Buffer) -> bool:
         if touches(node.value) or len(node.indices) != len(shape) or len(idx_loops) != len(shape):
             return False
         for i, lp, n in zip(node.indices, idx_loops, shape):
-            if not (isinstance(i, tirx.Var) and i.same_as(lp.loop_var) and _static(lp.min) == 0
-                    and _static(lp.extent) == n):
+            if not (isinstance(i, tirx.Var) and i.same_as(lp.loop_var) and static_int(lp.min) == 0
+                    and static_int(lp.extent) == n):
                 return False
         return True
 
@@ -435,7 +389,7 @@ def _dead_at_entry(stmt: tirx.Stmt, buf: tirx.Buffer) -> bool:
         if isinstance(node, tirx.For):
             if full_store(node, []):
                 return True
-            ext = _static(node.extent)
+            ext = static_int(node.extent)
             return ext is not None and ext > 0 and first(node.body)
         return False
 
@@ -456,7 +410,7 @@ class _Lowering:
                              f"{[dict(m) for m in meshes]}")
         self.func = func
         self.mesh = ops[0].mesh
-        self.launch = _find_launch(func, self.mesh)
+        self.launch = Launch.of(func, self.mesh, "LowerMeshComm")
         self.planner = _Planner(self.launch, ops)
         self.ncores = self.mesh.size
 
@@ -481,70 +435,85 @@ class _Lowering:
                             {**dict(f.buffer_map), ws_var: self.ws_buf}, f.attrs)
         return out.with_attr(WORKSPACE_ATTR, int(self.ws_buf.shape[0]))
 
+    def _value_range(self, o: CommOp, expr: Any) -> tuple[int, int, bool] | None:
+        """``(min, max, exact)`` of an index expression over every execution of ``o``:
+        exact over its iteration space (enclosing uniform conditions applied, e.g. a
+        prefetch's ``if k + 1 < n``), else bounded through the enclosing loops' ranges
+        and lets (``exact`` False); ``None`` when the statement never runs."""
+        from ..ir.evaluate import iteration_space
+        try:
+            space = iteration_space(o, self.launch, o.name)
+            if not space.size:
+                return None
+            v = space.value(expr)
+            return int(v.min()), int(v.max()), True
+        except ValueError:
+            pass  # e.g. under `while` or a condition on memory: bound it instead
+        ana = arith.Analyzer()
+        for item in o.scope:  # loops and lets in nesting order (root=[s % 2] via a let)
+            if isinstance(item, tirx.For) and item.kind != tirx.ForKind.THREAD_BINDING:
+                ana.bind(item.loop_var, ir.Range.from_min_extent(item.min, item.extent))
+            elif isinstance(item, Let) and not self.planner._core_dependent(item.value):
+                ana.bind(item.var, item.value)
+        if self.launch.vars:
+            for v, n in zip(self.launch.vars, [self.mesh.size] if self.launch.linear
+                            else self.mesh.shape):
+                ana.bind(v, ir.Range.from_min_extent(0, n))
+        b = ana.const_int_bound(expr)
+        return int(b.min_value), int(b.max_value), False
+
     # root range: static roots were checked when built; loop-variable roots here
     def _check_roots(self) -> None:
         for o in self.ops:
             if o.op != "broadcast":
                 continue
-            ana = arith.Analyzer()
-            for item in o.scope:  # loops and lets in nesting order (root=[s % 2] via a let)
-                if isinstance(item, tirx.For) and item.kind != tirx.ForKind.THREAD_BINDING:
-                    ana.bind(item.loop_var, ir.Range.from_min_extent(item.min, item.extent))
-                elif isinstance(item, Let) and not self.planner._core_dependent(item.value):
-                    ana.bind(item.var, item.value)
             for r, a in zip(o.root, o.mesh_axes):
                 if self.planner._core_dependent(r):
-                    raise ValueError(f"mesh_comm.broadcast (comm op #{o.index}): root {r} "
-                                     f"depends on the core; a root is one in-group index for "
-                                     f"all groups")
-                b = ana.const_int_bound(r)
+                    raise ValueError(f"{o.name}: root {r} depends on the core; a root is one "
+                                     f"in-group index for all groups")
+                if static_int(r) is not None:
+                    continue
+                got = self._value_range(o, r)
                 size = self.mesh.shape[a]
-                if b.min_value < 0 or b.max_value >= size:
-                    raise ValueError(f"mesh_comm.broadcast (comm op #{o.index}): root "
-                                     f"coordinate {r} takes values in [{b.min_value}, "
-                                     f"{b.max_value}], out of range [0, {size}) on mesh axis "
+                if got is not None and (got[0] < 0 or got[1] >= size):
+                    how = "takes values in" if got[2] else \
+                        "cannot be shown to stay in range: its bounds are"
+                    raise ValueError(f"{o.name}: root coordinate {r} {how} [{got[0]}, "
+                                     f"{got[1]}], out of range [0, {size}) on mesh axis "
                                      f"{self.mesh.axis_names[a]!r}")
 
     # region range: static starts were checked when built; loop-dependent ones here (an
     # exchange out of range would write into the next core's slice, silently)
     def _check_regions(self) -> None:
-        from .evaluate import iteration_space, region_box
         for o in self.ops:
-            if o.src is None or all(_static(v) is not None for r in (o.src, o.dst)
-                                    for v in r.starts):
+            if o.src is None:
                 continue
-            what = f"mesh_comm.{o.op} (comm op #{o.index})"
             for side, r in (("src", o.src), ("dst", o.dst)):
-                for d, start in enumerate(r.starts):
+                for d, (start, ext, n) in enumerate(zip(r.starts, r.extents, r.buffer.shape)):
+                    if static_int(start) is not None:
+                        continue  # checked when the op was built
                     if _loads_per_core_data(start):
                         # the exchange reads every core's region at once: a start held in
                         # one core's buffer is not known there
-                        raise ValueError(f"{what}: the start {start} of the {side} region of "
-                                         f"{r.buffer.name!r} (dim {d}) reads a per-core "
+                        raise ValueError(f"{o.name}: the start {start} of the {side} region "
+                                         f"of {r.buffer.name!r} (dim {d}) reads a per-core "
                                          f"buffer; a region start may depend on the core "
                                          f"and loop variables, not on per-core data")
-            try:
-                space = iteration_space(o, self.mesh, what)
-            except ValueError:
-                continue  # not evaluable statically (e.g. under `while`): left unchecked
-            for side, r in (("src", o.src), ("dst", o.dst)):
-                try:
-                    lo, hi = region_box(r, space, what)
-                except ValueError:
-                    continue
-                for d, n in enumerate(r.buffer.shape):
-                    n = _static(n)
-                    if n is None or not space.size:
-                        continue
-                    if lo[:, d].min() < 0 or hi[:, d].max() > n:
-                        raise ValueError(f"{what}: {side} region of {r.buffer.name!r} runs "
-                                         f"outside dim {d} of size {n}: start {r.starts[d]} "
-                                         f"takes values in [{lo[:, d].min()}, {lo[:, d].max()}] "
-                                         f"with extent {r.extents[d]}")
+                    got = self._value_range(o, start)
+                    e, n = static_int(ext), static_int(n)
+                    if got is None:
+                        continue  # never executed
+                    if got[0] < 0 or got[1] + e > n:
+                        how = "takes values in" if got[2] else \
+                            "cannot be shown to stay in range: its bounds are"
+                        raise ValueError(f"{o.name}: {side} region of {r.buffer.name!r} runs "
+                                         f"outside dim {d} of size {n}: start {start} {how} "
+                                         f"[{got[0]}, {got[1]}] with extent {e}")
 
     def _choose_stores(self) -> None:
         """Which per-core buffers need one copy per core (see the module docstring)."""
-        allocs = [b for blk in self.planner.blocks for b in blk.alloc_buffers]
+        allocs = [b for blk in self.planner.blocks for b in blk.alloc_buffers] + \
+            self.planner.new_allocs
         seg_uses: dict = {}
         for i, seg in enumerate(self.planner.segs):
             vs = set()
@@ -577,6 +546,14 @@ class _Lowering:
                 continue
             else:
                 private = False
+            if b.scope().startswith("local.fragment"):
+                # TileLang lays fragments out from the tile ops that use them; one copy per
+                # core in a shared array is not a layout it can infer
+                o = self.ops[0]
+                raise ValueError(f"LowerMeshComm: T.alloc_fragment buffer {b.name!r} holds a "
+                                 f"value across comm ops (first: {o.name}); keep values that "
+                                 f"live across exchanges in T.alloc_local or T.alloc_shared "
+                                 f"buffers")
             if n is None:
                 raise ValueError(f"LowerMeshComm: per-core buffer {b.name!r} has symbolic shape "
                                  f"{list(b.shape)}; buffers live across comm ops need static "
@@ -607,13 +584,17 @@ class _Lowering:
         if isinstance(tree, _Seg):
             return self._segment(tree)
         if isinstance(tree, _Comm):
-            return self._exchange(tree.op)
+            # tagged, so the lowered kernel still says which comm op each exchange is
+            return tirx.AttrStmt(tree.op.op, COMM_OP_ATTR,
+                                 _i32(tree.op.index), self._exchange(tree.op))
         kind, stmt = tree[0], tree[1]
         if kind == "keep":
             return stmt
         if kind == "for":
-            return tirx.For(stmt.loop_var, stmt.min, stmt.extent, stmt.kind, self._emit(tree[2]),
-                            stmt.thread_binding, stmt.annotations)
+            # a loop around exchanges runs as the serial loop it means: T.Pipelined's
+            # stages (annotations) are a schedule hint that must not reorder exchanges
+            return tirx.For(stmt.loop_var, stmt.min, stmt.extent, tirx.ForKind.SERIAL,
+                            self._emit(tree[2]))
         if kind == "if":
             other = self._emit(tree[3]) if tree[3] is not None else None
             return tirx.IfThenElse(stmt.condition, self._emit(tree[2]), other)
@@ -634,8 +615,10 @@ class _Lowering:
 
     def _block(self, realize: tirx.SBlockRealize, sub: list) -> tirx.Stmt:
         blk = realize.block
-        keep = [b for b in blk.alloc_buffers
-                if b.data not in self.stores or self.stores[b.data].private]
+        mine = list(blk.alloc_buffers)
+        if self.planner.blocks and blk.same_as(self.planner.blocks[0]):
+            mine += self.planner.new_allocs  # the per-core variables made from lets
+        keep = [b for b in mine if b.data not in self.stores or self.stores[b.data].private]
         body = self._emit(sub)
         if not self.planner.blocks:
             raise ValueError("LowerMeshComm: no block inside the launch holds the comm ops "
@@ -671,7 +654,7 @@ class _Lowering:
     def _segment(self, seg: _Seg) -> tirx.Stmt:
         coords = self._core_vars("core")
         lin = _row_major(coords, self.mesh.shape)
-        vmap = dict(self.launch.subst(coords))
+        vmap = dict(self.launch.at(coords))
         bmap: dict = {}
         pre, post = [], []
         for data, st in self.stores.items():
@@ -679,7 +662,7 @@ class _Lowering:
                 continue
             if st.private:
                 # copy the core's slice into the ordinary per-core buffer and back
-                shape = [int(_static(n)) for n in st.buf.shape]
+                shape = [int(static_int(n)) for n in st.buf.shape]
                 i, o = _fresh_idx(len(shape)), _fresh_idx(len(shape))
                 pre.append(_nest(i, shape, tirx.BufferStore(st.buf, st.load(lin, i), i)))
                 post.append(_nest(o, shape, st.store(lin, o, tirx.BufferLoad(st.buf, o))))
@@ -697,7 +680,7 @@ class _Lowering:
 
     # -- exchanges -------------------------------------------------------------------------
     def _starts(self, region, coords) -> list:
-        vmap = self.launch.subst(coords)
+        vmap = self.launch.at(coords)
         return [tirx.stmt_functor.substitute(s, vmap) if isinstance(s, tirx.PrimExpr) else s
                 for s in region.starts]
 
@@ -767,9 +750,24 @@ class _ExchangeBuilder:
         return _row_major([coords[a] for a in self.axes], [self.mesh.shape[a] for a in self.axes])
 
     def build(self) -> tirx.Stmt:
+        if self.o.op == "permute":
+            return self._permute()
         c = self.low._core_vars("dst")
         idx = _fresh_idx(len(self.ext))
         return _nest(c, self.mesh.shape, getattr(self, "_" + self.o.op)(c, idx))
+
+    def _permute(self) -> tirx.Stmt:
+        # the pairs are static: one copy nest per pair between constant cores (a table
+        # lookup by destination would leave TileLang's simplifier a Select chain per
+        # element, seconds per op)
+        nests = []
+        for s, d in self.o.params["pairs"]:
+            idx = _fresh_idx(len(self.ext))
+            src = [_i32(v) for v in self.mesh.multi_index(s)]
+            dst = [_i32(v) for v in self.mesh.multi_index(d)]
+            nests.append(_nest(idx, self.ext, self.write(dst, idx, self.read(src, idx))))
+        return _seq(nests)
+
 
     def _broadcast(self, c, idx):
         src = list(c)
@@ -789,18 +787,6 @@ class _ExchangeBuilder:
         cond = tirx.all(src[a] >= 0, src[a] < size)
         return tirx.IfThenElse(cond, _nest(idx, self.ext, self.write(c, idx, self.read(src, idx))),
                                None)
-
-    def _permute(self, c, idx):
-        # one nest over destinations; the static source table is a Select chain bound
-        # once per destination core
-        lin = _row_major(c, self.mesh.shape)
-        src = _i32(-1)
-        for s, d in self.o.params["pairs"]:
-            src = tirx.Select(lin == d, _i32(s), src)
-        sv = tirx.Var("src", "int32")
-        sc = _unravel(sv, self.mesh.shape)
-        copy = _nest(idx, self.ext, self.write(c, idx, self.read(sc, idx)))
-        return _seq([tirx.Bind(sv, src), tirx.IfThenElse(sv >= 0, copy, None)])
 
     def _all_gather(self, c, idx):
         p = tirx.Var("p", "int32")
@@ -898,8 +884,7 @@ def check_collective_rule(func: Any) -> None:
     ...
     ValueError: mesh_comm.all_reduce (comm op #0) is under `if bx == 0`, a condition that depends on the core; ...
     """
-    from .comm import _prim_func
-    pf = _prim_func(func)
+    pf = prim_func(func, "check_collective_rule")
     ops = find_comm_ops(pf)
     if ops:
         low = _Lowering(pf, ops)
@@ -931,63 +916,3 @@ def LowerMeshComm(workspace: str = "malloc") -> tvm.transform.Pass:  # noqa: N80
         return lower_mesh_comm(func, workspace)
 
     return tirx.transform.prim_func_pass(transform, opt_level=0, name="meshtensor.LowerMeshComm")
-
-
-# -- compiling -----------------------------------------------------------------------------
-@dataclass(frozen=True, eq=False)
-class MeshKernel:
-    """A compiled mesh kernel: call it like the ``JITKernel`` (same arguments).
-
-    ``prim_func`` is the SOURCE PrimFunc (comm ops intact, for the analysis passes),
-    ``lowered`` what :func:`LowerMeshComm` made of it, ``jit_kernel`` the compiled kernel.
-    """
-
-    prim_func: tirx.PrimFunc
-    lowered: tirx.PrimFunc
-    jit_kernel: Any
-    workspace: Any = None  # the scratch array passed as the last argument, if any
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self.workspace is None:
-            return self.jit_kernel(*args, **kwargs)
-        # one kernel call at a time: the cores' buffers live in this one array
-        return self.jit_kernel(*args, self.workspace, **kwargs)
-
-    def get_kernel_source(self) -> str:
-        return self.jit_kernel.get_kernel_source()
-
-
-def compile_mesh_kernel(func: tirx.PrimFunc, target: str = "c", **kw: Any) -> MeshKernel:
-    """Check (``VerifyMeshTensors``), lower the comm ops (:func:`LowerMeshComm`) and
-    ``tilelang.compile`` a mesh kernel; ``kw`` goes to ``tilelang.compile``
-    (``compile_flags`` defaults to ``gemm.CPU_FLAGS`` on ``"c"``). A kernel without comm
-    ops compiles exactly as ``tilelang.compile`` would.
-
-    Example::
-
-        kernel = compile_mesh_kernel(build_gemm("summa_comm", 64, 64, 64))
-        kernel(a, b, c)          # torch tensors, as for the JITKernel
-    """
-    import tilelang
-
-    from .gemm import CPU_FLAGS
-    from .passes import VerifyMeshTensors
-
-    if not isinstance(func, tirx.PrimFunc):
-        raise TypeError(f"compile_mesh_kernel: expected a PrimFunc, got {type(func).__name__}")
-    mod = VerifyMeshTensors()(tvm.IRModule({"main": func}))
-    lowered = LowerMeshComm(workspace="argument")(mod)["main"]
-    if target == "c" and kw.get("compile_flags") is None:
-        kw["compile_flags"] = list(CPU_FLAGS)
-    if find_comm_ops(func):
-        # buffers filled only by exchanges look uninitialised to TileLang's check
-        configs = dict(kw.pop("pass_configs", None) or {})
-        configs.setdefault(tilelang.PassConfigKey.TL_DISABLE_BUFFER_INIT_CHECK, True)
-        kw["pass_configs"] = configs
-        jit = tilelang.compile(lowered, target=target, **kw)
-        import torch
-        nbytes = int(lowered.attrs[WORKSPACE_ATTR])
-        device = "cuda" if str(target).startswith("cuda") else "cpu"
-        return MeshKernel(func, lowered, jit, torch.empty(nbytes, dtype=torch.uint8,
-                                                          device=device))
-    return MeshKernel(func, lowered, tilelang.compile(func, target=target, **kw))

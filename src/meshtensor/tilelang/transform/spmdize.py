@@ -36,13 +36,14 @@ from typing import Any, Literal
 import numpy as np
 from tvm import arith, ir, tirx
 
-from ..boxes import clip_boxes, split_by_owner
-from ..mesh import Mesh
-from .comm import mesh_comm
-from .copies import COPY_OP, CopyCall, CopyRegion, direct_accesses, find_copies
-from .evaluate import IterSpace, eval_np, iteration_space, region_box
-from .frontend import MeshTensorEntry, read_mesh_tensor_info
-from .lower import _row_major
+from ...boxes import clip_boxes, split_by_owner
+from ...mesh import Mesh
+from ..ir.evaluate import IterSpace, eval_np, iteration_space, region_box
+from ..ir.kernel import KernelView
+from ..ir.launch import Launch, row_major
+from ..ir.metadata import MeshTensorEntry
+from ..ir.scope import COPY_OP, CopyCall, CopyRegion, direct_accesses
+from ..language.comm import mesh_comm
 
 __all__ = ["CopyPlan", "plan_mesh_copies", "spmdize", "SpmdizeMeshCopies"]
 
@@ -54,7 +55,7 @@ Kind = Literal["local", "broadcast", "shift", "permute", "carried"]
 class CopyPlan:
     """The communication chosen for one ``mesh_tensor_copy`` (see the module docstring).
 
-    ``index`` is the copy's position in :func:`~.copies.find_copies` order; ``mesh_axes``
+    ``index`` is the copy's position in :func:`~..ir.scope.find_copies` order; ``mesh_axes``
     are the broadcast group's axes; ``root`` its in-group root coordinates (TIR
     expressions); ``shift_axis``/``offset`` the shift (``carried``: of the held tile);
     ``rounds`` the permute pair lists (linear ``(source, destination)``); ``first`` the
@@ -79,46 +80,6 @@ class CopyPlan:
 
     def __str__(self) -> str:
         return self.text
-
-
-# -- the kernel's launch: core coordinates as TIR expressions ---------------------------------
-@dataclass(frozen=True, eq=False)
-class _Launch:
-    """How block indices name cores: one var per mesh axis, or one linear id."""
-
-    mesh: Mesh
-    vars: tuple[tirx.Var, ...]
-
-    @property
-    def linear(self) -> bool:
-        return len(self.vars) == 1 and self.mesh.ndim != 1
-
-    def coords(self) -> list[tirx.PrimExpr]:
-        """This core's coordinate on every mesh axis."""
-        if not self.linear:
-            return list(self.vars)
-        out, v = [], self.vars[0]
-        for a, n in enumerate(self.mesh.shape):
-            stride = int(np.prod(self.mesh.shape[a + 1:], dtype=np.int64))
-            out.append(tirx.floormod(tirx.floordiv(v, stride), n))
-        return out
-
-    def core_id(self) -> tirx.PrimExpr:
-        return self.vars[0] if len(self.vars) == 1 else _row_major(list(self.vars), self.mesh.shape)
-
-    def at(self, coords: list[tirx.PrimExpr]) -> dict[tirx.Var, tirx.PrimExpr]:
-        """The substitution that makes an expression of this core's block indices an
-        expression of the core at ``coords``."""
-        if not self.linear:
-            return dict(zip(self.vars, coords))
-        return {self.vars[0]: _row_major(coords, self.mesh.shape)}
-
-
-def _launch(c: CopyCall, mesh: Mesh) -> _Launch:
-    tags = {l.thread_binding.thread_tag: l.loop_var for l in c.loops
-            if l.thread_binding is not None and l.thread_binding.thread_tag.startswith("blockIdx")}
-    return _Launch(mesh, tuple(tags[t] for t in ("blockIdx.x", "blockIdx.y", "blockIdx.z")
-                               if t in tags))
 
 
 def _step_loops(c: CopyCall) -> list[tirx.For]:
@@ -355,24 +316,15 @@ def _describe(kind: str, p: dict[str, Any], mesh: Mesh) -> str:
 
 
 # -- the analysis ---------------------------------------------------------------------------
-def _read_side(c: CopyCall, info: dict[str, MeshTensorEntry]):
-    def entry(region):
-        e = info.get(region.buffer.name)
-        if e is not None and (e.buffer is None or e.buffer.same_as(region.buffer)
-                              or e.buffer.data.same_as(region.buffer.data)):
-            return e
-        return None
-    return entry(c.src), entry(c.dst)
-
-
-def _space_and_boxes(c: CopyCall, i: int, region: CopyRegion, e: MeshTensorEntry, mesh: Mesh):
+def _space_and_boxes(c: CopyCall, i: int, region: CopyRegion, e: MeshTensorEntry,
+                     launch: Launch):
     what = _name(c, i)
     shape = e.static_shape()
     if shape is None:
         raise ValueError(f"{WHERE}: {what}: {e.name!r} has a symbolic shape {e.global_shape}; "
                          f"specialise the kernel first")
     try:
-        space = iteration_space(c, mesh, f"{WHERE}: {what}")
+        space = iteration_space(c, launch, f"{WHERE}: {what}")
         lo, hi = region_box(region, space, f"{WHERE}: {what}")
     except ValueError as err:
         raise ValueError(f"{WHERE}: {what} cannot be classified: its region of {e.name!r} "
@@ -386,35 +338,29 @@ def plan_mesh_copies(func: Any) -> list[CopyPlan]:
     tensor, in program order (``[]`` for a kernel without annotations). Raises
     ``ValueError`` for a copy the pass must refuse (see the module docstring).
 
-    >>> from meshtensor.tilelang.gemm import build_gemm
+    >>> from meshtensor.tilelang.kernels.gemm import build_gemm
     >>> [str(p) for p in plan_mesh_copies(build_gemm("summa", 64, 64, 64))][:1]
     ['A[bx, s] -> broadcast over y from core (x, s)']
     """
-    pf = func if isinstance(func, tirx.PrimFunc) else getattr(func, "prim_func", func)
-    info = read_mesh_tensor_info(pf)
-    if not info:
+    view = KernelView.of(func, WHERE)
+    if not view.info:
         return []
-    meshes = {e.mesh for e in info.values()}
-    if len(meshes) != 1:
-        raise ValueError(f"{WHERE}: annotated buffers live on different meshes "
-                         f"{sorted(str(m) for m in meshes)}")
-    mesh = meshes.pop()
-    _refuse_direct_access(pf, info)
-    copies = find_copies(pf)
-    written = {c.dst.buffer.name for c in copies}
+    _refuse_direct_access(view.func, view.info)
+    launch = view.launch
+    written = {c.dst.buffer.name for c in view.copies}
     plans = []
-    for i, c in enumerate(copies):
-        src_e, dst_e = _read_side(c, info)
+    for i, c in enumerate(view.copies):
+        src_e, dst_e = view.entry_of(c.src), view.entry_of(c.dst)
         what = _name(c, i)
         if src_e is not None and dst_e is not None:
             raise ValueError(f"{WHERE}: {what} copies between two annotated global tensors; "
                              f"stage it through a per-core buffer")
         if dst_e is not None:
-            _check_write(c, i, dst_e, mesh)
+            _check_write(c, i, dst_e, launch)
             plans.append(CopyPlan(i, c, dst_e.name, "local",
                                   f"{_block_text(c.dst, dst_e, c)} <- local write (own shard)"))
         elif src_e is not None:
-            plan = _plan_read(c, i, src_e, mesh, written)
+            plan = _plan_read(c, i, src_e, launch, written)
             if plan.kind != "local" and c.dst.buffer.scope() == "global":
                 raise ValueError(f"{WHERE}: {what} reads remote tiles of {src_e.name} straight "
                                  f"into the global tensor {c.dst.buffer.name!r}; comm ops "
@@ -439,8 +385,9 @@ def _refuse_direct_access(pf: tirx.PrimFunc, info: dict[str, MeshTensorEntry]) -
                          f"per-core buffer with mesh_tensor_copy first")
 
 
-def _check_write(c: CopyCall, i: int, e: MeshTensorEntry, mesh: Mesh) -> None:
-    shape, space, lo, hi = _space_and_boxes(c, i, c.dst, e, mesh)
+def _check_write(c: CopyCall, i: int, e: MeshTensorEntry, launch: Launch) -> None:
+    mesh = launch.mesh
+    shape, space, lo, hi = _space_and_boxes(c, i, c.dst, e, launch)
     owner = _owners(e, shape, space.core, lo, hi, _name(c, i), "writes")
     bad = np.flatnonzero(owner != space.core)
     if len(bad):
@@ -452,9 +399,10 @@ def _check_write(c: CopyCall, i: int, e: MeshTensorEntry, mesh: Mesh) -> None:
                          f"write its own tile")
 
 
-def _plan_read(c: CopyCall, i: int, e: MeshTensorEntry, mesh: Mesh, written: set) -> CopyPlan:
-    what = _name(c, i)
-    shape, space, lo, hi = _space_and_boxes(c, i, c.src, e, mesh)
+def _plan_read(c: CopyCall, i: int, e: MeshTensorEntry, launch: Launch, written: set
+               ) -> CopyPlan:
+    what, mesh = _name(c, i), launch.mesh
+    shape, space, lo, hi = _space_and_boxes(c, i, c.src, e, launch)
     owner = _owners(e, shape, space.core, lo, hi, what)
     block = _block_text(c.src, e, c)
     if np.all(owner == space.core):
@@ -464,7 +412,7 @@ def _plan_read(c: CopyCall, i: int, e: MeshTensorEntry, mesh: Mesh, written: set
         raise ValueError(_uneven_message(space, owner, mesh, what))
     p = _classify_static(t, mesh)
     if p is not None:
-        p = _finish(p, c, e, mesh, t, what)
+        p = _finish(p, c, e, launch, t, what)
         return CopyPlan(i, c, e.name, p.pop("kind"), f"{block} -> {p.pop('text')}", **p)
     carried = _carried(t, c, mesh)
     if carried is not None and e.name in written:
@@ -476,7 +424,7 @@ def _plan_read(c: CopyCall, i: int, e: MeshTensorEntry, mesh: Mesh, written: set
         sub = _Table(t.owner[first], t.lo[first], t.hi[first], t.steps[first])
         fp = _classify_static(sub, mesh)
         if fp is not None:
-            fp = _finish(fp, c, e, mesh, sub, what, rows=first)
+            fp = _finish(fp, c, e, launch, sub, what, rows=first)
             fkind, ftext = fp.pop("kind"), fp.pop("text")
             first_plan = CopyPlan(i, c, e.name, fkind, ftext, **fp)
             off = _offset(k, mesh.shape[a], True)
@@ -499,25 +447,25 @@ def _refusal(t: _Table, mesh: Mesh, what: str, e: MeshTensorEntry) -> str:
             f"{s}, an owner pattern that changes across steps in a way no comm op expresses")
 
 
-def _finish(p: dict[str, Any], c: CopyCall, e: MeshTensorEntry, mesh: Mesh, t: _Table,
+def _finish(p: dict[str, Any], c: CopyCall, e: MeshTensorEntry, launch: Launch, t: _Table,
             what: str, rows: np.ndarray | None = None) -> dict[str, Any]:
     """Add the TIR facts (broadcast root expressions) and the one-line description;
     ``rows``: the steps ``t`` holds when it is part of the copy's table."""
     if p["kind"] == "broadcast":
-        p["root"] = _root_exprs(p["mesh_axes"], c, e, mesh, t, what, rows)
+        p["root"] = _root_exprs(p["mesh_axes"], c, e, launch, t, what, rows)
         ana = _analyzer(c)
         p["root_text"] = [ana.simplify(r) for r in p["root"]]
-    p["text"] = _describe(p["kind"], p, mesh)
+    p["text"] = _describe(p["kind"], p, launch.mesh)
     p.pop("root_text", None)
     p["extra"] = {"table": t}
     return p
 
 
-def _root_exprs(group: tuple[int, ...], c: CopyCall, e: MeshTensorEntry, mesh: Mesh,
+def _root_exprs(group: tuple[int, ...], c: CopyCall, e: MeshTensorEntry, launch: Launch,
                 t: _Table, what: str, rows: np.ndarray | None) -> tuple[tirx.PrimExpr, ...]:
     """The owner's coordinate on each group axis, from the region's start expressions
     (shard index ``start // tile``), checked against the evaluated owners."""
-    s = e.sharding
+    s, mesh = e.sharding, launch.mesh
     shape = e.static_shape()
     tile = s.tile_shape(shape)
     ana = _analyzer(c)
@@ -530,7 +478,7 @@ def _root_exprs(group: tuple[int, ...], c: CopyCall, e: MeshTensorEntry, mesh: M
         shard = tirx.floordiv(start, max(tile[d], 1))
         out.append(ana.simplify(tirx.floormod(tirx.floordiv(shard, inner), mesh.shape[a])))
     # the expressions must give the evaluated owners at every step
-    space = iteration_space(c, mesh, WHERE)
+    space = iteration_space(c, launch, WHERE)
     order = np.argsort(space.core, kind="stable")
     for a, r in zip(group, out):
         got = space.value(r)[order].reshape(mesh.size, -1).T
@@ -593,7 +541,7 @@ def _coord_expr(values: dict[int, int], coords: list[tirx.PrimExpr], mesh: Mesh,
             if alpha == tuple(int(b == a) for b in range(mesh.ndim)) and beta[0] == 0:
                 return coords[a]
             return tirx.floormod(e, size)
-    core = _row_major(coords, mesh.shape)
+    core = row_major(coords, mesh.shape)
     return _table_expr(core, values)
 
 
@@ -607,8 +555,9 @@ def _table_expr(core: tirx.PrimExpr, values: dict[int, int]) -> tirx.PrimExpr:
 
 
 class _Rewriter:
-    def __init__(self, mesh: Mesh):
-        self.mesh = mesh
+    def __init__(self, launch: Launch):
+        self.launch = launch
+        self.mesh = mesh = launch.mesh
         self.mc = mesh_comm(mesh)
         self.buffers: list[tirx.Buffer] = []
         self.fixed: dict = {}  # loop variables with a known value (a loop's first iteration)
@@ -637,8 +586,9 @@ class _Rewriter:
         others = np.setdiff1d(np.arange(mesh.size), list(senders))
         if not len(others):
             return True
-        env = {v: mesh.coords[others][:, a] for a, v in enumerate(_launch(plan.copy, mesh).vars)} \
-            if not _launch(plan.copy, mesh).linear else {_launch(plan.copy, mesh).vars[0]: others}
+        launch = self.launch
+        env = {launch.vars[0]: others} if launch.linear else \
+            {v: mesh.coords[others][:, a] for a, v in enumerate(launch.vars)}
         try:
             target = [np.broadcast_to(np.asarray(eval_np(e, env)), others.shape) for e in to]
         except ValueError:
@@ -648,8 +598,7 @@ class _Rewriter:
 
     def emit(self, plan: CopyPlan, dst: CopyRegion, name: str) -> list[tirx.Stmt]:
         """Statements that leave in ``dst`` on every core what the copy read."""
-        c, mesh = plan.copy, self.mesh
-        launch = _launch(c, mesh)
+        c, mesh, launch = plan.copy, self.mesh, self.launch
         coords = launch.coords()
         core = launch.core_id()
         out: list[tirx.Stmt] = []
@@ -755,8 +704,8 @@ def spmdize(func: tirx.PrimFunc) -> tirx.PrimFunc:
     docstring); a kernel without annotations or with only local copies is returned
     unchanged. Raises ``ValueError`` for a copy it must refuse.
 
-    >>> from meshtensor.tilelang.gemm import build_gemm
-    >>> from meshtensor.tilelang.comm import find_comm_ops
+    >>> from meshtensor.tilelang.kernels.gemm import build_gemm
+    >>> from meshtensor.tilelang import find_comm_ops
     >>> out = spmdize(build_gemm("summa", 64, 64, 64))
     >>> [op.op for op in find_comm_ops(out)]
     ['broadcast', 'broadcast']
@@ -766,8 +715,7 @@ def spmdize(func: tirx.PrimFunc) -> tirx.PrimFunc:
     plans = [p for p in plan_mesh_copies(func) if p.kind != "local"]
     if not plans:
         return func
-    mesh = read_mesh_tensor_info(func)[plans[0].buffer].mesh
-    rw = _Rewriter(mesh)
+    rw = _Rewriter(KernelView.of(func, WHERE).launch)
     by_call = {}
     for p in plans:
         name = f"{p.buffer}_c{p.index}"
@@ -810,7 +758,7 @@ def SpmdizeMeshCopies():
     :func:`~.lower.compile_mesh_kernel`; see ``docs/spmdize.md``.
 
     >>> import tvm
-    >>> from meshtensor.tilelang.gemm import build_gemm
+    >>> from meshtensor.tilelang.kernels.gemm import build_gemm
     >>> mod = SpmdizeMeshCopies()(tvm.IRModule({"gemm": build_gemm("cannon", 64, 64, 64)}))
     """
     def transform(func, mod, ctx):

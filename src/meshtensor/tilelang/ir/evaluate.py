@@ -1,24 +1,29 @@
-"""Evaluate a kernel's integer TIR expressions with NumPy over every point at which a
-statement executes: the launch grid times its enclosing loops, with ``let`` bindings
-and ``if`` conditions applied. The mesh passes read copy offsets and comm-op roots
+"""The one evaluator of a kernel's integer TIR expressions: :func:`static_int` for a
+constant, :func:`eval_np` with NumPy over every point at which a statement executes
+(the launch grid times its enclosing loops, with ``let`` bindings and ``if``
+conditions applied). Every mesh pass reads copy offsets, comm-op regions and roots
 through it; nothing is compiled.
 
 A point is one execution of the statement: one value of every enclosing loop variable.
 Loop bounds are evaluated in the enclosing environment (a bound may use outer loops or
 lets: ragged spaces), and points whose enclosing conditions do not hold are dropped.
-The launch grid says which core executes a point (decision 17 in docs/decisions.md).
+The :class:`~.launch.Launch` says which core executes a point (decision 17 in
+docs/decisions.md).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from tvm import tirx
 
-from ..mesh import Mesh
-from .copies import Cond, CopyRegion, Let, WhileLoop
+from ...mesh import _is_int
+from .scope import Cond, CopyRegion, Let, WhileLoop
+
+if TYPE_CHECKING:
+    from .launch import Launch
 
 _ARITH = {
     tirx.Add: np.add, tirx.Sub: np.subtract, tirx.Mul: np.multiply,
@@ -28,6 +33,21 @@ _ARITH = {
     tirx.And: np.logical_and, tirx.Or: np.logical_or,
 }
 _DIVS = (tirx.Div, tirx.Mod, tirx.FloorDiv, tirx.FloorMod)
+
+
+def static_int(x: Any) -> int | None:
+    """The value of an int or ``IntImm`` (a constant), else ``None`` (symbolic).
+
+    >>> import tilelang
+    >>> from tvm import tirx
+    >>> static_int(tirx.IntImm("int32", 4)), static_int(tirx.Var("n", "int32"))
+    (4, None)
+    """
+    if _is_int(x):
+        return int(x)
+    if isinstance(x, tirx.IntImm):
+        return int(x.value)
+    return None
 
 
 def _int64(x: Any) -> np.ndarray:
@@ -149,44 +169,47 @@ class IterSpace:
         """``expr`` evaluated at every point (int64 array of length ``size``)."""
         return np.broadcast_to(_int64(eval_np(expr, self.env)), (self.size,))
 
-
-def _launch_loops(loops: tuple) -> dict[str, tirx.For]:
-    return {l.thread_binding.thread_tag: l for l in loops
-            if l.thread_binding is not None and l.thread_binding.thread_tag.startswith("blockIdx")}
+    def timestamps(self, order: tuple) -> np.ndarray:
+        """The program-order key of every point: ``(size, len(order))`` int64, one column
+        per item of a statement's ``order`` (a position, or a loop variable's value).
+        Keys of two statements of one kernel compare lexicographically as their
+        executions run on one core."""
+        cols = [np.full(self.size, v, dtype=np.int64) if isinstance(v, int) else
+                np.broadcast_to(_int64(self.env[v]), (self.size,)) for v in order]
+        return np.stack(cols, axis=1) if cols else np.zeros((self.size, 0), dtype=np.int64)
 
 
 def _subset(env: dict, idx: np.ndarray) -> dict:
     return {k: v[idx] for k, v in env.items()}
 
 
-def iteration_space(found: Any, mesh: Mesh, where: str) -> IterSpace:
-    """The :class:`IterSpace` of a statement found by :func:`~.copies.find_calls` (any
-    object with a ``scope``: loops, :class:`~.copies.Let` and :class:`~.copies.Cond`
-    items, outermost first).
+def iteration_space(found: Any, launch: "Launch", where: str) -> IterSpace:
+    """The :class:`IterSpace` of a statement found by :func:`~.scope.find_calls` (any
+    object with a ``scope``: loops, :class:`~.scope.Let` and :class:`~.scope.Cond`
+    items, outermost first) in a kernel launched as ``launch``.
 
     Each loop's ``min``/``extent`` is evaluated at the points built so far (so it may
     depend on outer loops and lets), each let is bound in order (one that cannot be
     evaluated, such as ``launch_thread_idx``, stays unbound: an error only if used),
     each condition keeps only the points in the statement's branch, and a ``while``
-    loop is refused (its trip count is data-dependent). The launch grid
-    ``T.Kernel(nx, ny[, nz])`` must equal the mesh shape (block ``(bx, by)`` is core
-    ``(x=bx, y=by)``), or be a 1-D launch of ``mesh.size`` blocks (the linear core id).
+    loop is refused (its trip count is data-dependent). ``ValueError`` names ``where``.
 
     >>> import tilelang
     >>> from tvm import tirx
     >>> from meshtensor import Mesh
-    >>> from meshtensor.tilelang.copies import Cond, Found
+    >>> from meshtensor.tilelang.ir.launch import Launch
+    >>> from meshtensor.tilelang.ir.scope import Cond, Found
     >>> i, j = tirx.Var("i", "int32"), tirx.Var("j", "int32")
     >>> inner = tirx.For(j, 0, i + 1, tirx.ForKind.SERIAL, tirx.Evaluate(0))  # ragged
     >>> outer = tirx.For(i, 0, 3, tirx.ForKind.SERIAL, inner)
-    >>> s = iteration_space(Found(None, (outer, inner, Cond(j > 0, True))), Mesh({"x": 1}), "ex")
+    >>> one_core = Launch(Mesh({"x": 1}), (), False)
+    >>> s = iteration_space(Found(None, (outer, inner, Cond(j > 0, True))), one_core, "ex")
     >>> s.size, s.env[i].tolist(), s.env[j].tolist()
     (3, [1, 2, 2], [1, 1, 2])
     """
     env: dict = {}
     size = 1
-    scope = tuple(found.scope)
-    for item in scope:
+    for item in tuple(found.scope):
         if isinstance(item, tirx.For):
             name = item.loop_var.name
             try:
@@ -218,25 +241,11 @@ def iteration_space(found: Any, mesh: Mesh, where: str) -> IterSpace:
         elif isinstance(item, WhileLoop):
             raise ValueError(f"{where}: a statement inside `while {item.expr}` runs a "
                              f"data-dependent number of times; use a for loop")
-    launch = _launch_loops(tuple(i for i in scope if isinstance(i, tirx.For)))
-    used = [t for t in ("blockIdx.x", "blockIdx.y", "blockIdx.z") if t in launch]
-    try:
-        ext = [int(eval_np(launch[t].extent, {})) for t in used]
-    except (ValueError, TypeError):
-        raise ValueError(f"{where}: the launch grid "
-                         f"{tuple(str(launch[t].extent) for t in used)} is symbolic: "
-                         f"launch one program per core of the mesh {mesh.shape}") from None
-    if len(used) == mesh.ndim and ext == list(mesh.shape):
-        core = np.ravel_multi_index([env[launch[t].loop_var] for t in used], mesh.shape) \
-            if used else np.zeros(size, dtype=np.int64)
-    elif len(used) == 1 and ext[0] == mesh.size:
-        core = env[launch[used[0]].loop_var]
-    elif not used and mesh.size == 1:
-        core = np.zeros(size, dtype=np.int64)
-    else:
-        raise ValueError(f"{where}: launch grid {tuple(ext)} does not match the mesh "
-                         f"{mesh.shape}: launch one program per core")
-    return IterSpace(env, _int64(core), size)
+    missing = [v.name for v in launch.vars if v not in env]
+    if missing:
+        raise ValueError(f"{where}: the statement lies outside the kernel's launch "
+                         f"(T.Kernel block indices {missing} are not in scope)")
+    return IterSpace(env, launch.core_of(env, size), size)
 
 
 def region_box(region: CopyRegion, space: IterSpace, where: str) -> tuple[np.ndarray, np.ndarray]:
@@ -245,7 +254,7 @@ def region_box(region: CopyRegion, space: IterSpace, where: str) -> tuple[np.nda
 
     >>> import tilelang
     >>> from tvm import tirx
-    >>> from meshtensor.tilelang.copies import CopyRegion
+    >>> from meshtensor.tilelang.ir.scope import CopyRegion
     >>> i = tirx.Var("i", "int32")
     >>> buf = tirx.decl_buffer((8, 8), "float32", "A")
     >>> s = IterSpace({i: np.arange(2)}, np.zeros(2, dtype=np.int64), 2)

@@ -1,32 +1,32 @@
-"""TIR passes over mesh kernels: copy verification and communication analysis.
+"""``AnalyzeMeshCommunication``: the bytes a mesh kernel moves, per core, per peer, per
+hop (XY routing) and per superstep, with per-link loads and an alpha-beta NoC time.
 
-Both evaluate every ``T.copy`` touching an annotated buffer, and every comm op of
-:mod:`.comm`, over the points at which it executes (the launch grid, the enclosing
-loops with ragged bounds, lets, and ``if`` conditions; :mod:`.evaluate`) with NumPy,
-from the TIR expressions of its offsets: no compilation needed. The launch grid gives
-the core that executes each program: ``T.Kernel(nx, ny)`` on an ``nx x ny`` mesh puts
-block ``(bx, by)`` on core ``(x=bx, y=by)``; a 1-D launch of ``mesh.size`` blocks uses
-the linear core id. Ownership and distances come from :class:`meshtensor.Sharding` and
-:mod:`meshtensor.cost` (XY routing).
+Every ``T.copy`` touching an annotated buffer and every comm op is evaluated over the
+points at which it executes (:mod:`..ir.evaluate`) with NumPy: no compilation needed.
+Ownership and distances come from :class:`meshtensor.Sharding` and
+:mod:`meshtensor.cost`.
 """
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Callable
 
 import numpy as np
 from tvm import tirx
 
-from ..boxes import clip_boxes, split_by_owner, volume
-from ..cost import hops, xy_link_loads
-from ..mesh import Mesh
-from .comm import CommOp, comm_flows, find_comm_ops
-from .comm import _prim_func as _comm_prim_func
-from .copies import CopyCall, direct_accesses, find_copies
-from .evaluate import IterSpace, eval_np, iteration_space, region_box  # noqa: F401  (re-exported)
-from .frontend import MeshTensorEntry, _prim_func_of, read_mesh_tensor_info
+from ...boxes import clip_boxes, split_by_owner, volume
+from ...cost import hops, xy_link_loads
+from ...mesh import Mesh
+from ..ir.comm_op import CommOp
+from ..ir.evaluate import region_box
+from ..ir.kernel import KernelView, execution_keys, executions
+from ..ir.scope import itemsize
+from .flows import comm_flows
+from .verify import within_window
+
+__all__ = ["DEFAULT_LINK_BANDWIDTH", "DEFAULT_HOP_LATENCY", "Superstep", "CommReport",
+           "analyze_mesh_communication", "AnalyzeMeshCommunication"]
 
 # Assumptions of the NoC time estimate, not measurements: a 1 GHz on-chip network moving
 # 32 bytes per cycle on each directed link, one cycle per router hop.
@@ -34,178 +34,6 @@ DEFAULT_LINK_BANDWIDTH = 32e9  # bytes per second per directed link
 DEFAULT_HOP_LATENCY = 1e-9  # seconds per hop
 
 
-def _sides(c: CopyCall, info: dict[str, MeshTensorEntry]):
-    for region, write in ((c.src, False), (c.dst, True)):
-        e = info.get(region.buffer.name)
-        if e is not None and (e.buffer is None or e.buffer.same_as(region.buffer)
-                              or e.buffer.data.same_as(region.buffer.data)):
-            yield region, write, e
-
-
-def _mesh_of(meshes: set, where: str) -> Mesh:
-    if len(meshes) != 1:
-        raise ValueError(f"{where}: annotated buffers and comm ops live on different meshes "
-                         f"{sorted(str(m) for m in meshes)}")
-    return meshes.pop()
-
-
-def _annotated_sides(pf: tirx.PrimFunc, info: dict[str, MeshTensorEntry], mesh: Mesh,
-                     where: str):
-    """For every copy side that touches an annotated buffer: ``(copy index, space,
-    region, write, entry)``."""
-    for ci, c in enumerate(find_copies(pf)):
-        found = list(_sides(c, info))
-        if found:
-            space = iteration_space(c, mesh, where)
-            for region, write, e in found:
-                yield ci, space, region, write, e
-
-
-def _kernel_func(func: Any) -> tirx.PrimFunc:
-    """The PrimFunc of a PrimFunc, ``JITKernel``, ``MeshKernel`` (its source) or module
-    (the function with annotations, else the one with comm ops)."""
-    try:
-        return _prim_func_of(func)
-    except ValueError:
-        return _comm_prim_func(func)
-
-
-def _executions(core: np.ndarray, size: int) -> np.ndarray:
-    """Per point, how many earlier points the same core executed (program order: the
-    points of an :class:`IterSpace` are in loop order, launch loops outermost)."""
-    order = np.argsort(core, kind="stable")
-    counts = np.bincount(core, minlength=size)
-    first = np.cumsum(counts) - counts
-    e = np.empty(len(core), dtype=np.int64)
-    e[order] = np.arange(len(core)) - first[core[order]]
-    return e
-
-
-# -- verification --------------------------------------------------------------------------
-@dataclass(frozen=True)
-class MeshCopyIssue:
-    """One problem found by :func:`verify_mesh_tensors` (the first offending program)."""
-
-    buffer: str
-    copy: int
-    kind: Literal["misaligned", "outside", "crosses_cores", "remote", "direct_access"]
-    program: tuple[int, ...]
-    block: tuple[int, ...]
-    cores: tuple[tuple[int, ...], ...]
-    count: int
-    message: str
-
-
-def verify_mesh_tensors(func: Any, owner_only: bool = False) -> list[MeshCopyIssue]:
-    """Check that every copy touching an annotated buffer reads or writes whole blocks
-    inside the buffer and stays inside one core's shard; with ``owner_only=True``, also
-    that every core touches only its own shard (a replica it holds counts as its own):
-    issue kind ``"remote"``. Returns the issues found (an unannotated kernel has none).
-
-    ``owner_only`` checks a distributed-memory kernel: all other data must reach a core
-    through comm ops (:func:`~meshtensor.tilelang.comm.mesh_comm`). Copies are placed
-    exactly; an access to an annotated tensor outside ``T.copy`` (``A[i, j]`` in an
-    expression, a tile op on it) cannot be placed, so under ``owner_only`` it is an
-    issue of kind ``"direct_access"`` (copy index -1) rather than a silent pass.
-   
-    >>> from meshtensor.tilelang.gemm import build_gemm
-    >>> sorted({i.kind for i in verify_mesh_tensors(build_gemm("summa", 64, 64, 64),
-    ...                                             owner_only=True)})
-    ['remote']
-    >>> verify_mesh_tensors(build_gemm("summa_comm", 64, 64, 64), owner_only=True)
-    []
-    """
-    where = "VerifyMeshTensors"
-    info = read_mesh_tensor_info(func)
-    if not info:
-        return []
-    mesh = _mesh_of({e.mesh for e in info.values()}, where)
-    issues: list[MeshCopyIssue] = []
-    for ci, space, region, write, e in _annotated_sides(_kernel_func(func), info, mesh, where):
-        shape = e.static_shape()
-        if shape is None:
-            warnings.warn(f"{where}: buffer {e.name!r} has a symbolic shape "
-                          f"{e.global_shape}; its copies are not checked", stacklevel=2)
-            continue
-        lo, hi = region_box(region, space, where)
-        ext = hi - lo
-        block = np.asarray(e.block_shape)
-        n = np.asarray(shape)
-        verb = "writes" if write else "reads"
-
-        def report(kind: str, bad: np.ndarray, cores=(), text=""):
-            i = int(np.flatnonzero(bad)[0])
-            prog = mesh.multi_index(int(space.core[i]))
-            blk = tuple(int(v) for v in lo[i] // np.maximum(block, 1))
-            issues.append(MeshCopyIssue(
-                e.name, ci, kind, prog, blk, tuple(cores), int(bad.sum()),
-                f"copy {ci} {verb} {e.name}[{', '.join(f'{a}:{b}' for a, b in zip(lo[i], hi[i]))}] "
-                f"on program {prog}: {text} ({int(bad.sum())} of {space.size} iterations)"))
-
-        mis = np.any((lo % block != 0) | ((ext % block != 0) & (hi < n)), axis=1)
-        if mis.any():
-            report("misaligned", mis, text=f"not whole blocks of {tuple(e.block_shape)}")
-        out = np.any((lo < 0) | ((lo >= n) & (ext > 0)) |
-                     (hi > -(-n // block) * block), axis=1)
-        if out.any():
-            report("outside", out, text=f"outside the tensor of shape {shape}")
-        clo, chi = clip_boxes(lo, hi, shape)
-        owner, _, _, _, point = split_by_owner(e.sharding, shape, space.core, clo, chi)
-        pieces = np.bincount(point, minlength=space.size)
-        cross = pieces > 1
-        if cross.any():
-            i = int(np.flatnonzero(cross)[0])
-            cores = tuple(mesh.multi_index(int(o)) for o in np.unique(owner[point == i]))
-            report("crosses_cores", cross, cores,
-                   f"spans the shards of cores {list(cores)}")
-        if owner_only:
-            foreign = owner != space.core[point]
-            remote = np.bincount(point[foreign], minlength=space.size) > 0
-            if remote.any():
-                i = int(np.flatnonzero(remote)[0])
-                mine = owner[(point == i) & foreign]
-                cores = tuple(mesh.multi_index(int(o)) for o in np.unique(mine))
-                report("remote", remote, cores,
-                       f"not its own shard: owned by {list(cores)} (owner_only)")
-    if owner_only:
-        direct = direct_accesses(_kernel_func(func), set(info))
-        for name in dict.fromkeys(str(n.buffer.name) for n in direct):
-            mine = [n for n in direct if str(n.buffer.name) == name]
-            verb = "reads" if isinstance(mine[0], tirx.BufferLoad) else "writes"
-            issues.append(MeshCopyIssue(
-                name, -1, "direct_access", (), (), (), len(mine),
-                f"the kernel {verb} {name}[{', '.join(map(str, mine[0].indices))}] outside "
-                f"T.copy ({len(mine)} such accesses): which core's shard it touches cannot "
-                f"be checked (owner_only); copy the tile with mesh_tensor_copy first"))
-    return issues
-
-
-def VerifyMeshTensors(on_error: Literal["error", "warn"] = "error", owner_only: bool = False):
-    """A ``prim_func_pass`` that runs :func:`verify_mesh_tensors`.
-
-    Reads ``mesh_tensor_info``. With ``on_error="error"`` it raises ``ValueError`` listing
-    every issue; with ``"warn"`` it emits a ``UserWarning`` per issue and leaves the
-    function unchanged. ``owner_only=True`` also requires every core to touch only its
-    own shards of the annotated tensors (a distributed-memory kernel).
-    """
-    if on_error not in ("error", "warn"):
-        raise ValueError(f"VerifyMeshTensors: on_error must be 'error' or 'warn', got {on_error!r}")
-    if not isinstance(owner_only, bool):
-        raise TypeError(f"VerifyMeshTensors: owner_only must be a bool, got {owner_only!r}")
-
-    def transform(func, mod, ctx):
-        issues = verify_mesh_tensors(func, owner_only=owner_only)
-        if issues and on_error == "error":
-            raise ValueError("VerifyMeshTensors: " + "; ".join(i.message for i in issues))
-        for i in issues:
-            warnings.warn(f"VerifyMeshTensors: {i.message}", stacklevel=2)
-        return func
-
-    return tirx.transform.prim_func_pass(transform, opt_level=0,
-                                         name="meshtensor.VerifyMeshTensors")
-
-
-# -- communication analysis -------------------------------------------------------------------
 def _check_rates(link_bandwidth: float, hop_latency: float) -> None:
     if not link_bandwidth > 0:
         raise ValueError(f"link_bandwidth must be > 0 bytes/s, got {link_bandwidth!r}")
@@ -220,7 +48,9 @@ class Superstep:
     A -> As"``), ``execution`` counts its executions from 0, ``nbytes`` and ``flows``
     are the bytes and point-to-point transfers between distinct cores, ``hop_bytes`` the
     bytes per XY-route length, ``link_loads`` the bytes on every directed link
-    (:func:`meshtensor.cost.xy_link_loads`: shape ``(ndim, 2, *mesh.shape)``)."""
+    (:func:`meshtensor.cost.xy_link_loads`: shape ``(ndim, 2, *mesh.shape)``), ``when``
+    its program-order key (:func:`~..ir.kernel.execution_keys`): supersteps sorted by
+    ``when`` are in the order the kernel runs them."""
 
     statement: str
     execution: int
@@ -228,6 +58,7 @@ class Superstep:
     flows: int
     hop_bytes: dict
     link_loads: np.ndarray
+    when: tuple = ()
 
     @property
     def max_hops(self) -> int:
@@ -247,12 +78,13 @@ class Superstep:
         return hop_latency * self.max_hops + self.max_link_bytes / link_bandwidth
 
 
-def _superstep(mesh: Mesh, name: str, execution: int, src, dst, nbytes) -> Superstep:
+def _superstep(mesh: Mesh, name: str, execution: int, src, dst, nbytes, when=()
+               ) -> Superstep:
     h = hops(mesh, src, dst) if len(src) else np.zeros(0, dtype=np.int64)
     hb = np.bincount(h, weights=nbytes).astype(np.int64) if len(h) else []
     return Superstep(name, execution, int(np.sum(nbytes)), len(src),
                      {int(i): int(v) for i, v in enumerate(hb) if v},
-                     xy_link_loads(mesh, src, dst, nbytes))
+                     xy_link_loads(mesh, src, dst, nbytes), tuple(when))
 
 
 @dataclass(frozen=True, eq=False)
@@ -265,7 +97,8 @@ class CommReport:
     ``core`` that executes the copy or receives the comm op's data, its ``peer`` (the
     owning core of a copied piece, or the comm op's sender; linear ids), ``nbytes`` and
     ``step`` (which execution of the statement). ``supersteps`` lists every execution
-    of a comm op, and of a copy with remote bytes, with its link loads.
+    of a comm op, and of a copy with remote bytes, with its link loads, in the order
+    the kernel runs them (by :attr:`Superstep.when`).
     """
 
     mesh: Mesh
@@ -411,16 +244,18 @@ def _op_name(op: CommOp) -> str:
     return f"comm {op.index}: {op.op} {op.src.buffer.name} -> {op.dst.buffer.name} over {axes}"
 
 
-def _comm_rows(op: CommOp, mesh: Mesh, where: str):
+def _comm_rows(op: CommOp, view: KernelView):
     """Rows ``(receiver, sender, nbytes, execution)`` and the supersteps of one comm op."""
-    space = iteration_space(op, mesh, where)
+    mesh, where = view.mesh, view.where
+    space = view.space(op)
     counts = np.bincount(space.core, minlength=mesh.size)
     if counts.min() != counts.max():
         raise ValueError(f"{where}: {_op_name(op)} runs between {counts.min()} and "
                          f"{counts.max()} times on different cores; every core must reach "
                          f"a comm op equally often")
     runs = int(counts[0])
-    ex = _executions(space.core, mesh.size)
+    ex = executions(space.core, mesh.size)
+    when = execution_keys(space, op.order, mesh.size).tolist()
     if op.root is not None and runs:
         try:
             vals = np.stack([space.value(r) for r in op.root], axis=1)
@@ -443,7 +278,8 @@ def _comm_rows(op: CommOp, mesh: Mesh, where: str):
             cache[key] = (snd, rcv, nb, _superstep(mesh, _op_name(op), 0, snd, rcv, nb))
         snd, rcv, nb, st = cache[key]
         rows.append((rcv, snd, nb, np.full(len(snd), e, dtype=np.int64)))
-        steps.append(Superstep(st.statement, e, st.nbytes, st.flows, st.hop_bytes, st.link_loads))
+        steps.append(Superstep(st.statement, e, st.nbytes, st.flows, st.hop_bytes,
+                               st.link_loads, tuple(when[e])))
     return rows, steps
 
 
@@ -451,19 +287,16 @@ def analyze_mesh_communication(func: Any) -> CommReport | None:
     """The :class:`CommReport` of a kernel (a PrimFunc, IRModule, ``JITKernel`` or
     ``MeshKernel``), or ``None`` when it has neither annotations nor comm ops.
 
-    >>> from meshtensor.tilelang.gemm import build_gemm
+    >>> from meshtensor.tilelang.kernels.gemm import build_gemm
     >>> r = analyze_mesh_communication(build_gemm("summa_comm", 64, 64, 64))
     >>> r.comm_ops[0], r.comm_bytes  # 2 n^2 (n - 1) tiles of 16 x 16 float32 on 4 x 4
     ("comm 0: broadcast Ao -> Ar over ('y',)", 98304)
     """
     where = "AnalyzeMeshCommunication"
-    pf = _kernel_func(func)
-    info = read_mesh_tensor_info(pf)
-    ops = find_comm_ops(pf)
-    if not info and not ops:
+    view = KernelView.of(func, where)
+    if view.mesh is None:
         return None
-    mesh = _mesh_of({e.mesh for e in info.values()} | {o.mesh for o in ops}, where)
-    copies = find_copies(pf)
+    mesh, ops, copies = view.mesh, view.ops, view.copies
     cols: dict[str, list] = {k: [] for k in
                              ("copy", "op", "write", "core", "peer", "nbytes", "step")}
     steps: list[Superstep] = []
@@ -474,7 +307,9 @@ def analyze_mesh_communication(func: Any) -> CommReport | None:
             cols[k].append(np.broadcast_to(v, len(core)))
 
     remote_by_copy: dict[int, list] = {}
-    for ci, space, region, write, e in _annotated_sides(pf, info, mesh, where):
+    when_of: dict[int, list] = {}
+    for ci, space, region, write, e in view.annotated_sides():
+        when_of[ci] = execution_keys(space, copies[ci].order, mesh.size).tolist()
         shape = e.static_shape()
         if shape is None:
             raise ValueError(f"{where}: buffer {e.name!r} has a symbolic shape "
@@ -482,9 +317,10 @@ def analyze_mesh_communication(func: Any) -> CommReport | None:
         lo, hi = region_box(region, space, where)
         lo, hi = clip_boxes(lo, hi, shape)  # guarded copies touch only in-tensor cells
         owner, recv, plo, phi, point = split_by_owner(e.sharding, shape, space.core, lo, hi)
-        itemsize = np.dtype(str(region.buffer.dtype)).itemsize
-        nb = volume(plo, phi) * itemsize
-        ex = _executions(space.core, mesh.size)[point]
+        if not write:  # a read inside the reader's halo window is its own data
+            owner = np.where(within_window(e, shape, space.core, lo, hi)[point], recv, owner)
+        nb = volume(plo, phi) * itemsize(region.buffer.dtype)
+        ex = executions(space.core, mesh.size)[point]
         add(ci, -1, write, recv, owner, nb, ex)
         far = owner != recv
         snd, rcv = (recv, owner) if write else (owner, recv)
@@ -493,12 +329,14 @@ def analyze_mesh_communication(func: Any) -> CommReport | None:
         snd, rcv, nb, ex = (np.concatenate(a) for a in zip(*remote_by_copy[ci]))
         for e in np.unique(ex):
             m = ex == e
-            steps.append(_superstep(mesh, f"copy {ci}: {names[ci]}", int(e), snd[m], rcv[m], nb[m]))
+            steps.append(_superstep(mesh, f"copy {ci}: {names[ci]}", int(e), snd[m], rcv[m],
+                                    nb[m], when_of[ci][int(e)]))
     for op in ops:
-        rows, op_steps = _comm_rows(op, mesh, where)
+        rows, op_steps = _comm_rows(op, view)
         for rcv, snd, nb, ex in rows:
             add(-1, op.index, False, rcv, snd, nb, ex)
         steps.extend(op_steps)
+    steps.sort(key=lambda st: st.when)  # the order the kernel runs them
     arr = {k: (np.concatenate(v) if v else np.zeros(0, dtype=np.int64)) for k, v in cols.items()}
     return CommReport(mesh, tuple(names), arr["copy"].astype(np.int64),
                       arr["write"].astype(bool), arr["core"].astype(np.int64),

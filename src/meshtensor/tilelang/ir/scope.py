@@ -1,14 +1,28 @@
-"""Find call statements in a TileLang kernel with their scope, and decode its ``T.copy``
-calls (op ``tl.tileop.copy``)."""
+"""Statements of a TileLang kernel with their scope: :func:`find_calls` finds call
+statements with what encloses them (loops, lets, conditions, ``while`` loops), and
+:func:`find_copies` decodes ``T.copy`` calls (op ``tl.tileop.copy``). Every mesh pass
+walks kernels through here."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, Union
 
+import numpy as np
 from tvm import tirx
+from tvm.runtime import DataType
 
 COPY_OP = "tl.tileop.copy"
+
+
+def itemsize(dtype: Any) -> int:
+    """Bytes per element of a TIR dtype, those NumPy lacks included.
+
+    >>> itemsize("float32"), itemsize("bfloat16"), itemsize("float8_e4m3fn")
+    (4, 2, 1)
+    """
+    t = DataType(str(dtype))
+    return t.bits * t.lanes // 8
 
 
 @dataclass(frozen=True)
@@ -18,6 +32,21 @@ class CopyRegion:
     buffer: tirx.Buffer
     starts: tuple[tirx.PrimExpr, ...]
     extents: tuple[tirx.PrimExpr, ...]
+
+    def static_extents(self) -> tuple[int, ...] | None:
+        """The extents as ints, or ``None`` when one is symbolic."""
+        from .evaluate import static_int  # evaluate reads this module's scope items
+        ext = tuple(static_int(e) for e in self.extents)
+        return None if None in ext else ext  # type: ignore[return-value]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the region (its extents must be static)."""
+        ext = self.static_extents()
+        if ext is None:
+            raise ValueError(f"region of {self.buffer.name!r} has symbolic extents "
+                             f"{[str(e) for e in self.extents]}")
+        return int(np.prod(ext, dtype=np.int64)) * itemsize(self.buffer.dtype)
 
 
 class Let(NamedTuple):
@@ -53,6 +82,12 @@ class Found:
 
     call: tirx.Call
     scope: tuple[ScopeItem, ...] = ()
+    # Where the statement sits in program order, outermost first: per enclosing
+    # statement list the statement's position in it (an int), per enclosing loop its
+    # loop variable, per enclosing ``if`` 0 (then) or 1 (else). With the loop variables
+    # bound, two statements' keys compare lexicographically as their executions run on
+    # one core (launch loops are left out: cores run side by side).
+    order: tuple[int | tirx.Var, ...] = ()
 
     @property
     def loops(self) -> tuple[tirx.For, ...]:
@@ -92,40 +127,46 @@ def region_of(arg: Any) -> CopyRegion:
 
 def find_calls(func: tirx.PrimFunc | tirx.Stmt, match: Callable[[tirx.Call], bool]) -> list[Found]:
     """Every ``Evaluate(call)`` statement whose call satisfies ``match``, in program
-    order, with its scope (loops, lets, ``if`` conditions and ``while`` loops, outermost
-    first)."""
+    order, with its scope (loops, lets, ``if`` conditions, block predicates and
+    ``while`` loops, outermost first) and its ``order`` key (see :class:`Found`)."""
     body = func.body if isinstance(func, tirx.PrimFunc) else func
     out: list[Found] = []
 
-    def walk(node: Any, scope: tuple) -> None:
+    def walk(node: Any, scope: tuple, order: tuple) -> None:
         if isinstance(node, tirx.For):
-            walk(node.body, scope + (node,))
+            launch = node.kind == tirx.ForKind.THREAD_BINDING
+            walk(node.body, scope + (node,), order if launch else order + (node.loop_var,))
         elif isinstance(node, tirx.SeqStmt):
-            for s in node.seq:
+            for i, s in enumerate(node.seq):
                 if isinstance(s, tirx.Bind):  # `v: T.int32 = e` scopes over later siblings
                     scope = scope + (Let(s.var, s.value),)
                 else:
-                    walk(s, scope)
+                    walk(s, scope, order + (i,))
         elif isinstance(node, tirx.Bind):
             pass  # a lone binding encloses nothing
         elif isinstance(node, tirx.Evaluate):
             v = node.value
             if isinstance(v, tirx.Call) and match(v):
-                out.append(Found(v, scope))
+                out.append(Found(v, scope, order))
         elif isinstance(node, tirx.IfThenElse):
-            walk(node.then_case, scope + (Cond(node.condition, True),))
+            walk(node.then_case, scope + (Cond(node.condition, True),), order + (0,))
             if node.else_case is not None:
-                walk(node.else_case, scope + (Cond(node.condition, False),))
+                walk(node.else_case, scope + (Cond(node.condition, False),), order + (1,))
         elif isinstance(node, tirx.While):
-            walk(node.body, scope + (WhileLoop(node.condition),))
+            walk(node.body, scope + (WhileLoop(node.condition),), order)
+        elif isinstance(node, tirx.SBlockRealize):
+            # a block predicate guards its body like an `if`
+            pred = node.predicate
+            always = isinstance(pred, tirx.IntImm) and bool(pred.value)
+            walk(node.block, scope if always else scope + (Cond(pred, True),), order)
         else:
             for attr in ("body", "block"):
                 child = getattr(node, attr, None)
                 if child is not None and isinstance(child, tirx.Stmt):
-                    walk(child, scope)
+                    walk(child, scope, order)
                     break
 
-    walk(body, ())
+    walk(body, (), ())
     return out
 
 
@@ -134,7 +175,8 @@ def find_copies(func: tirx.PrimFunc | tirx.Stmt) -> list[CopyCall]:
 
     Thread-binding loops (``T.Kernel``'s block indices) are included as loops too.
     """
-    return [CopyCall(f.call, f.scope, region_of(f.call.args[0]), region_of(f.call.args[1]))
+    return [CopyCall(f.call, f.scope, f.order, src=region_of(f.call.args[0]),
+                     dst=region_of(f.call.args[1]))
             for f in find_calls(func, lambda c: getattr(c.op, "name", None) == COPY_OP)]
 
 
@@ -143,7 +185,7 @@ def direct_accesses(func: tirx.PrimFunc, names: set[str] | frozenset[str]) -> li
     outside ``T.copy`` (``A[i, j]`` in an expression, or a tile op such as ``T.gemm`` on
     the buffer), in program order: accesses the copy-based mesh passes cannot place.
 
-    >>> from meshtensor.tilelang.gemm import build_gemm
+    >>> from meshtensor.tilelang.kernels.gemm import build_gemm
     >>> direct_accesses(build_gemm("summa_comm", 8, 8, 8), {"A", "B", "C"})  # copies only
     []
     """
@@ -160,19 +202,3 @@ def direct_accesses(func: tirx.PrimFunc, names: set[str] | frozenset[str]) -> li
 
     tirx.stmt_functor.pre_order_visit(func.body, visit)
     return seen
-
-
-def eval_expr(expr: Any, env: dict[tirx.Var, int] | None = None) -> int:
-    """The int value of a TIR expression once ``env``'s variables are bound.
-
-    Raises ``ValueError`` when a free variable is left (the expression is symbolic).
-    """
-    if isinstance(expr, int):
-        return expr
-    from tvm import arith
-    e = tirx.stmt_functor.substitute(expr, {k: tirx.IntImm(k.dtype, v) for k, v in (env or {}).items()})
-    e = arith.Analyzer().simplify(e)
-    if not isinstance(e, tirx.IntImm):
-        raise ValueError(f"expression {expr} is not constant once {sorted(str(k) for k in (env or {}))} "
-                         f"are bound (left: {e})")
-    return int(e.value)

@@ -7,11 +7,12 @@ import time
 
 import numpy as np
 
-from ..sharding import Sharding
-from .frontend import read_mesh_tensor_info
-from .logs import quiet_tilelang
-from .passes import (DEFAULT_HOP_LATENCY, DEFAULT_LINK_BANDWIDTH, analyze_mesh_communication,
-                     verify_mesh_tensors)
+from ...sharding import Sharding
+from ..ir.metadata import read_mesh_tensor_info
+from ..logs import quiet_tilelang
+from ..analysis.traffic import (DEFAULT_HOP_LATENCY, DEFAULT_LINK_BANDWIDTH,
+                                analyze_mesh_communication)
+from ..analysis.verify import verify_mesh_tensors
 
 MESH_SIDE = 4
 
@@ -53,7 +54,7 @@ def main(size: int = 512, target: str = "c", algorithm: str = "summa_comm", repe
         if not torch.cuda.is_available():
             print("meshtensor demo: --target cuda needs a CUDA GPU; none is visible")
             return 2
-    from .gemm import compile_gemm, run_gemm
+    from ..kernels.gemm import compile_gemm, run_gemm
     M = N = K = size
     comm = algorithm.endswith("_comm")
     print(f"meshtensor demo: {algorithm} GEMM C = A @ B, {M}x{N}x{K} float32, one program "

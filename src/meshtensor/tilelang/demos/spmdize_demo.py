@@ -1,5 +1,5 @@
 """``meshtensor demo --spmdize``: a global-view GEMM kernel, the communication
-:func:`~meshtensor.tilelang.spmdize.spmdize` chose for each of its copies, and both
+:func:`~meshtensor.tilelang.transform.spmdize.spmdize` chose for each of its copies, and both
 kernels compiled, run and compared bit for bit."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 
-from .logs import quiet_tilelang
+from ..logs import quiet_tilelang
 
 GLOBAL_VIEW = ("summa", "cannon", "local")
 
@@ -38,11 +38,12 @@ def main(size: int = 512, algorithm: str = "summa", repeat: int = 3, target: str
     """
     import torch
 
-    from .comm import find_comm_ops
-    from .gemm import build_gemm
-    from .lower import compile_mesh_kernel
-    from .passes import analyze_mesh_communication, verify_mesh_tensors
-    from .spmdize import plan_mesh_copies, spmdize
+    from ..ir.comm_op import find_comm_ops
+    from ..kernels.gemm import build_gemm
+    from ..engine import compile_mesh_kernel
+    from ..analysis.traffic import analyze_mesh_communication
+    from ..analysis.verify import verify_mesh_tensors
+    from ..transform.spmdize import plan_mesh_copies, spmdize
 
     base = algorithm[:-len("_comm")] if algorithm.endswith("_comm") else algorithm
     if base not in GLOBAL_VIEW:

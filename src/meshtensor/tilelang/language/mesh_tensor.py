@@ -10,18 +10,19 @@ every shape from :class:`meshtensor.Sharding`, and emit one ``T.copy`` or one
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Sequence
 
 import tilelang.language as T
 from tvm import tirx
 
-from ..mesh import TARGETS, Mesh, _is_int
-from ..sharding import Sharding
+from ...mesh import TARGETS, Mesh, _is_int
+from ...sharding import Sharding
+from ..ir.evaluate import static_int
+from ..ir.metadata import _KNOWN, ATTR_KEY, MeshTensorEntry, _seed_dict, attr_value
 
-ATTR_KEY = "mesh_tensor_info"
 _REQUIRED = ("block_shape", "program_id", "sharding")
 _ORDERS = ("block_wise",)
+_RESERVED = tuple(k for k in _KNOWN if k not in _REQUIRED and k != "order")
 
 
 def get_target_mesh_shape(target: str = "auto") -> dict[str, int]:
@@ -56,44 +57,6 @@ def _as_mesh(mesh_shape: Any) -> Mesh:
     return Mesh(dict(mesh_shape))
 
 
-def _static(x: Any) -> int | None:
-    """The int value of an int or IntImm, else None (symbolic)."""
-    if _is_int(x):
-        return int(x)
-    if isinstance(x, tirx.IntImm):
-        return int(x.value)
-    return None
-
-
-@dataclass(frozen=True)
-class MeshTensorEntry:
-    """The plain-Python facts about one annotated buffer, as a pass needs them.
-
-    ``global_shape`` / ``tile_shape`` hold ints where static and TIR expressions where
-    symbolic; ``program_id`` is ``None``, an int, a tuple of mesh coordinates or a TIR
-    expression; ``extra`` holds any further user keys.
-    """
-
-    name: str
-    buffer: tirx.Buffer | None
-    sharding: Sharding
-    block_shape: tuple[int, ...]
-    program_id: Any
-    global_shape: tuple[Any, ...]
-    tile_shape: tuple[Any, ...]
-    order: str = "block_wise"
-    extra: dict = field(default_factory=dict)
-
-    @property
-    def mesh(self) -> Mesh:
-        return self.sharding.mesh
-
-    def static_shape(self) -> tuple[int, ...] | None:
-        """The global shape as ints, or None when any dim is symbolic."""
-        s = tuple(_static(n) for n in self.global_shape)
-        return None if any(n is None for n in s) else s
-
-
 def _sharding_from(mesh: Mesh, value: Any, where: str, ndim: int | None = None) -> Sharding:
     """The seed dict (``{"x": d, "y": None}``), the tuple form or a Sharding, for a
     tensor of rank ``ndim`` (the buffer's or the block's: so a batched buffer may be
@@ -114,20 +77,11 @@ def _sharding_from(mesh: Mesh, value: Any, where: str, ndim: int | None = None) 
         raise ValueError(f"{where}: {e}") from None
 
 
-def _seed_dict(s: Sharding) -> dict[str, int | None] | None:
-    """The seed dict form, or None where it cannot say the sharding (e.g. a dim split
-    by mesh axes out of mesh order): ``split_axes`` is the stored truth either way."""
-    try:
-        return s.to_seed()
-    except ValueError:
-        return None
-
-
 def _check_program_id(mesh: Mesh, pid: Any, where: str) -> Any:
-    if pid is None or isinstance(pid, tirx.PrimExpr) and _static(pid) is None:
+    if pid is None or isinstance(pid, tirx.PrimExpr) and static_int(pid) is None:
         return pid
-    if _static(pid) is not None:
-        v = _static(pid)
+    if static_int(pid) is not None:
+        v = static_int(pid)
         if not 0 <= v < mesh.size:
             raise ValueError(f"{where}: program_id {v} out of range [0, {mesh.size})")
         return v
@@ -137,7 +91,7 @@ def _check_program_id(mesh: Mesh, pid: Any, where: str) -> Any:
                              f"the mesh has {mesh.ndim} axes")
         out = []
         for a, c in enumerate(pid):
-            v = _static(c)
+            v = static_int(c)
             if v is not None and not 0 <= v < mesh.shape[a]:
                 raise ValueError(f"{where}: program_id coordinate {v} on mesh axis "
                                  f"{mesh.axis_names[a]!r} out of range [0, {mesh.shape[a]})")
@@ -155,9 +109,19 @@ def _make_entry(mesh: Mesh, buf: tirx.Buffer, info: Mapping[str, Any]) -> MeshTe
     for key in _REQUIRED:
         if key not in info:
             raise ValueError(f"{where}: missing key {key!r} (required: {list(_REQUIRED)})")
-    shape = tuple(_static(n) if _static(n) is not None else n for n in buf.shape)
+    shape = tuple(static_int(n) if static_int(n) is not None else n for n in buf.shape)
     rank = len(shape)
     sharding = _sharding_from(mesh, info["sharding"], where, ndim=rank)
+    if sharding.is_partial:
+        # a partial tensor is one term per core of a sum; one global buffer holds one value
+        raise ValueError(f"{where}: sharding {sharding} is partial over "
+                         f"{sharding.partial}: per-core terms of a reduction are not one "
+                         f"global tensor; annotate the reduced tensor (split or "
+                         f"replicated) and combine the terms with mesh_comm(...).all_reduce")
+    reserved = sorted(set(info) & set(_RESERVED))
+    if reserved:
+        raise ValueError(f"{where}: keys {reserved} are written by "
+                         f"annotate_mesh_tensor_info itself; name your own keys otherwise")
     if len(sharding.split_axes) > rank:
         d = len(sharding.split_axes) - 1
         axes = [mesh.axis_names[a] for a in sharding.split_axes[d]]
@@ -175,36 +139,20 @@ def _make_entry(mesh: Mesh, buf: tirx.Buffer, info: Mapping[str, Any]) -> MeshTe
     if order not in _ORDERS:
         raise ValueError(f"{where}: order {order!r} is not one of {list(_ORDERS)}")
     pid = _check_program_id(mesh, info["program_id"], where)
-    static = all(_static(n) is not None for n in shape)
+    static = all(static_int(n) is not None for n in shape)
     if static:
         tile = sharding.tile_shape(shape)
     else:  # symbolic dims keep a T.ceildiv expression of the same rule
         tile = tuple(T.ceildiv(n, sharding.shard_count(d)) if sharding.axes_of(d) else n
                      for d, n in enumerate(shape))
     for d in sharding.split_dims:
-        t = _static(tile[d])
+        t = static_int(tile[d])
         if t is not None and t % block[d] and t > 0:
             raise ValueError(f"{where}: dim {d}: tile {t} (size {shape[d]} over "
                              f"{sharding.shard_count(d)} shards) is not a multiple of block "
                              f"{block[d]}; block copies would straddle cores")
     extra = {k: v for k, v in info.items() if k not in _REQUIRED and k != "order"}
     return MeshTensorEntry(name, buf, sharding, block, pid, shape, tuple(tile), order, extra)
-
-
-def _attr_value(e: MeshTensorEntry) -> dict[str, Any]:
-    pid = e.program_id
-    return {
-        **e.extra,
-        "block_shape": list(e.block_shape),
-        "program_id": list(pid) if isinstance(pid, tuple) else pid,
-        "sharding": _seed_dict(e.sharding),
-        "order": e.order,
-        "mesh_shape": e.mesh.as_dict,
-        "split_axes": [[e.mesh.axis_names[a] for a in e.sharding.axes_of(d)]
-                       for d in range(len(e.global_shape))],
-        "global_shape": list(e.global_shape),
-        "tile_shape": list(e.tile_shape),
-    }
 
 
 def _region_of(buf: tirx.Buffer, coord: Any, entry: MeshTensorEntry | None, side: str
@@ -223,7 +171,7 @@ def _region_of(buf: tirx.Buffer, coord: Any, entry: MeshTensorEntry | None, side
                          f"buffer has rank {rank}")
     slices = []
     for d, (c, b, n) in enumerate(zip(coord, entry.block_shape, buf.shape)):
-        cv, nv = _static(c), _static(n)
+        cv, nv = static_int(c), static_int(n)
         if cv is not None and cv < 0:
             raise ValueError(f"{where}: {side}_coord[{d}] = {cv} is negative")
         if cv is not None and nv is not None and cv * b >= nv > 0:
@@ -250,7 +198,7 @@ def _check_fits(x: Any, extents: tuple[Any, ...], side: str) -> None:
     shape, idx = x.buffer.shape, x.indices
     tail = extents[len(extents) - len(idx):] if len(extents) >= len(idx) else extents
     for d, (i, e, n) in enumerate(zip(idx, tail, shape)):
-        iv, ev, nv = _static(i), _static(e), _static(n)
+        iv, ev, nv = static_int(i), static_int(e), static_int(n)
         if None not in (iv, ev, nv) and iv + ev > nv:
             raise ValueError(f"mesh_tensor_copy: {side} {x.buffer.name!r}: copy of extent "
                              f"{ev} from index {iv} runs past dim {d} of size {nv}")
@@ -318,7 +266,7 @@ def mesh_tensor_functions(mesh_shape: Mapping[str, int] | str | Mesh | None = No
             raise ValueError(f"annotate_mesh_tensor_info: two buffers share a name in {names}")
         for e in entries:
             store[e.buffer.data] = e
-        return T.func_attr({ATTR_KEY: {e.name: _attr_value(e) for e in entries}})
+        return T.func_attr({ATTR_KEY: {e.name: attr_value(e) for e in entries}})
 
     def _entry(buf: Any, what: str) -> MeshTensorEntry:
         if not isinstance(buf, tirx.Buffer):
@@ -355,11 +303,11 @@ def mesh_tensor_functions(mesh_shape: Mapping[str, int] | str | Mesh | None = No
         s, d = ends
         es, ed = _extents(s), _extents(d)
         if es is not None and ed is not None:
-            ss = [v for v in map(_static, es) if v != 1]
-            sd = [v for v in map(_static, ed) if v != 1]
+            ss = [v for v in map(static_int, es) if v != 1]
+            sd = [v for v in map(static_int, ed) if v != 1]
             if None not in ss and None not in sd and ss != sd:
-                raise ValueError(f"mesh_tensor_copy: src extent {tuple(map(_static, es))} and "
-                                 f"dst extent {tuple(map(_static, ed))} differ")
+                raise ValueError(f"mesh_tensor_copy: src extent {tuple(map(static_int, es))} and "
+                                 f"dst extent {tuple(map(static_int, ed))} differ")
         if es is not None:
             _check_fits(d, es, "dst")
         if ed is not None:
@@ -372,61 +320,3 @@ def mesh_tensor_functions(mesh_shape: Mapping[str, int] | str | Mesh | None = No
         "mesh_tensor_copy": mesh_tensor_copy,
         "init_mesh_tensor_info": init_mesh_tensor_info,
     }
-
-
-def _prim_func_of(func: Any) -> tirx.PrimFunc:
-    if isinstance(func, tirx.PrimFunc):
-        return func
-    pf = getattr(func, "prim_func", None)  # tilelang.JITKernel
-    if isinstance(pf, tirx.PrimFunc):
-        return pf
-    funcs = getattr(func, "functions", None)  # IRModule: the function carrying the attr
-    if funcs is not None:
-        found = [f for f in funcs.values()
-                 if isinstance(f, tirx.PrimFunc) and f.attrs is not None and ATTR_KEY in f.attrs]
-        if len(found) == 1:
-            return found[0]
-        raise ValueError(f"read_mesh_tensor_info: module has {len(found)} functions with "
-                         f"{ATTR_KEY!r}; pass one PrimFunc")
-    raise TypeError(f"read_mesh_tensor_info: expected a PrimFunc, JITKernel or IRModule, got "
-                    f"{type(func).__name__}")
-
-
-def _py(v: Any) -> Any:
-    """TVM attribute values -> plain Python (ints, strs, lists, dicts); exprs kept."""
-    if isinstance(v, tirx.IntImm):
-        return int(v.value)
-    if isinstance(v, (str, int, float)) or v is None:
-        return v
-    if hasattr(v, "items"):
-        return {str(k): _py(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)) or type(v).__name__ in ("Array", "List"):
-        return [_py(x) for x in v]
-    return v
-
-
-def read_mesh_tensor_info(func: Any) -> dict[str, MeshTensorEntry]:
-    """Every annotated buffer of a kernel: ``{buffer name: MeshTensorEntry}``, with the
-    parameter :class:`~tvm.tirx.Buffer` and a :class:`Sharding`. Accepts a PrimFunc, a
-    compiled ``JITKernel`` or an IRModule. A function without annotations gives ``{}``.
-    """
-    pf = _prim_func_of(func)
-    if pf.attrs is None or ATTR_KEY not in pf.attrs:
-        return {}
-    buffers = {b.name: b for b in pf.buffer_map.values()}
-    out = {}
-    for name, raw in pf.attrs[ATTR_KEY].items():
-        v = _py(raw)
-        mesh = Mesh(v["mesh_shape"])
-        sharding = Sharding(mesh, v["split_axes"])
-        pid = v["program_id"]
-        if isinstance(pid, list):
-            pid = tuple(pid)
-        known = {"block_shape", "program_id", "sharding", "order", "mesh_shape",
-                 "split_axes", "global_shape", "tile_shape"}
-        out[str(name)] = MeshTensorEntry(
-            name=str(name), buffer=buffers.get(str(name)), sharding=sharding,
-            block_shape=tuple(v["block_shape"]), program_id=pid,
-            global_shape=tuple(v["global_shape"]), tile_shape=tuple(v["tile_shape"]),
-            order=v["order"], extra={k: x for k, x in v.items() if k not in known})
-    return out

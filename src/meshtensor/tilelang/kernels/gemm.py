@@ -47,8 +47,9 @@ import numpy as np
 import tilelang
 import tilelang.language as T
 
-from .comm import mesh_comm
-from .frontend import mesh_tensor_functions
+from ..engine import CPU_FLAGS, compile_mesh_kernel
+from ..language.comm import mesh_comm
+from ..language.mesh_tensor import mesh_tensor_functions
 
 ALGORITHMS = ("local", "summa", "cannon")  # global view
 COMM_ALGORITHMS = ("summa_comm", "cannon_comm", "ksplit_comm")  # distributed memory
@@ -58,10 +59,6 @@ KU = 8  # its k loop unrolled KU times (1: 58, 4: 85, 8: 88 GFLOP/s on a 256^3 b
 # a column panel, and a row length of a multiple of 1 KiB maps its lines to few cache sets
 LD_PAD = CB
 KSPLIT_CHUNK = 256  # columns of B the K-split GEMM's micro-kernel takes at a time
-# gcc's -O3 loop vectoriser (dynamic cost model) turns the micro-kernel's k loop into
-# slow gathers for power-of-two tiles (1.8 vs 45 GFLOP/s at 512^3, measured here);
-# the very-cheap model keeps the SLP-vectorised, register-blocked body.
-CPU_FLAGS = ["-O3", "-march=native", "-fvect-cost-model=very-cheap"]
 
 
 def _ceil(a: int, b: int) -> int:
@@ -267,14 +264,9 @@ _COMM_BUILDERS = {"summa_comm": partial(_build_2d_comm, "summa_comm"),
 
 
 def compile_gemm(algorithm: str, M: int, N: int, K: int, mesh: int = 4, target: str = "c"):
-    """Build and compile (``target="c"`` on CPU with -O3 -march=native, or ``"cuda"``);
-    the ``*_comm`` kernels go through :func:`compile_mesh_kernel`."""
-    func = build_gemm(algorithm, M, N, K, mesh)
-    if algorithm in COMM_ALGORITHMS:
-        from .lower import compile_mesh_kernel
-        return compile_mesh_kernel(func, target=target)
-    flags = CPU_FLAGS if target == "c" else None
-    return tilelang.compile(func, target=target, compile_flags=flags)
+    """Build and compile with :func:`compile_mesh_kernel` (``target="c"`` on CPU with
+    :data:`CPU_FLAGS`, or ``"cuda"``)."""
+    return compile_mesh_kernel(build_gemm(algorithm, M, N, K, mesh), target=target)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,1 @@
+"""Analyses of mesh kernels: copy verification and communication traffic."""

@@ -1,0 +1,1 @@
+"""The demos behind `meshtensor demo`."""

@@ -1,0 +1,154 @@
+"""The launch of a mesh kernel: which core runs which program.
+
+A mesh kernel is one program per core. ``T.Kernel(n0, n1[, n2])`` with the grid equal
+to the mesh shape puts block ``(b0, b1, ...)`` on the core with those coordinates
+(``blockIdx.x`` is mesh axis 0, ``blockIdx.y`` axis 1, ``blockIdx.z`` axis 2); a 1-D
+launch ``T.Kernel(mesh.size)`` numbers the cores by their linear (row-major) id. Every
+pass asks one :class:`Launch` value for core coordinates, as TIR expressions (to
+rewrite a kernel) or as NumPy arrays (to evaluate it); none re-derives them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+from tvm import arith, tirx
+
+from ...mesh import Mesh
+from .evaluate import static_int
+
+__all__ = ["Launch", "row_major", "unravel", "BLOCK_TAGS"]
+
+BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
+
+
+def row_major(coords: Sequence[Any], sizes: Sequence[int]) -> tirx.PrimExpr:
+    """The row-major linear index of ``coords`` (TIR expressions) on a grid of ``sizes``.
+
+    >>> import tilelang
+    >>> from tvm import tirx
+    >>> r, c = tirx.Var("r", "int32"), tirx.Var("c", "int32")
+    >>> str(row_major([r, c], [2, 4]))
+    'r * 4 + c'
+    """
+    lin: Any = tirx.IntImm("int32", 0)
+    for c, s in zip(coords, sizes):
+        lin = lin * s + c
+    return arith.Analyzer().simplify(lin)
+
+
+def unravel(lin: Any, sizes: Sequence[int]) -> list[tirx.PrimExpr]:
+    """The coordinates (TIR expressions) of row-major index ``lin`` on a grid of
+    ``sizes``."""
+    out: list = []
+    rest = lin
+    for size in reversed(sizes):
+        out.insert(0, tirx.floormod(rest, size))
+        rest = tirx.floordiv(rest, size)
+    return out
+
+
+def _block_loops(node: Any) -> list[tirx.For]:
+    loops: list[tirx.For] = []
+
+    def visit(n: Any) -> bool:
+        if (isinstance(n, tirx.For) and n.kind == tirx.ForKind.THREAD_BINDING
+                and n.thread_binding is not None
+                and n.thread_binding.thread_tag in BLOCK_TAGS):
+            loops.append(n)
+        return True
+
+    tirx.stmt_functor.pre_order_visit(node.body if isinstance(node, tirx.PrimFunc) else node,
+                                      visit)
+    return loops
+
+
+@dataclass(frozen=True, eq=False)
+class Launch:
+    """How a kernel's block indices name the cores of ``mesh``.
+
+    ``vars`` are the launch variables: one per mesh axis in axis order (an n-D launch),
+    one linear core id (``linear``: a 1-D launch on a mesh of several axes), or none (a
+    mesh of one core launched without blocks). ``extents`` are their grid sizes.
+
+    >>> import tilelang
+    >>> import tilelang.language as T
+    >>> from meshtensor import Mesh
+    >>> @T.prim_func
+    ... def k():
+    ...     with T.Kernel(8, threads=1) as bx:
+    ...         T.evaluate(0)
+    >>> launch = Launch.of(k, Mesh({"row": 2, "col": 4}), "example")
+    >>> launch.linear, [str(c) for c in launch.coords()]
+    (True, ['bx // 4 % 2', 'bx % 4'])
+    """
+
+    mesh: Mesh
+    vars: tuple[tirx.Var, ...]
+    linear: bool
+
+    @staticmethod
+    def of(func: tirx.PrimFunc | tirx.Stmt, mesh: Mesh, where: str) -> "Launch":
+        """The launch of a kernel (a PrimFunc or statement) on ``mesh``; ``ValueError``
+        naming ``where`` when its grid is not one program per core."""
+        loops = _block_loops(func)
+        tags = [lp.thread_binding.thread_tag for lp in loops]
+        extents = [static_int(lp.extent) for lp in loops]
+        if len(set(tags)) != len(tags):
+            raise ValueError(f"{where}: the kernel launches blocks more than once "
+                             f"({tags}); a mesh kernel is one T.Kernel, one program per "
+                             f"core")
+        if None in extents:
+            raise ValueError(f"{where}: the launch grid {[str(lp.extent) for lp in loops]} "
+                             f"is symbolic: launch one program per core of the mesh "
+                             f"{mesh.as_dict}")
+        if not loops and mesh.size == 1:
+            return Launch(mesh, (), False)
+        if len(loops) == 1 and extents[0] == mesh.size:
+            return Launch(mesh, (loops[0].loop_var,), mesh.ndim != 1)
+        order = sorted(range(len(loops)), key=lambda i: tags[i])
+        if len(loops) == mesh.ndim and [extents[i] for i in order] == list(mesh.shape):
+            return Launch(mesh, tuple(loops[i].loop_var for i in order), False)
+        grid = ", ".join(str(e) for e in (extents[i] for i in order)) or "no blocks"
+        raise ValueError(f"{where}: the launch grid ({grid}) does not match the mesh "
+                         f"{mesh.as_dict}: launch T.Kernel"
+                         f"({', '.join(map(str, mesh.shape))}) (block = core coordinates) "
+                         f"or T.Kernel({mesh.size}) (block = linear core id)")
+
+    def coords(self) -> list[tirx.PrimExpr]:
+        """This program's core coordinates, one TIR expression per mesh axis."""
+        if not self.vars:
+            return [tirx.IntImm("int32", 0)] * self.mesh.ndim
+        if self.linear:
+            return unravel(self.vars[0], self.mesh.shape)
+        return list(self.vars)
+
+    def core_id(self) -> tirx.PrimExpr:
+        """This program's linear core id as a TIR expression."""
+        if len(self.vars) == 1:
+            return self.vars[0]
+        return row_major(self.coords(), self.mesh.shape)
+
+    def at(self, coords: Sequence[Any]) -> dict[tirx.Var, tirx.PrimExpr]:
+        """The substitution that turns an expression of this program's launch variables
+        into one of the core at ``coords`` (TIR expressions or ints)."""
+        if self.linear:
+            return {self.vars[0]: row_major(coords, self.mesh.shape)}
+        return {v: (c if isinstance(c, tirx.PrimExpr) else tirx.IntImm("int32", int(c)))
+                for v, c in zip(self.vars, coords)}
+
+    def core_of(self, env: Mapping[tirx.Var, Any], size: int) -> np.ndarray:
+        """The linear core id at each of ``size`` evaluated points (``env`` binds the
+        launch variables to arrays), int64."""
+        if not self.vars:
+            return np.zeros(size, dtype=np.int64)
+        vals = [np.broadcast_to(np.asarray(env[v], dtype=np.int64), (size,))
+                for v in self.vars]
+        if len(vals) == 1:
+            return vals[0].astype(np.int64, copy=True)
+        return np.ravel_multi_index(vals, self.mesh.shape).astype(np.int64)
+
+    def is_launch_var(self, var: tirx.Var) -> bool:
+        return any(var.same_as(v) for v in self.vars)

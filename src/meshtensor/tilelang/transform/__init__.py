@@ -1,0 +1,1 @@
+"""Transformations of mesh kernels: comm-op lowering and global-view spmdization."""

@@ -1,0 +1,581 @@
+"""The performance model (estimate_mesh_kernel): closed forms of SUMMA, Cannon and
+K-split (docs/perf.md), properties, the superstep order against the lowering, the
+trace, the GEMM choice, the profile command, and bad input. Nothing is compiled."""
+import importlib.util
+import itertools
+import json
+import math
+import pathlib
+import tempfile
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+pytest.importorskip("tilelang")
+import tilelang  # noqa: E402,F401
+import tilelang.language as T  # noqa: E402
+from tvm import tirx  # noqa: E402
+
+from meshtensor import Mesh  # noqa: E402
+from meshtensor.cli import main  # noqa: E402
+from meshtensor.machines import PRESETS, Machine  # noqa: E402
+from meshtensor.tilelang import (count_mesh_kernel, estimate_mesh_kernel,  # noqa: E402
+                                 lower_mesh_comm, mesh_comm, mesh_tensor_functions,
+                                 trace_events, write_trace)
+from meshtensor.tilelang.analysis.timeline import CORES_PID, LINKS_PID  # noqa: E402
+from meshtensor.tilelang.analysis.traffic import analyze_mesh_communication  # noqa: E402
+from meshtensor.tilelang.ir.evaluate import eval_np  # noqa: E402
+from meshtensor.tilelang.kernels.gemm import CB, KSPLIT_CHUNK, RB, build_gemm  # noqa: E402
+from meshtensor.tilelang.kernels.gemm_choice import compare_gemm_algorithms  # noqa: E402
+from meshtensor.tilelang.transform.lower_comm import COMM_OP_ATTR  # noqa: E402
+
+# distinct numbers, so that every term of the closed forms shows
+TOY = Machine("toy", (8, 8), {"float32": 3e10, "bfloat16": 9e10}, mem_bandwidth=7e9,
+              link_bandwidth=5e9, hop_latency=2e-9, message_overhead=5e-8,
+              local_memory_bytes=1 << 20)
+MACHINES = [TOY, PRESETS["generic"], PRESETS["wormhole-n300"]]
+
+
+# -- closed forms (docs/perf.md, "Closed forms") ----------------------------------------------
+def closed_form(algorithm: str, n: int, S: int, m: Machine, s: int = 4) -> float:
+    """Estimated seconds of the built-in GEMM on an S x S x S problem, n x n mesh, n | S."""
+    t = S // n
+    tmp, tnp = RB * math.ceil(t / RB), CB * math.ceil(t / CB)
+    F, Bm, beta, alpha, o = (m.rate("float32"), m.mem_bandwidth, m.link_bandwidth,
+                             m.hop_latency, m.message_overhead)
+    T_ = t * t * s  # one tile's bytes
+    f = 2 * tmp * tnp * t / F  # one local product
+    if algorithm == "summa_comm":
+        bcast = sum(max(k, n - 1 - k) * (T_ / beta + alpha) + (n - 1) * o for k in range(n))
+        return 2 * T_ / Bm + (n - 1) * f + max(f, T_ / Bm) + 2 * bcast
+    if algorithm == "cannon_comm":
+        if n == 1:
+            return 2 * T_ / Bm + max(f, T_ / Bm)
+        skew = (n // 2) * T_ / beta + (n - 1) * alpha + o
+        rot = T_ / beta + (n - 1) * alpha + o
+        return 2 * T_ / Bm + 2 * skew + (n - 1) * f + max(f, T_ / Bm) + 2 * (n - 1) * rot
+    if algorithm == "ksplit_comm":
+        cw = min(KSPLIT_CHUNK, CB * math.ceil(S / CB))
+        cols = math.ceil(S / cw) * cw
+        work = max(2 * tmp * cols * t / F, (T_ + t * S * s) / Bm)
+        rs = (n // 2) * ((n + 1) // 2) * T_ / beta + (n - 1) * (alpha + o) if n > 1 else 0.0
+        return work + rs + T_ / Bm
+    raise AssertionError(algorithm)
+
+
+CASES = [(1, 64), (2, 256), (3, 96), (4, 1000), (4, 384), (8, 512), (8, 2048)]
+
+
+@pytest.mark.parametrize("algorithm", ["summa_comm", "cannon_comm", "ksplit_comm"])
+@pytest.mark.parametrize("n,S", CASES, ids=[f"{n}x{n}-{S}" for n, S in CASES])
+def test_closed_forms_equal_the_model(algorithm, n, S):
+    work = count_mesh_kernel(build_gemm(algorithm, S, S, S, mesh=n))
+    for m in MACHINES:
+        got = estimate_mesh_kernel(work, m).total
+        assert got == pytest.approx(closed_form(algorithm, n, S, m), rel=1e-12), m.name
+
+
+def test_superstep_structure_of_summa():
+    """Per superstep: the broadcast's busiest link is max(k, n-1-k) tiles over as many
+    hops, and the root sends n - 1 messages; the local products sit between them."""
+    n, S = 4, 256
+    t = (S // n) ** 2 * 4
+    w = count_mesh_kernel(build_gemm("summa_comm", S, S, S, mesh=n))
+    assert [s.comm_op for s in w.steps] == [0, 1] * n + [-1]
+    exch = w.steps[:-1]
+    assert [s.max_link_bytes // t for s in exch] == [max(k, n - 1 - k) for k in range(n)
+                                                   for _ in "AB"]
+    assert [s.max_hops for s in exch] == [max(k, n - 1 - k) for k in range(n) for _ in "AB"]
+    assert {s.messages for s in exch} == {n - 1}
+    ops = [int(s.ops.get("float32", np.zeros(1))[0]) for s in w.steps]
+    assert ops == [0, 0] + [2 * 66 * 64 * 64, 0] * (n - 1) + [2 * 66 * 64 * 64]
+    assert [int(s.mem_bytes[5]) for s in w.steps] == [2 * t] + [0] * (2 * n - 1) + [t]
+
+
+def test_exchange_time_is_the_traffic_models_plus_message_overheads():
+    f = build_gemm("cannon_comm", 128, 128, 128)
+    r = estimate_mesh_kernel(f, TOY)
+    comm = analyze_mesh_communication(f).supersteps
+    for s, c in zip(r.steps, comm):
+        noc = c.time(TOY.link_bandwidth, TOY.hop_latency)
+        assert s.exchange == pytest.approx(noc + s.work.messages * TOY.message_overhead)
+
+
+# -- properties ----------------------------------------------------------------------------
+WORKS = {}
+
+
+def _work(algorithm, S, n):
+    key = (algorithm, S, n)
+    if key not in WORKS:
+        WORKS[key] = count_mesh_kernel(build_gemm(algorithm, S, S, S, mesh=n))
+    return WORKS[key]
+
+
+rates = st.floats(1e6, 1e14, allow_nan=False)
+lat = st.floats(0, 1e-5, allow_nan=False)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(alg=st.sampled_from(["summa_comm", "cannon_comm", "ksplit_comm", "summa"]),
+       case=st.sampled_from([(128, 4), (100, 2), (96, 3)]),
+       flops=rates, mem=rates, link=rates, hop=lat, msg=lat,
+       more_link=st.floats(1, 1e3), more_flops=st.floats(1, 1e3))
+def test_more_bandwidth_or_flops_never_increases_a_time(alg, case, flops, mem, link, hop,
+                                                        msg, more_link, more_flops):
+    work = _work(alg, *case)
+    base = Machine("m", (4, 4), {"float32": flops}, mem, link, hop, msg, 1 << 20)
+    r0 = estimate_mesh_kernel(work, base)
+    for faster in (base.replace(link_bandwidth=link * more_link),
+                   base.replace(flops_per_s={"float32": flops * more_flops})):
+        r1 = estimate_mesh_kernel(work, faster)
+        assert r1.total <= r0.total * (1 + 1e-12)
+        for a, b in zip(r0.steps, r1.steps):
+            assert b.total <= a.total * (1 + 1e-12)
+            assert b.compute <= a.compute * (1 + 1e-12) and b.exchange <= a.exchange * (1 + 1e-12)
+
+
+F2 = mesh_tensor_functions({"row": 2, "col": 4})
+MC2 = mesh_comm({"row": 2, "col": 4})
+
+
+def stores_kernel(M, N, reps):
+    """Global-view work without comm ops: element loads, multiply-adds in loops, a copy."""
+    annotate, mcopy, init = (F2["annotate_mesh_tensor_info"], F2["mesh_tensor_copy"],
+                             F2["init_mesh_tensor_info"])
+    tm, tn = -(-M // 2), -(-N // 4)
+
+    @T.prim_func
+    def k(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+        annotate({A: init({"row": 0, "col": 1}, (tm, tn)),
+                  B: init({"row": 0, "col": 1}, (tm, tn))})
+        with T.Kernel(2, 4, threads=1) as (bx, by):
+            S = T.alloc_local((tm, tn), "float32")
+            T.clear(S)
+            for r in T.serial(reps):
+                for i, j in T.grid(tm, tn):
+                    if bx * tm + i < M and by * tn + j < N:
+                        S[i, j] = S[i, j] * T.float32(0.5) + A[bx * tm + i, by * tn + j]
+            mcopy(S, B, dst_coord=(bx, by))
+
+    return k
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(alg=st.sampled_from(["local", "summa", "cannon", "stores"]),
+       M=st.integers(1, 40), N=st.integers(1, 40), reps=st.integers(1, 3),
+       n=st.integers(1, 4))
+def test_a_kernel_without_comm_ops_has_zero_exchange_time(alg, M, N, reps, n):
+    f = stores_kernel(M, N, reps) if alg == "stores" else build_gemm(alg, M, N, M, mesh=n)
+    r = estimate_mesh_kernel(f, TOY)
+    assert len(r.steps) == 1 and r.steps[0].exchange == 0 and r.steps[0].link == 0
+    assert r.total == r.steps[0].compute > 0
+    if alg == "stores":  # exact counts: 2 ops and one 4-byte load per in-range element
+        w = r.work
+        per_core = np.array([min(-(-M // 2), max(M - x * -(-M // 2), 0)) *
+                             min(-(-N // 4), max(N - y * -(-N // 4), 0))
+                             for x in range(2) for y in range(4)])
+        assert w.ops()["float32"].tolist() == (2 * reps * per_core).tolist()
+        assert w.mem_bytes().tolist() == (4 * reps * per_core + 4 * per_core).tolist()
+
+
+# -- the superstep order equals the lowering's -----------------------------------------------
+def lowered_comm_order(func) -> list[int]:
+    """The comm ops in the order the lowered kernel runs them: walk its statements,
+    running the loops and ifs that hold exchanges (tagged with COMM_OP_ATTR)."""
+    low = lower_mesh_comm(func)
+    out: list[int] = []
+
+    def holds(stmt) -> bool:
+        hit = []
+        tirx.stmt_functor.post_order_visit(stmt, lambda n: hit.append(1) if isinstance(
+            n, tirx.AttrStmt) and n.attr_key == COMM_OP_ATTR else None)
+        return bool(hit)
+
+    def run(stmt, env):
+        if isinstance(stmt, tirx.AttrStmt) and stmt.attr_key == COMM_OP_ATTR:
+            out.append(int(stmt.value))
+        elif not holds(stmt):
+            return
+        elif isinstance(stmt, tirx.SeqStmt):
+            for s in stmt.seq:
+                run(s, env)
+        elif isinstance(stmt, tirx.For):
+            lo, ext = eval_np(stmt.min, env), eval_np(stmt.extent, env)
+            for v in range(lo, lo + ext):
+                run(stmt.body, {**env, stmt.loop_var: v})
+        elif isinstance(stmt, tirx.IfThenElse):
+            if eval_np(stmt.condition, env):
+                run(stmt.then_case, env)
+            elif stmt.else_case is not None:
+                run(stmt.else_case, env)
+        else:
+            for attr in ("body", "block"):
+                child = getattr(stmt, attr, None)
+                if isinstance(child, tirx.Stmt):
+                    run(child, env)
+                    break
+
+    run(low.body, {})
+    return out
+
+
+@pytest.mark.parametrize("algorithm", ["summa_comm", "cannon_comm", "ksplit_comm"])
+def test_gemm_superstep_order_is_the_lowerings(algorithm):
+    f = build_gemm(algorithm, 64, 64, 64, mesh=4)
+    model = [s.comm_op for s in count_mesh_kernel(f).steps if s.comm_op >= 0]
+    assert model == lowered_comm_order(f) and len(model) > 0
+
+
+_TMP = pathlib.Path(tempfile.mkdtemp(prefix="meshtensor_perf_"))
+_OPS = {"shift_row": 'MC2.shift(S, R, ["col"], "col", 1, rotate=True)',
+        "shift_col": 'MC2.shift(R, S, ["row"], "row", -1, rotate=True)',
+        "bcast": 'MC2.broadcast(S, R, ["col"], root=[{root}])',
+        "barrier": "MC2.barrier()",
+        "work": "S[0] = S[0] * R[0] + T.float32(1.0)"}
+
+programs = st.recursive(
+    st.lists(st.sampled_from(sorted(_OPS)), min_size=1, max_size=3).map(
+        lambda ops: [("op", o) for o in ops]),
+    lambda inner: st.lists(st.one_of(
+        st.tuples(st.just("loop"), st.integers(0, 3), inner),
+        st.tuples(st.just("if"), st.sampled_from(["== 0", "> 0", "< 2"]), inner, inner)),
+        min_size=1, max_size=3).map(lambda xs: [x for x in xs]),
+    max_leaves=6)
+
+
+def render(prog, depth=2, loops=()):
+    lines, pad = [], "    " * depth
+    for item in prog:
+        if item[0] == "op":
+            root = f"{loops[-1]} % 4" if loops else "1"
+            lines.append(pad + _OPS[item[1]].format(root=root))
+        elif item[0] == "loop":
+            v = f"v{len(loops)}"
+            lines.append(f"{pad}for {v} in T.serial({item[1]}):")
+            lines += render(item[2], depth + 1, loops + (v,)) or [pad + "    T.evaluate(0)"]
+        else:
+            v = loops[-1] if loops else "0"
+            lines.append(f"{pad}if {v} {item[1]}:")
+            lines += render(item[2], depth + 1, loops) or [pad + "    T.evaluate(0)"]
+            lines.append(f"{pad}else:")
+            lines += render(item[3], depth + 1, loops) or [pad + "    T.evaluate(0)"]
+    return lines
+
+
+def build_program(prog):
+    src = "\n".join([
+        "import tilelang.language as T",
+        "from meshtensor.tilelang import mesh_comm",
+        'MC2 = mesh_comm({"row": 2, "col": 4})',
+        "@T.prim_func",
+        "def k():",
+        "    with T.Kernel(2, 4, threads=1) as (bx, by):",
+        '        S = T.alloc_local((4,), "float32")',
+        '        R = T.alloc_local((4,), "float32")',
+        *render(prog)])
+    path = _TMP / f"prog_{abs(hash(src))}.py"
+    path.write_text(src + "\n")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.k
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs)
+def test_superstep_order_equals_the_lowerings_on_random_programs(prog):
+    f = build_program(prog)
+    w = count_mesh_kernel(f, mesh={"row": 2, "col": 4})  # a program may have no comm op
+    model = [s.comm_op for s in w.steps if s.comm_op >= 0]
+    assert model == lowered_comm_order(f)
+    # the work statement lands between the right exchanges: count it per superstep
+    total = sum(int(s.ops.get("float32", np.zeros(8)).sum()) for s in w.steps)
+    assert total % (2 * 8) == 0  # 2 ops on each of 8 cores per execution
+
+
+def test_work_is_placed_between_the_exchanges_it_runs_between():
+    prog = [("op", "work"), ("loop", 3, [("op", "shift_row"), ("op", "work"), ("op", "work")]),
+            ("op", "barrier")]
+    w = count_mesh_kernel(build_program(prog))
+    ops = [int(s.ops["float32"][0]) for s in w.steps]
+    assert [s.comm_op for s in w.steps] == [0, 0, 0, 1]  # no tail: nothing after barrier
+    assert ops == [2, 4, 4, 4]
+
+
+# -- trace ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("algorithm,n", [("cannon_comm", 4), ("summa_comm", 2),
+                                         ("ksplit_comm", 3), ("local", 2)])
+def test_trace_is_valid_and_adds_up_to_the_model(tmp_path, algorithm, n):
+    r = estimate_mesh_kernel(build_gemm(algorithm, 96, 80, 72, mesh=n), TOY)
+    doc = json.loads(write_trace(r, tmp_path / "t.json").read_text())
+    events = doc["traceEvents"]
+    for e in events:
+        assert {"name", "ph", "ts", "dur", "pid", "tid"} <= set(e), e
+        assert e["ph"] in ("X", "M") and e["dur"] >= 0 and e["ts"] >= 0
+    slices = [e for e in events if e["ph"] == "X"]
+    tracks = {}
+    for e in slices:
+        tracks.setdefault((e["pid"], e["tid"]), []).append(e)
+    assert set(tracks) >= {(CORES_PID, c) for c in range(n * n)}
+    eps = 1e-9 * r.total * 1e6
+    for evs in tracks.values():
+        evs.sort(key=lambda e: e["ts"])
+        for a, b in zip(evs, evs[1:]):
+            assert b["ts"] >= a["ts"] + a["dur"] - eps  # no overlap on a track
+    pc = r.per_core()
+    for c in range(n * n):
+        evs = tracks[(CORES_PID, c)]
+        dur = {k: sum(e["dur"] for e in evs if e["name"] == k) / 1e6
+               for k in ("compute", "memory", "exchange", "wait")}
+        assert dur["compute"] + dur["memory"] == pytest.approx(pc["busy"][c], rel=1e-9)
+        assert dur["exchange"] == pytest.approx(pc["exchange"][c], rel=1e-9, abs=1e-18)
+        assert sum(dur.values()) == pytest.approx(r.total, rel=1e-9)
+        arith = sum(e["args"]["arith_us"] for e in evs if "arith_us" in e["args"]) / 1e6
+        assert arith == pytest.approx(pc["arith"][c], rel=1e-9, abs=1e-18)
+    links = tracks.get((LINKS_PID, 0), [])
+    assert len(links) == sum(1 for s in r.steps if s.link > 0)
+    assert sum(e["dur"] for e in links) / 1e6 == pytest.approx(sum(s.link for s in r.steps))
+
+
+def test_gantt_png(tmp_path):
+    pytest.importorskip("matplotlib")
+    from meshtensor.tilelang import save_gantt_png
+    r = estimate_mesh_kernel(build_gemm("summa_comm", 64, 64, 64, mesh=2), "generic")
+    p = save_gantt_png(r, tmp_path / "g.png")
+    assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# -- local memory, counts of T.gemm and direct accesses -------------------------------------
+@T.prim_func
+def gemm_tile(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 64), "float16"),
+              C: T.Tensor((64, 64), "float32")):
+    with T.Kernel(2, 2, threads=1) as (bx, by):
+        As = T.alloc_shared((32, 64), "float16")
+        Bs = T.alloc_shared((64, 32), "float16", scope="shared")
+        Cl = T.alloc_local((32, 32), "float32")
+        T.clear(Cl)
+        T.copy(A[bx * 32:bx * 32 + 32, 0:64], As)
+        T.copy(B[0:64, by * 32:by * 32 + 32], Bs)
+        T.gemm(As, Bs, Cl)
+        for i, j in T.grid(32, 32):
+            C[bx * 32 + i, by * 32 + j] = Cl[i, j] * T.float32(2.0)
+
+
+def test_gemm_and_stores_are_counted():
+    w = count_mesh_kernel(gemm_tile, mesh={"row": 2, "col": 2})
+    ops = w.ops()
+    assert ops["float16"].tolist() == [2 * 32 * 32 * 64] * 4  # T.gemm: 2 M N K
+    assert ops["float32"].tolist() == [32 * 32] * 4  # the scaling multiply
+    assert w.mem_bytes().tolist() == [2 * 32 * 64 * 2 + 32 * 32 * 4] * 4
+    assert w.local_bytes == 3 * 4096
+    r = estimate_mesh_kernel(w, "wormhole-n300")
+    assert r.steps[0].arith[0] == pytest.approx(131072 / 1.024e12 + 1024 / 6.4e10)
+
+
+@pytest.mark.parametrize("machine,size,fits", [("epiphany-e16g301", 64, True),
+                                               ("epiphany-e16g301", 256, False),
+                                               ("wormhole-n300", 256, True)])
+def test_local_memory_fit_is_reported(machine, size, fits):
+    r = estimate_mesh_kernel(build_gemm("summa_comm", size, size, size), machine)
+    assert r.fits_local_memory is fits
+    assert ("(fits)" if fits else "(DOES NOT FIT)") in r.summary()
+
+
+# -- bad input -----------------------------------------------------------------------------
+@T.prim_func
+def data_dependent(A: T.Tensor((64, 64), "float32")):
+    with T.Kernel(2, 2, threads=1) as (bx, by):
+        S = T.alloc_local((32, 32), "float32")
+        T.copy(A[bx * 32:bx * 32 + 32, by * 32:by * 32 + 32], S)
+        for i in T.serial(T.cast(S[0, 0], "int32")):
+            S[0, 1] = S[0, 1] + T.float32(1.0)
+        T.copy(S, A[bx * 32:bx * 32 + 32, by * 32:by * 32 + 32])
+
+
+@T.prim_func
+def data_dependent_while(A: T.Tensor((64, 64), "float32")):
+    with T.Kernel(2, 2, threads=1) as (bx, by):
+        S = T.alloc_local((32, 32), "float32")
+        T.copy(A[bx * 32:bx * 32 + 32, by * 32:by * 32 + 32], S)
+        while S[0, 0] < T.float32(10.0):
+            S[0, 0] = S[0, 0] + T.float32(1.0)
+
+
+@pytest.mark.parametrize("kernel,message", [
+    pytest.param(data_dependent, r"estimate_mesh_kernel: cannot count the store "
+                 r"`S\[0, 1\] = \.\.\.`: loop i runs over .*data-dependent loop bounds",
+                 id="loop-bound-read-from-memory"),
+    pytest.param(data_dependent_while, r"cannot count the store `S\[0, 0\] = \.\.\.`: it "
+                 r"sits in `while .*data-dependent number of times", id="while-loop"),
+])
+def test_a_kernel_the_model_cannot_count(kernel, message):
+    with pytest.raises(ValueError, match=message):
+        estimate_mesh_kernel(kernel, "generic", mesh={"x": 2, "y": 2})
+
+
+@pytest.mark.parametrize("call,message", [
+    pytest.param(lambda: estimate_mesh_kernel(build_gemm("summa_comm", 64, 64, 64),
+                                              "tpu"), "unknown machine 'tpu'; known",
+                 id="unknown-machine"),
+    pytest.param(lambda: estimate_mesh_kernel(build_gemm("summa_comm", 64, 64, 64, mesh=8),
+                                              "epiphany-e16g301"),
+                 "the kernel's 8x8 mesh does not fit machine 'epiphany-e16g301' .4x4 cores.",
+                 id="mesh-too-big"),
+    pytest.param(lambda: estimate_mesh_kernel(gemm_tile, "epiphany-e16g301",
+                                              mesh={"x": 2, "y": 2}),
+                 "machine 'epiphany-e16g301' has no FLOP/s for float16", id="no-rate"),
+    pytest.param(lambda: count_mesh_kernel(gemm_tile), "neither mesh annotations nor comm "
+                 "ops; pass mesh=", id="no-mesh"),
+    pytest.param(lambda: count_mesh_kernel(build_gemm("summa_comm", 64, 64, 64),
+                                           mesh={"x": 2, "y": 8}),
+                 r"mesh=\{'x': 2, 'y': 8\} differs from the kernel's mesh", id="other-mesh"),
+])
+def test_bad_input(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+# -- choice --------------------------------------------------------------------------------
+def test_compare_names_the_fastest_with_its_margin():
+    c = compare_gemm_algorithms(256, mesh=4, machine=TOY)
+    times = {a: r.total for a, r in c.estimates}
+    assert set(times) == {"summa_comm", "cannon_comm", "ksplit_comm"}
+    assert c.fastest == min(times, key=times.get)
+    ranked = sorted(times.values())
+    assert c.margin == pytest.approx(ranked[1] / ranked[0] - 1)
+    for a in times:
+        assert times[a] == pytest.approx(closed_form(a, 4, 256, TOY), rel=1e-12)
+    assert all(len(line) <= 80 for line in c.table().splitlines())
+    assert f"fastest: {c.fastest}, {100 * c.margin:.1f}%" in c.table()
+
+
+# -- the profile command -------------------------------------------------------------------
+USER_KERNEL = '''
+import tilelang.language as T
+from meshtensor.tilelang import mesh_comm
+mc = mesh_comm({"row": 2, "col": 4})
+
+@T.prim_func
+def ring(A: T.Tensor((8, 32), "float32")):
+    with T.Kernel(2, 4, threads=1) as (bx, by):
+        S = T.alloc_local((4, 8), "float32")
+        R = T.alloc_local((4, 8), "float32")
+        T.copy(A[bx * 4:bx * 4 + 4, by * 8:by * 8 + 8], S)
+        for s in T.serial(3):
+            mc.shift(S, R, ["col"], "col", 1, rotate=True)
+            for i, j in T.grid(4, 8):
+                S[i, j] = R[i, j] * T.float32(2.0)
+        T.copy(S, A[bx * 4:bx * 4 + 4, by * 8:by * 8 + 8])
+
+def make():
+    return ring
+'''
+
+
+@pytest.mark.parametrize("argv", [
+    pytest.param(["--algorithm", "cannon_comm", "--size", "1024", "--mesh", "4x4"], id="gemm"),
+    pytest.param(["--algorithm", "ksplit_comm", "--size", "512x256x128", "--mesh", "8",
+                  "--machine", "wormhole-n300", "--dtype", "bfloat16"], id="wormhole-bf16"),
+    pytest.param(["--compare", "--size", "2048", "--mesh", "8x8", "--machine",
+                  "wormhole-n300"], id="compare"),
+    pytest.param(["--list-machines"], id="machines"),
+    pytest.param(["--algorithm", "summa_comm", "--mesh", "16x16", "--size", "4096",
+                  "--steps", "0"], id="16x16-all-steps"),
+])
+def test_profile_output_fits_80_columns(argv, capsys):
+    assert main(["profile", *argv]) == 0
+    out = capsys.readouterr().out
+    assert out and all(len(line) <= 80 for line in out.splitlines()), out
+
+
+def test_profile_user_kernel_trace_and_png(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    src = tmp_path / "user_kernels.py"
+    src.write_text(USER_KERNEL)
+    for name in ("ring", "make"):
+        assert main(["profile", f"{src}:{name}", "--machine", "epiphany-e16g301",
+                     "--trace", str(tmp_path / "out" / "t.json"),
+                     "--png", str(tmp_path / "out" / "g.png")]) == 0
+        out = capsys.readouterr().out
+        assert "user_kernels.py:" in out and "on a 2x4 mesh" in out
+        assert "comm0 shift S #2" in out
+        # the summary fits 80 columns (the "saved PATH" lines hold the user's paths)
+        assert all(len(line) <= 80 for line in out.splitlines() if not line.startswith("saved"))
+    doc = json.loads((tmp_path / "out" / "t.json").read_text())
+    assert doc["traceEvents"] and (tmp_path / "out" / "g.png").stat().st_size > 0
+
+
+def test_profile_lists_supersteps_up_to_steps(capsys):
+    assert main(["profile", "--algorithm", "summa_comm", "--size", "256", "--steps",
+                 "3"]) == 0
+    out = capsys.readouterr().out
+    assert "... 6 more supersteps (show all with max_steps=None, or --steps 0)" in out
+
+
+@pytest.mark.parametrize("argv,message", [
+    pytest.param(["--machine", "tpu"], "unknown machine 'tpu'", id="unknown-machine"),
+    pytest.param(["--mesh", "2x4"], "--mesh: the built-in GEMMs run on a square n x n mesh",
+                 id="not-square"),
+    pytest.param(["--trace", "t.txt"], "--trace: expected a file name ending in .json",
+                 id="trace-suffix"),
+    pytest.param(["nowhere.py:k"], "kernel: 'nowhere.py' is not a Python file",
+                 id="no-file"),
+    pytest.param(["k.py"], "kernel: expected FILE.py:FUNCTION, got 'k.py'", id="no-function"),
+    pytest.param(["--compare", "--png", "x.png"], "--trace and --png draw one kernel",
+                 id="compare-png"),
+])
+def test_profile_errors_exit_2_before_printing(argv, message, capsys):
+    assert main(["profile", *argv]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and message in err and err.count("\n") == 1
+
+
+def test_profile_user_kernel_errors(tmp_path, capsys):
+    src = tmp_path / "user_kernels.py"
+    src.write_text(USER_KERNEL)
+    assert main(["profile", f"{src}:rign"]) == 2
+    assert "defines no 'rign' (it defines make, ring)" in capsys.readouterr().err
+    assert main(["profile", f"{src}:ring", "--algorithm", "summa_comm"]) == 2
+    assert "a user kernel (FILE.py:FUNCTION) brings its own shape" in capsys.readouterr().err
+
+
+def test_profile_bad_steps_is_an_argument_error(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["profile", "--steps", "-1"])
+    assert e.value.code == 2
+    assert "argument --steps: must be >= 0, got -1" in capsys.readouterr().err
+
+
+def test_every_bound_shows_up_somewhere():
+    """Across machines and sizes the model names each bound (it is not stuck on one)."""
+    seen = set()
+    for (alg, S, n), m in itertools.product(
+            [("summa_comm", 64, 4), ("cannon_comm", 512, 2), ("ksplit_comm", 256, 4)],
+            ["generic", "wormhole-n300", "epiphany-e16g301"]):
+        r = estimate_mesh_kernel(_work(alg, S, n), m)
+        seen |= {s.bound for s in r.steps}
+        assert r.steps[-1].work.exchange == "" or r.steps[-1].work.comm_op >= 0
+    assert {"compute", "memory", "link", "latency"} <= seen
+
+
+def test_mesh_axes_with_user_names():
+    src_mesh = Mesh({"row": 2, "col": 4})
+    w = count_mesh_kernel(stores_kernel(8, 16, 1))
+    assert w.mesh == src_mesh and len(w.steps) == 1
+
+
+def test_docs_table_is_the_scripts():
+    """docs/perf.md's table is generated by benchmarks/perf_table.py (its 256 rows are
+    recomputed here; the rest costs seconds)."""
+    root = pathlib.Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("perf_table",
+                                                  root / "benchmarks" / "perf_table.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    doc = (root / "docs" / "perf.md").read_text()
+    block = doc.split("<!-- perf-table:generic-float32:begin -->")[1].split("<!--")[0]
+    rows = [r for r in block.strip().splitlines() if r.startswith("| 256 |")]
+    assert rows == mod.table_rows("generic", sizes=[256])
+    assert len(block.strip().splitlines()) == 2 + len(mod.SIZES) * len(mod.MESHES)
