@@ -1,3 +1,4 @@
+import os
 import pathlib
 import subprocess
 import sys
@@ -92,7 +93,11 @@ SHOW = ["show", "--mesh", "2x3", "--shape", "6x6", "--sharding", "[[0],[1]]"]
     pytest.param(PLAN + ["--dtype", "bfloat17"], "argument --dtype: unknown element type "
                  "'bfloat17'; accepted: bfloat16, bool,", id="dtype-unknown"),
     pytest.param(PLAN + ["--dtype", "str"], "unknown element type 'str'", id="dtype-not-numeric"),
-    pytest.param(SHOW + ["--width", "0"], "argument --width: must be >= 1, got 0", id="width-0"),
+    pytest.param(SHOW + ["--width", "0"], "argument --width: must be >= 40, got 0", id="width-0"),
+    pytest.param(PLAN + ["--width", "39"], "argument --width: must be >= 40, got 39",
+                 id="plan-width-39"),
+    pytest.param(["demo", "--width", "20"], "argument --width: must be >= 40, got 20",
+                 id="demo-width-20"),
     pytest.param([], "meshtensor: error: the following arguments are required: COMMAND",
                  id="no-command"),
     pytest.param(["shwo"], "argument COMMAND: invalid choice: 'shwo'", id="unknown-command"),
@@ -171,17 +176,127 @@ def test_offsets_flat_and_per_dim_forms_agree(capsys):
     assert "flat as in MLIR (e.g. 0,2,6) or one list per split dim" in help_text
 
 
-def test_png_creates_missing_folders(tmp_path, capsys):
+def test_png_creates_only_the_last_missing_folder(tmp_path, capsys):
     pytest.importorskip("matplotlib")
-    target = tmp_path / "new" / "dir" / "layout.png"
+    target = tmp_path / "new" / "layout.png"
     assert main(SHOW + ["--png", str(target)]) == 0
     assert target.stat().st_size > 0 and f"saved {target}" in capsys.readouterr().out
+    deep = tmp_path / "typo" / "dir" / "layout.png"
+    assert main(SHOW + ["--png", str(deep)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and not (tmp_path / "typo").exists()
+    assert f"--png: the folder '{tmp_path / 'typo'}' does not exist (only the last folder" in err
     (tmp_path / "file").write_text("")
     assert main(PLAN + ["--png", str(tmp_path / "file" / "plan.png")]) == 2
     out, err = capsys.readouterr()
     assert out == "" and "--png: cannot create the folder" in err
     assert main(SHOW + ["--png", str(tmp_path)]) == 2
     assert "expected a file name ending in .png" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("path, message", [
+    pytest.param("/proc/x.png", "--png: cannot write '/proc/x.png'", id="proc"),
+    pytest.param("/nonexistent/dir/x.png", "--png: the folder '/nonexistent' does not exist",
+                 id="nonexistent"),
+])
+def test_png_path_is_checked_before_drawing(path, message, capsys, monkeypatch):
+    pytest.importorskip("matplotlib")
+    import importlib
+    V = importlib.import_module("meshtensor.visualize")  # the package's name is the function
+
+    def no_drawing(*args, **kwargs):
+        raise AssertionError("drew before checking the path")
+    monkeypatch.setattr(V, "save_png", no_drawing)
+    monkeypatch.setattr(V, "save_plan_png", no_drawing)
+    for argv in (SHOW, PLAN):
+        assert main(argv + ["--png", path]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and message in err and err.count("\n") == 1
+    assert not pathlib.Path("/nonexistent").exists()
+
+
+def test_png_leaves_no_file_when_the_check_passes_but_nothing_is_drawn(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    target = tmp_path / "new" / "x.png"
+    assert main(SHOW + ["--sharding", "[[5]]", "--png", str(target)]) == 2  # fails earlier
+    assert not target.exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    pytest.param(["show", "--mesh", "-2x3", "--shape", "4", "--sharding", "[]"],
+                 "meshtensor show: error: --mesh: mesh sizes must be >= 1, got '-2x3'",
+                 id="mesh-negative"),
+    pytest.param(["plan", "--mesh", "2x-3", "--shape", "4", "--from", "[]", "--to", "[]"],
+                 "meshtensor plan: error: --mesh: mesh sizes must be >= 1, got '2x-3'",
+                 id="mesh-negative-inner"),
+    pytest.param(["show", "--mesh", "2x3", "--shape", "-4x2", "--sharding", "[]"],
+                 "meshtensor show: error: --shape: sizes must be >= 0, got '-4x2'",
+                 id="shape-negative"),
+    pytest.param(["show", "--mesh", "2x2", "--shape", "4x4", "--sharding", '{"x": null}'],
+                 "(Python literals: write None, not null)", id="json-null"),
+    pytest.param(["plan", "--mesh", "2x2", "--shape", "4x4", "--from", '{"x": 0, "y": null}',
+                  "--to", "[]"], "write None, not null", id="json-null-plan"),
+    pytest.param(["demo", "--spmdize", "--algorithm", "cannon_comm"],
+                 "meshtensor demo: error: --algorithm: with --spmdize (which rewrites a "
+                 "global-view kernel), one of summa, cannon, got 'cannon_comm'",
+                 id="spmdize-comm-algorithm"),
+    pytest.param(["demo", "--spmdize", "--algorithm", "local"], "one of summa, cannon, got "
+                 "'local'", id="spmdize-local"),
+    pytest.param(["demo", "--algorithm", "summa_com"], "meshtensor demo: error: --algorithm: "
+                 "one of summa_comm, cannon_comm, ksplit_comm, summa, cannon, local, got "
+                 "'summa_com'", id="algorithm-typo"),
+    pytest.param(["demo", "--spmdize", "--target", "cuda"], "--spmdize runs on CPU "
+                 "(--target c), got --target cuda", id="spmdize-cuda"),
+])
+def test_our_own_messages(argv, message, capsys):
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_mesh_value_with_a_dash_is_one_token():
+    from meshtensor.cli import _values_as_one_token, build_parser
+    p = build_parser()
+    assert _values_as_one_token(p, ["show", "--mesh", "-2x3", "--values", "--width", "-1"]) == \
+        ["show", "--mesh=-2x3", "--values", "--width=-1"]
+    assert _values_as_one_token(p, ["plan", "--matrix", "-2"]) == ["plan", "--matrix", "-2"]
+
+
+def test_demo_target_cuda_without_a_gpu_says_so_at_once():
+    code = ("import sys, time; t0 = time.perf_counter(); from meshtensor.cli import main; "
+            "rc = main(['demo', '--target', 'cuda']); "
+            "print(rc, 'torch' in sys.modules, 'tilelang' in sys.modules, "
+            "time.perf_counter() - t0)")
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    rc, torch_loaded, tilelang_loaded, seconds = r.stdout.split()
+    assert (rc, torch_loaded, tilelang_loaded) == ("2", "False", "False")
+    assert float(seconds) < 1.0  # no torch or tilelang import (3.6 s before)
+    assert r.stderr == ("meshtensor demo: error: --target cuda needs a CUDA GPU; none is "
+                        "visible (no /dev/nvidia* device, or CUDA_VISIBLE_DEVICES hides "
+                        "them)\n")
+
+
+@pytest.mark.parametrize("files, hidden, want", [
+    ([], None, False),
+    (["nvidia0"], None, True),
+    (["nvidiactl"], None, False),  # the driver's control node alone: no device
+    (["dxg"], None, True),  # WSL's GPU
+    (["nvidia0"], "", False),
+    (["nvidia0"], "-1", False),
+    (["nvidia0"], "0", True),
+], ids=["none", "nvidia0", "ctl-only", "wsl", "hidden-empty", "hidden-minus-1", "device-0"])
+def test_cuda_visible(files, hidden, want, tmp_path, monkeypatch):
+    from meshtensor.cli import cuda_visible
+    if sys.platform != "linux":
+        pytest.skip("the /dev probe is Linux's")
+    for f in files:
+        (tmp_path / f).write_text("")
+    if hidden is None:
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    else:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", hidden)
+    assert cuda_visible(str(tmp_path)) is want
 
 
 @pytest.mark.slow  # imports torch and tilelang
@@ -203,3 +318,67 @@ def test_seed_dict_is_checked_against_the_shape_rank(capsys):
     capsys.readouterr()
     assert main(["show", "--mesh", "2x2", "--shape", "8x12", "--sharding", '{"x": 5}']) == 2
     assert "tensor dim 5, out of range [0, 2) for ndim=2" in capsys.readouterr().err
+
+
+# -- 80 columns ---------------------------------------------------------------------------
+SWAP_4X4 = ["plan", "--mesh", "4x4", "--shape", "16x16", "--from", "[[0],[1]]",
+            "--to", "[[1],[0]]"]
+DEFAULT_OUTPUTS = {  # inputs whose output was wider than 80 columns (up to 121)
+    "show-4x4": ["show", "--mesh", "4x4", "--shape", "8x12", "--sharding", "[[0],[1]]"],
+    "show-values": ["show", "--mesh", "4x4", "--shape", "8x12", "--sharding", "[[0],[1]]",
+                    "--values"],
+    "show-3d-mesh": ["show", "--mesh", "2x2x2", "--shape", "4x8", "--sharding", "[[0],[1,2]]"],
+    "show-partial": ["show", "--mesh", "4x4", "--shape", "7x7", "--sharding", "[]",
+                     "--partial", "x:sum"],
+    "plan-64x64": ["plan", "--mesh", "64x64", "--shape", "4096x4096", "--from", "[[0],[1]]",
+                   "--to", "[]"],
+    "plan-halo": ["plan", "--mesh", "4x4", "--shape", "4096x4096", "--from", "[[0],[1]]",
+                  "--to", "[[0],[1]]", "--to-halo", "1,1,1,1"],
+    "plan-matrix-4x4": SWAP_4X4 + ["--matrix"],
+    "help": ["--help"],
+    "show-help": ["show", "--help"],
+    "plan-help": ["plan", "--help"],
+    "demo-help": ["demo", "--help"],
+    "profile-help": ["profile", "--help"],
+}
+
+
+def output_of(argv, capsys):
+    try:
+        assert main(argv) == 0
+    except SystemExit as e:  # --help
+        assert e.code == 0
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv", DEFAULT_OUTPUTS.values(), ids=DEFAULT_OUTPUTS.keys())
+def test_default_output_fits_80_columns(argv, capsys, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    lines = output_of(argv, capsys).splitlines()
+    assert len(lines) > 3
+    wide = [line for line in lines if len(line) > 80]
+    assert not wide, wide
+
+
+def test_plan_matrix_wraps_receivers_into_blocks(capsys):
+    out = output_of(SWAP_4X4 + ["--matrix"], capsys)
+    assert "receivers (0, 0) to (1, 3):" in out and "receivers (2, 0) to (3, 3):" in out
+    wide = output_of(SWAP_4X4 + ["--matrix", "--width", "130"], capsys)
+    assert "receivers" not in wide and max(len(line) for line in wide.splitlines()) > 80
+    # the blocks hold every cell once: 12 copies of 64 bytes, 16 x 16 - 12 dots
+    for text in (out, wide):
+        matrix = text.split("bytes sent")[1].split()
+        assert matrix.count("64") == 12 and matrix.count(".") == 16 * 16 - 12
+
+
+def test_width_is_the_terminals_when_stdout_is_one(capsys, monkeypatch):
+    import os as os_
+    import shutil
+    from meshtensor import cli
+    monkeypatch.setattr(shutil, "get_terminal_size", lambda fallback=None: os_.terminal_size((132, 40)))
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True, raising=False)
+    assert cli.output_width() == 132
+    monkeypatch.setattr(shutil, "get_terminal_size", lambda fallback=None: os_.terminal_size((20, 40)))
+    assert cli.output_width() == 40  # the narrowest layout
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: False, raising=False)
+    assert cli.output_width() == 80  # piped: 80 whatever COLUMNS says

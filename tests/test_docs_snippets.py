@@ -3,8 +3,9 @@
 Each block runs as its own script (a file, so ``if __name__ == "__main__":`` and process
 spawning work) in a fresh interpreter of this environment, in an empty temporary
 directory, with a timeout. It fails on a non-zero exit or a traceback on stderr (a
-spawned rank can print one while the parent still exits 0). Illustrations that cannot
-run belong in ```text blocks. Ids are ``path:line`` of the opening fence.
+spawned rank can print one while the parent still exits 0) or known noise there.
+Illustrations that cannot run belong in ```text blocks. Ids are ``path:line`` of the
+opening fence.
 """
 from __future__ import annotations
 
@@ -21,6 +22,9 @@ TIMEOUT_S = 300  # generous: CI machines may be loaded; a hung block still fails
 FENCE = re.compile(r"^```python[^\n`]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 # Blocks that import tilelang/torch compile kernels or spawn processes: seconds each.
 SLOW = re.compile(r"\b(tilelang|tvm|torch|meshtensor\.dist)\b")
+# Noise no example may print: torch's C++ backtraces and gloo's all-to-all fallback
+# warning (meshtensor.dist avoids or hides both: docs/dist.md, docs/interop.md).
+NOISE = re.compile(r"^frame #\d+: |falling back with allgather", re.MULTILINE)
 
 
 def doc_files(root: pathlib.Path) -> list[tuple[str, str]]:
@@ -86,6 +90,8 @@ def test_doc_block_runs(code, tmp_path):
         pytest.fail(f"timed out after {TIMEOUT_S} s; stderr:\n{e.stderr}")
     if r.returncode != 0 or "Traceback" in r.stderr:
         pytest.fail(f"exit {r.returncode}; stderr:\n{r.stderr}", pytrace=False)
+    if NOISE.search(r.stderr):
+        pytest.fail(f"noise on stderr:\n{r.stderr}", pytrace=False)
 
 
 def test_ci_runs_the_readme_commands():
@@ -100,3 +106,38 @@ def test_ci_runs_the_readme_commands():
     for command in install:
         assert command in ci_lines, f".ci/run lacks the README step {command!r}"
     assert "    python -m pytest\n" in readme and "python -m pytest" in ci_lines
+
+
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+# Paths that name files outside the repository (the docs must stand alone).
+OUTSIDE = re.compile(r"\.\./|design\.md|file://|/work/")
+
+
+def test_links_stay_in_the_repository():
+    """Every Markdown link of README.md and docs/*.md is an anchor or a file of this
+    repository (no web page, nothing outside it), and no text names a file outside."""
+    bad = []
+    for name, text in doc_files(ROOT):
+        base = (ROOT / name).parent
+        for target in LINK.findall(text):
+            path = target.split("#")[0]
+            inside = (base / path).resolve().is_relative_to(ROOT) if path else True
+            if "://" in target or not inside or (path and not (base / path).exists()):
+                bad.append(f"{name}: {target}")
+        bad += [f"{name}: mentions {m.group(0)!r}" for m in OUTSIDE.finditer(text)]
+    assert bad == []
+
+
+def test_the_test_command_runs_in_parallel_with_progress():
+    """`python -m pytest` (the README's and CI's command) reads pyproject.toml: it runs on
+    every core, shows pytest's progress (no -q) and lists the slowest tests; the extras
+    that install the tests bring pytest-xdist."""
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    opts = project["tool"]["pytest"]["ini_options"]["addopts"].split()
+    assert opts[opts.index("-n") + 1] == "auto"
+    assert any(re.fullmatch(r"--durations=[1-9]\d*", o) for o in opts)
+    assert not {"-q", "--quiet", "-qq"} & set(opts)
+    extras = project["project"]["optional-dependencies"]
+    for extra in ("test", "all"):
+        assert any(d.startswith("pytest-xdist") for d in extras[extra]), extra

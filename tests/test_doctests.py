@@ -6,7 +6,8 @@ import importlib.util
 import pytest
 
 MODULES = ["meshtensor", "meshtensor.mesh", "meshtensor.sharding", "meshtensor.mesh_array",
-           "meshtensor.collectives", "meshtensor.reduction", "meshtensor.cost", "meshtensor.boxes", "meshtensor.visualize",
+           "meshtensor.collectives", "meshtensor.reduction", "meshtensor.cost", "meshtensor.boxes",
+           "meshtensor.text", "meshtensor.visualize",
            "meshtensor.resharding"]
 
 

@@ -112,3 +112,21 @@ def test_steps_rebuilt_from_moves_equal_the_planned_steps(case):
     fresh = resharding.ReshardPlan(src, tgt, shape, 4, general.moves, general.lower_bound_bytes)
     assert fresh.steps == general.steps
     assert [s.bytes for s in fresh.steps] == [m.bytes for m in general.moves]
+
+
+@settings(max_examples=n_examples(150), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(pairs(), st.integers(40, 120))
+def test_explain_and_matrix_fit_their_width_and_keep_every_word(case, width):
+    """Narrow text only moves line breaks: the same words as on one wide line each
+    (from 60 columns; narrower, a word longer than a line is broken too)."""
+    from meshtensor import visualize_plan
+    mesh, shape, src, tgt = case
+    if tgt.partial_axes and tgt != src:
+        return
+    plan = plan_reshard(src, tgt, shape)
+    for narrow, wide in ((plan.explain(width=width), plan.explain(width=10 ** 4)),
+                         (visualize_plan(plan, width=width), None)):
+        assert max(len(line) for line in narrow.splitlines()) <= width, narrow
+        if wide is not None and width >= 60:
+            assert narrow.split() == wide.split()

@@ -120,7 +120,7 @@ def test_rank_checks():
 
 
 def naive_local_region(mesh_shape, split_axes, shape, device):
-    """design.md's rule, written out by hand: coordinates by repeated divmod (row-major,
+    """docs/model.md's rule, written out by hand: coordinates by repeated divmod (row-major,
     axis 0 outermost), shard index row-major over the dim's axes as listed, shard ``i``
     of ``k`` covers ``[min(i*c, n), min((i+1)*c, n))`` with ``c = ceil(n / k)``."""
     coords, rest = [], device

@@ -164,3 +164,65 @@ def test_binned_plan_png_keeps_linear_ids_on_its_axes(tmp_path, monkeypatch):
     assert sorted(ax.get_xlim()) == [-0.5, 1023.5] and sorted(ax.get_ylim()) == [-0.5, 1023.5]
     assert "bytes per block of ~2 x 2 pairs" in ax.get_title()
     plt.close("all")
+
+
+# -- widths: every line fits, whatever the mesh, names, sizes and values --------------------
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from strategies import n_examples, shardings  # noqa: E402
+
+NAME = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=24)
+
+
+@st.composite
+def drawings(draw):
+    """A layout with user-picked axis names (up to 24 characters), meshes of up to 40
+    per axis, tensors of small or huge sizes, with halos, partial axes or offsets."""
+    ndim = draw(st.integers(1, 3))
+    sizes = draw(st.lists(st.integers(1, 40), min_size=ndim, max_size=ndim)
+                 .filter(lambda s: int(np.prod(s)) <= 1600))
+    names = draw(st.lists(NAME, min_size=ndim, max_size=ndim, unique=True))
+    mesh = Mesh(dict(zip(names, sizes)))
+    rank = draw(st.integers(0, 3))
+    shape = tuple(draw(st.lists(st.sampled_from([0, 1, 3, 7, 64, 1000, 123456789]),
+                                min_size=rank, max_size=rank)))
+    s = draw(shardings(mesh, rank, partial=True, halos=True, offsets=True, shape=shape))
+    # local values only of small tensors (a halo around an empty dim of a huge one
+    # makes huge local arrays)
+    values = draw(st.booleans()) and max(shape, default=0) <= 64
+    return s, shape, values
+
+
+@settings(max_examples=n_examples(150), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(drawings(), st.integers(40, 160))
+def test_every_drawing_fits_its_width(case, width):
+    s, shape, values = case
+    arr = np.arange(int(np.prod(shape))).reshape(shape) * 1001 if values else None
+    text = visualize(s, shape, values=arr, max_width=width)
+    wide = [line for line in text.splitlines() if len(line) > width]
+    assert not wide, wide
+
+
+@pytest.mark.parametrize("width, err, match", [
+    (39, ValueError, "visualize: max_width must be >= 40 .*, got 39"),
+    (80.0, TypeError, "visualize: max_width must be an int, got float"),
+])
+def test_visualize_width_errors(width, err, match):
+    with pytest.raises(err, match=match):
+        visualize(Sharding(Mesh([2]), [[0]]), (4,), max_width=width)
+
+
+def test_visualize_plan_width_error():
+    m = Mesh({"row": 2, "col": 2})
+    p = plan_reshard(Sharding(m, [["row"]]), Sharding(m, [["col"]]), (4,))
+    with pytest.raises(ValueError, match="visualize_plan: width must be an int >= 40, got 30"):
+        visualize_plan(p, width=30)
+
+
+def test_a_long_axis_name_is_cut_not_overflowing():
+    m = Mesh({"data_parallel_replicas_of_the_model": 4, "tensor_parallel": 4})
+    text = visualize(Sharding(m, [[0], [1]]), (8, 8), max_width=40)
+    assert max(len(line) for line in text.splitlines()) <= 40
+    assert "mesh axis data_parallel_replicas_of_the…" in text  # on its own line
+    assert "mesh axis tensor_parallel (1) --" in text

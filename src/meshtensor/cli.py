@@ -7,15 +7,21 @@
 Sharding specs are parsed with ``ast.literal_eval`` (never ``eval``): the ``split_axes``
 form (``[[0], [1]]``, ``[["x"], []]``) or the seed dict form (``{"x": 0, "y": None}``).
 Every argument is checked before anything is printed; a bad one exits with status 2
-and a one-line ``meshtensor CMD: error: ...`` message.
+and a one-line ``meshtensor CMD: error: ...`` message. Output and help fit 80 columns,
+or the terminal's width when stdout is a terminal (``--width`` sets it).
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import functools
+import glob
 import importlib.util
+import os
 import pathlib
+import re
+import shutil
 import sys
 from typing import Any, Callable, Sequence
 
@@ -24,6 +30,7 @@ import numpy as np
 from . import __version__
 from .mesh import Mesh
 from .sharding import Sharding
+from .text import DEFAULT_WIDTH, MIN_WIDTH
 
 DESCRIPTION = """\
 meshtensor: distributed tensors over a mesh of cores or devices. Run
@@ -35,19 +42,44 @@ examples:
   meshtensor plan --mesh 2x3 --shape 6x6 --from '[[0],[1]]' --to '[[1],[0]]'
   meshtensor demo --size 256
 
-sharding specs: the split_axes form '[[0],[1]]' / '[["x"],[]]' (dim d is split by the
-listed mesh axes) or the seed form '{"x": 0, "y": None}' (mesh axis -> tensor dim)."""
+sharding specs: the split_axes form '[[0],[1]]' / '[["x"],[]]' (dim d is
+split by the listed mesh axes) or the seed form '{"x": 0, "y": None}' (mesh
+axis -> tensor dim). Output fits 80 columns, or the terminal's width."""
+
+# The algorithms of `demo`, per mode (the help and the check read these).
+DEMO_ALGORITHMS = ("summa_comm", "cannon_comm", "ksplit_comm", "summa", "cannon", "local")
+SPMDIZE_ALGORITHMS = ("summa", "cannon")  # global-view kernels that spmdize rewrites
 
 PER_DIM_HELP = ("comma-separated ints, flat as in MLIR (e.g. {flat}) or one list per split "
                 "dim (e.g. '{nested}')")
 # --values materialises the whole tensor (int64): 2**24 elements = 128 MiB.
 MAX_VALUES = 2 ** 24
+# JSON words a spec may hold by mistake, and the Python literal meant.
+JSON_WORDS = {"null": "None", "true": "True", "false": "False"}
 # Element types numpy lacks, by size in bytes (the planner only needs the size).
 EXTRA_ITEMSIZES = {"bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1}
 
 
+def output_width() -> int:
+    """Columns for text output: 80, or the terminal's width (at least ``MIN_WIDTH``)
+    when stdout is a terminal."""
+    try:
+        tty = sys.stdout.isatty()
+    except (AttributeError, ValueError):  # replaced or closed stdout
+        tty = False
+    if not tty:
+        return DEFAULT_WIDTH
+    return max(shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns, MIN_WIDTH)
+
+
 class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line (usage is in ``--help``)."""
+    """An ArgumentParser whose errors are one line (usage is in ``--help``) and whose
+    help fits :func:`output_width`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        cls = kwargs.pop("formatter_class", argparse.HelpFormatter)
+        kwargs["formatter_class"] = functools.partial(cls, width=output_width())
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
@@ -94,8 +126,21 @@ def parse_shape(text: str) -> tuple[int, ...]:
         return ()
     parts = text.lower().replace(",", "x").split("x")
     if not all(p.strip().isdigit() for p in parts):
+        if all(re.fullmatch(r"\s*-?\d+\s*", p) for p in parts):
+            raise ValueError(f"--shape: sizes must be >= 0, got {text!r}")
         raise ValueError(f"--shape: expected sizes like '8x12', got {text!r}")
     return tuple(int(p) for p in parts)
+
+
+def parse_mesh(text: str) -> Mesh:
+    """``--mesh``: sizes like ``"4x4"`` or a target name (``"a4e"``).
+
+    >>> parse_mesh("2x3").shape
+    (2, 3)
+    """
+    if re.fullmatch(r"\s*-?\d+(\s*x\s*-?\d+)*\s*", text.lower()) and "-" in text:
+        raise ValueError(f"--mesh: mesh sizes must be >= 1, got {text!r}")
+    return Mesh.parse(text)
 
 
 def parse_per_dim(text: str, base: Sharding, what: str,
@@ -145,8 +190,11 @@ def parse_sharding(mesh: Mesh, text: str, *, partial: str | None = None,
     try:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError):
+        json = sorted(set(re.findall(r"\b(null|true|false)\b", text)))
+        hint = "; ".join(f"write {JSON_WORDS[w]}, not {w}" for w in json)
         raise ValueError(f"sharding {text!r} is not a literal like [[0], [1]] or "
-                         f'{{"x": 0, "y": 1}}') from None
+                         f'{{"x": 0, "y": 1}}' + (f" (Python literals: {hint})" if json else "")
+                         ) from None
     if isinstance(value, dict):
         base = Sharding.from_seed(mesh, value, ndim=ndim)
     elif isinstance(value, (list, tuple)):
@@ -168,8 +216,16 @@ def parse_sharding(mesh: Mesh, text: str, *, partial: str | None = None,
 
 
 def prepare_png(path: str) -> pathlib.Path:
-    """Check a ``--png`` path before anything is printed: it ends in ``.png``, is not a
-    folder, matplotlib is installed; missing parent folders are created."""
+    """Check a ``--png`` path before anything is drawn or printed: it ends in ``.png``,
+    is not a folder, matplotlib is installed, and the file can be written there (tried
+    by opening it). A missing folder is created only where it is the last one (its
+    parent exists), so a mistyped path does not grow a tree of folders.
+
+    >>> prepare_png("/nonexistent/dir/x.png")
+    Traceback (most recent call last):
+    ...
+    ValueError: --png: the folder '/nonexistent' does not exist (only the last folder of the path is created)
+    """
     p = pathlib.Path(path)
     if p.suffix.lower() != ".png":
         raise ValueError(f"--png: expected a file name ending in .png, got {path!r}")
@@ -177,17 +233,57 @@ def prepare_png(path: str) -> pathlib.Path:
         raise ValueError(f"--png: {path!r} is a folder; give a file name like {path}/out.png")
     if importlib.util.find_spec("matplotlib") is None:
         raise ImportError("--png needs matplotlib: pip install 'meshtensor[viz]'")
+    folder = p.parent
+    made = False
+    if not folder.exists():
+        if not folder.parent.is_dir():
+            missing = folder
+            while not missing.parent.exists():
+                missing = missing.parent
+            raise ValueError(f"--png: the folder {str(missing)!r} does not exist (only the "
+                             f"last folder of the path is created)")
+        try:
+            folder.mkdir()
+            made = True
+        except OSError as e:
+            raise ValueError(f"--png: cannot create the folder {str(folder)!r}: "
+                             f"{e.strerror or e}") from None
+    elif not folder.is_dir():
+        raise ValueError(f"--png: cannot create the folder {str(folder)!r}: "
+                         f"{str(folder)!r} is a file")
+    existed = p.exists()
     try:
-        p.parent.mkdir(parents=True, exist_ok=True)
+        with open(p, "ab"):
+            pass
     except OSError as e:
-        raise ValueError(f"--png: cannot create the folder {str(p.parent)!r}: "
-                         f"{e.strerror or e}") from None
+        if made:
+            folder.rmdir()
+        raise ValueError(f"--png: cannot write {str(p)!r}: {e.strerror or e}") from None
+    if not existed:
+        p.unlink()  # written for real after the drawing
     return p
+
+
+def cuda_visible(dev: str = "/dev") -> bool:
+    """Whether a CUDA GPU may be visible, answered without importing torch: False when
+    ``CUDA_VISIBLE_DEVICES`` hides every device or (on Linux) no ``/dev/nvidia<N>`` and
+    no WSL GPU (``/dev/dxg``) exists; True otherwise (torch decides later).
+
+    >>> cuda_visible("/nonexistent") if sys.platform == "linux" else False
+    False
+    """
+    hidden = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if hidden is not None and hidden.strip() in ("", "-1", "none", "NoDevFiles"):
+        return False
+    if sys.platform != "linux":
+        return True
+    return bool(glob.glob(os.path.join(dev, "nvidia[0-9]*")) or
+                os.path.exists(os.path.join(dev, "dxg")))
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
     from .resharding import plan_reshard
-    mesh = Mesh.parse(args.mesh)
+    mesh = parse_mesh(args.mesh)
     shape = parse_shape(args.shape)
     src = parse_sharding(mesh, args.src, partial=args.from_partial, halo=args.from_halo,
                          offsets=args.from_offsets, prefix="--from-", ndim=len(shape))
@@ -195,11 +291,12 @@ def _cmd_plan(args: argparse.Namespace) -> int:
                          prefix="--to-", ndim=len(shape))
     plan = plan_reshard(src, tgt, shape, args.itemsize)
     png = prepare_png(args.png) if args.png else None
-    print(plan.explain(max_pairs=args.pairs))
+    width = args.width or output_width()
+    print(plan.explain(max_pairs=args.pairs, width=width))
     if args.matrix or png:
         from .visualize import save_plan_png, visualize_plan
         if args.matrix:
-            print(visualize_plan(plan))
+            print(visualize_plan(plan, width=width))
         if png:
             save_plan_png(plan, str(png))
             print(f"saved {png}")
@@ -208,7 +305,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
 def _cmd_show(args: argparse.Namespace) -> int:
     from .visualize import save_png, visualize
-    mesh = Mesh.parse(args.mesh)
+    mesh = parse_mesh(args.mesh)
     shape = parse_shape(args.shape)
     s = parse_sharding(mesh, args.sharding, partial=args.partial, halo=args.halo,
                        offsets=args.offsets, ndim=len(shape))
@@ -219,36 +316,66 @@ def _cmd_show(args: argparse.Namespace) -> int:
                          f"at most {MAX_VALUES} elements: use a smaller --shape")
     values = np.arange(size, dtype=np.int64).reshape(shape) if args.values else None
     png = prepare_png(args.png) if args.png else None
-    print(visualize(s, shape, values=values, max_width=args.width))
+    print(visualize(s, shape, values=values, max_width=args.width or output_width()))
     if png:
         save_png(s, shape, str(png))
         print(f"saved {png}")
     return 0
 
 
+def _demo_algorithm(args: argparse.Namespace) -> str:
+    """``--algorithm`` checked against the names of the mode (default: summa_comm, or
+    summa with ``--spmdize``)."""
+    names = SPMDIZE_ALGORITHMS if args.spmdize else DEMO_ALGORITHMS
+    if args.algorithm is None:
+        return names[0]
+    if args.algorithm not in names:
+        mode = ("with --spmdize (which rewrites a global-view kernel), " if args.spmdize
+                else "")
+        raise ValueError(f"--algorithm: {mode}one of {', '.join(names)}, got "
+                         f"{args.algorithm!r}")
+    return args.algorithm
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
+    if args.tilelang_mesh and (args.spmdize or args.algorithm is not None
+                               or args.target != "c"):
+        raise ValueError("--tilelang-mesh runs the Tilelang-Mesh GEMM on CPU: it takes no "
+                         "--spmdize, --algorithm or --target")
+    algorithm = _demo_algorithm(args)
+    if args.spmdize and args.target != "c":
+        raise ValueError(f"--spmdize runs on CPU (--target c), got --target {args.target}")
+    if args.target == "cuda" and not cuda_visible():
+        raise ValueError("--target cuda needs a CUDA GPU; none is visible (no /dev/nvidia* "
+                         "device, or CUDA_VISIBLE_DEVICES hides them)")
+    width = args.width or output_width()
+    # The demo modules import tilelang and torch: only for this command, after the checks.
     if args.tilelang_mesh:
         from .tilelang.demos.tilelang_mesh_demo import main as tilelang_mesh_demo
-        return tilelang_mesh_demo(size=args.size, repeat=args.repeat)
+        return tilelang_mesh_demo(size=args.size, repeat=args.repeat, width=width)
     if args.spmdize:
         from .tilelang.demos.spmdize_demo import main as spmdize_demo
-        return spmdize_demo(size=args.size, algorithm=args.algorithm, repeat=args.repeat,
-                            target=args.target)
-    from .tilelang.demos.gemm_demo import main as demo  # imports tilelang only for this command
-    return demo(size=args.size, target=args.target, algorithm=args.algorithm,
-                repeat=args.repeat)
+        return spmdize_demo(size=args.size, algorithm=algorithm, repeat=args.repeat,
+                            target=args.target, width=width)
+    from .tilelang.demos.gemm_demo import main as demo
+    return demo(size=args.size, target=args.target, algorithm=algorithm,
+                repeat=args.repeat, width=width)
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="meshtensor", description=DESCRIPTION, epilog=EPILOG,
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands",
+                           parser_class=_Parser)
     positive, non_negative = _int_at_least(1), _int_at_least(0)
-    png_help = ("save a picture to this .png file (needs matplotlib; missing folders "
-                "are created)")
+    width_help = (f"maximum line width in columns, >= {MIN_WIDTH} (default 80, or the "
+                  f"terminal's width when the output is a terminal)")
+    png_help = ("save a picture to this .png file (needs matplotlib; a missing last "
+                "folder is created)")
 
-    show = sub.add_parser("show", help="draw which part of a tensor each device holds (text, or --png)",
+    show = sub.add_parser("show", help="draw which part of a tensor each device holds "
+                          "(text, or --png)",
                           description="Draw which part of a tensor each device holds.")
     show.add_argument("--mesh", required=True, help="mesh sizes like 4x4, or a target (a4e)")
     show.add_argument("--shape", required=True, help="global tensor shape like 8x12")
@@ -261,12 +388,12 @@ def build_parser() -> argparse.ArgumentParser:
                       PER_DIM_HELP.format(flat="0,2,6", nested="[[0,2,6],[0,3,4,6]]"))
     show.add_argument("--values", action="store_true",
                       help="print local values of arange(size) instead of regions")
-    show.add_argument("--width", type=positive, default=120,
-                      help="maximum width in columns (default 120)")
+    show.add_argument("--width", type=_int_at_least(MIN_WIDTH), help=width_help)
     show.add_argument("--png", help=png_help)
     show.set_defaults(func=_cmd_show)
 
-    plan = sub.add_parser("plan", help="plan a reshard between two shardings: steps, bytes moved, cost",
+    plan = sub.add_parser("plan", help="plan a reshard between two shardings: steps, "
+                          "bytes moved, cost",
                           description="Plan a reshard between two shardings and print "
                                       "its steps, bytes moved and cost.")
     plan.add_argument("--mesh", required=True, help="mesh sizes like 2x3, or a target (a4e)")
@@ -286,31 +413,37 @@ def build_parser() -> argparse.ArgumentParser:
                       "(default float32)")
     plan.add_argument("--pairs", type=non_negative, default=12,
                       help="device pairs listed per step (default 12)")
-    plan.add_argument("--matrix", action="store_true", help="also print sender x receiver bytes")
+    plan.add_argument("--matrix", action="store_true", help="also print sender x receiver "
+                      "bytes (receivers in blocks that fit the width)")
+    plan.add_argument("--width", type=_int_at_least(MIN_WIDTH), help=width_help)
     plan.add_argument("--png", help="save the plan's byte matrices as a picture to this "
-                      ".png file (needs matplotlib; missing folders are created)")
+                      ".png file (needs matplotlib; a missing last folder is created)")
     plan.set_defaults(func=_cmd_plan)
 
-    demo = sub.add_parser("demo", help="compile, check and time a SUMMA GEMM on a 4x4 mesh of cores "
-                          "(needs tilelang)",
+    demo = sub.add_parser("demo", help="compile, check and time a SUMMA GEMM on a 4x4 mesh "
+                          "of cores (needs tilelang)",
                           description="Compile a GEMM for a 4x4 mesh of cores with "
                                       "TileLang, check it against NumPy, time it, and "
                                       "print its layout and traffic.")
     demo.add_argument("--size", type=positive, default=512, help="M = N = K (default 512)")
     demo.add_argument("--target", default="c", choices=["c", "cuda"],
                       help="c: CPU through TileLang's C backend (default); cuda: a GPU")
-    demo.add_argument("--algorithm", default="summa_comm",
-                      choices=["summa_comm", "cannon_comm", "ksplit_comm", "summa", "cannon", "local"],
-                      help="*_comm: cores exchange tiles through comm ops (default summa_comm); "
-                           "summa, cannon, local: global-view kernels")
+    demo.add_argument("--algorithm", metavar="NAME",
+                      help=f"{', '.join(DEMO_ALGORITHMS)}: *_comm kernels exchange tiles "
+                           f"through comm ops, the others are global-view kernels (default "
+                           f"summa_comm); with --spmdize: {' or '.join(SPMDIZE_ALGORITHMS)} "
+                           f"(default {SPMDIZE_ALGORITHMS[0]})")
     demo.add_argument("--repeat", type=positive, default=3,
                       help="timed runs, the median is reported (default 3)")
     demo.add_argument("--spmdize", action="store_true",
-                      help="run SpmdizeMeshCopies on the global-view kernel (summa or cannon): "
-                           "show the communication chosen per copy, run both kernels")
+                      help="run SpmdizeMeshCopies on the global-view kernel (summa or "
+                           "cannon): show the communication chosen per copy, run both "
+                           "kernels")
     demo.add_argument("--tilelang-mesh", action="store_true",
-                      help="run the GEMM of Tilelang-Mesh's examples (T.comm, T.MeshTensor) "
-                           "unchanged and print the traffic the chip would carry")
+                      help="run the GEMM of Tilelang-Mesh's examples (T.comm, "
+                           "T.MeshTensor) unchanged and print the traffic the chip "
+                           "would carry")
+    demo.add_argument("--width", type=_int_at_least(MIN_WIDTH), help=width_help)
     demo.set_defaults(func=_cmd_demo)
 
     from .profile_cli import add_profile_parser  # its own module; tilelang only when run
@@ -318,10 +451,41 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _values_as_one_token(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """``--mesh -2x3`` as ``--mesh=-2x3``: argparse takes a value starting with ``-``
+    and a digit (other than a plain negative number) for an option and says only
+    "expected one argument"; joined, the value reaches our checks and their message."""
+    takes_value = {flag for action in _all_actions(parser) if action.nargs != 0
+                   for flag in action.option_strings}
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if (a in takes_value and i + 1 < len(argv)
+                and re.match(r"-\d", argv[i + 1])):
+            out.append(f"{a}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(a)
+        i += 1
+    return out
+
+
+def _all_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    """The actions of ``parser`` and of its sub-commands."""
+    out = list(parser._actions)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                out += _all_actions(sub)
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``meshtensor`` command."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parser.parse_args(_values_as_one_token(parser, argv))
     try:
         return args.func(args)
     except (ValueError, TypeError, ImportError, OSError) as e:

@@ -43,6 +43,7 @@ from .cost import Flows, GroupFlows
 from .mesh import Mesh, _is_int
 from .mesh_array import MeshArray, _frozen
 from .sharding import Sharding
+from .text import DEFAULT_WIDTH, MIN_WIDTH, pack, wrap
 
 
 # -- plan data ---------------------------------------------------------------------------
@@ -272,12 +273,13 @@ class ReshardPlan:
             return 0
         return int(sum(s.flows.received(self.mesh) for s in self.steps).max())
 
-    def explain(self, max_pairs: int = 12) -> str:
+    def explain(self, max_pairs: int = 12, *, width: int = DEFAULT_WIDTH) -> str:
         """A readable state chain: each step, which devices talk and how many bytes.
 
         Meshes of more than ``EXPLAIN_ALL_PAIRS_UP_TO`` devices get a summary per step
         (groups, pairs, busiest device and link) and at most ``max_pairs`` of the
-        largest transfers, so the text stays short on thousands of devices.
+        largest transfers, so the text stays short on thousands of devices. Lines fit
+        ``width`` columns (default 80): long ones continue on an indented line.
 
         >>> from meshtensor import Mesh, Sharding
         >>> m = Mesh([2])
@@ -293,34 +295,48 @@ class ReshardPlan:
         if not _is_int(max_pairs) or max_pairs < 0:
             raise ValueError(f"ReshardPlan.explain: max_pairs must be an int >= 0, got "
                              f"{max_pairs!r}")
+        if not _is_int(width) or width < MIN_WIDTH:
+            raise ValueError(f"ReshardPlan.explain: width must be an int >= "
+                             f"{MIN_WIDTH}, got {width!r}")
         m = self.mesh
-        lines = [f"reshard {self.src} -> {self.tgt} on mesh {m} {m.axis_names}, shape "
-                 f"{self.global_shape}, {self.itemsize} B/element"]
+        step_in, more_in = " " * 10, " " * 12
+        lines = pack([f"reshard {self.src} -> {self.tgt}", f"on mesh {m} {m.axis_names},",
+                      f"shape {self.global_shape},", f"{self.itemsize} B/element"],
+                     width, first="", indent="  ")
         if not self.steps:
-            lines.append("  nothing to do: source and target are the same")
+            lines += wrap("  nothing to do: source and target are the same", width,
+                          indent="  ")
         big = m.size > EXPLAIN_ALL_PAIRS_UP_TO
         for i, s in enumerate(self.steps, 1):
             f = s.flows
-            lines.append(f"  step {i}  {s.describe()}")
-            lines.append(f"          {s.before} -> {s.after}   bytes {s.bytes}   link bytes "
-                         f"{f.link_bytes(m)}   busiest link {f.max_link_bytes(m)}")
+            lines += wrap(f"  step {i}  {s.describe()}", width, indent=step_in)
+            lines += pack([f"{s.before} -> {s.after}", f"bytes {s.bytes}",
+                           f"link bytes {f.link_bytes(m)}",
+                           f"busiest link {f.max_link_bytes(m)}"], width, indent=step_in,
+                          sep="   ")
             if big:
-                lines += ["          " + x for x in _step_summary(s, m)]
+                lines += [w for x in _step_summary(s, m)
+                          for w in wrap(step_in + x, width, indent=more_in)]
             if s.bytes == 0:
                 continue
             if big and isinstance(f, GroupFlows):
                 continue  # the summary says who talks; listing k*(k-1) pairs would not
             pairs = f.pairs(max_pairs + 1)
             for src, dst, nb in pairs[:max_pairs]:
-                lines.append(f"          {m.multi_index(src)} -> {m.multi_index(dst)}   {nb} B")
+                lines += wrap(f"{step_in}{m.multi_index(src)} -> {m.multi_index(dst)}   {nb} B",
+                              width, indent=more_in)
             if len(pairs) > max_pairs:
-                lines.append(f"          ... {f.num_pairs() - max_pairs} more device pairs")
+                lines += wrap(f"{step_in}... {f.num_pairs() - max_pairs} more device pairs",
+                              width, indent=more_in)
         ratio = (self.bytes_moved / self.lower_bound_bytes) if self.lower_bound_bytes else 1.0
-        lines.append(f"  total: bytes_moved {self.bytes_moved}, lower bound "
-                     f"{self.lower_bound_bytes} (ratio {ratio:.2f}), max_link_bytes "
-                     f"{self.max_link_bytes}")
-        lines.append(f"         link bytes {self.link_bytes}, busiest device receives "
-                     f"{self.max_device_bytes}")
+        total_in = " " * 9
+        lines += pack([f"total: bytes_moved {self.bytes_moved},",
+                       f"lower bound {self.lower_bound_bytes} (ratio {ratio:.2f}),",
+                       f"max_link_bytes {self.max_link_bytes}"], width, first="  ",
+                      indent=total_in)
+        lines += pack([f"link bytes {self.link_bytes},",
+                       f"busiest device receives {self.max_device_bytes}"], width,
+                      indent=total_in)
         return "\n".join(lines)
 
     def __str__(self) -> str:

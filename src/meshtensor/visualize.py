@@ -15,6 +15,7 @@ import numpy as np
 
 from .mesh import Mesh
 from .sharding import Sharding
+from .text import DEFAULT_WIDTH, MIN_WIDTH, cut, pack, wrap
 
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
@@ -37,7 +38,7 @@ def _value_lines(a: np.ndarray, width: int = 24) -> list[str]:
     def row(v: np.ndarray) -> str:
         items = [f"{x:g}" if a.dtype.kind == "f" else str(x) for x in v.tolist()]
         s = " ".join(items)
-        return _cut(s, width)
+        return cut(s, width)
 
     if a.ndim == 1:
         return [row(a)]
@@ -94,7 +95,8 @@ def _cells(s: Sharding, shape: tuple[int, ...], values: Any, devices: Sequence[i
             k = int(np.prod([mesh.shape[a] for a in s.partial_axes]))
             lines.append(f"{s.partial_kind} term {term}/{k}")
         cells[d] = lines
-    legend = [f"tensor {shape} over mesh {mesh} {dict(zip(mesh.axis_names, mesh.shape))}, "
+    # "\n" marks where a line too long for the width breaks first (see visualize)
+    legend = [f"tensor {shape} over mesh {mesh} {dict(zip(mesh.axis_names, mesh.shape))},\n"
               f"sharding {s.spec()} = {s}"]
     per = mesh.size // n_shards if n_shards else 0
     names = mesh.axis_names
@@ -117,11 +119,9 @@ def _cells(s: Sharding, shape: tuple[int, ...], values: Any, devices: Sequence[i
 #: Text drawings show at most this many mesh rows (and blocks of a 3-D mesh); larger
 #: meshes show the first and last ones with an ellipsis row between.
 MAX_ROWS = 8
-
-
-def _cut(text: str, width: int) -> str:
-    """``text`` in ``width`` columns: cut with an ellipsis, never silently."""
-    return text if len(text) <= width else text[:max(width - 1, 0)] + "…"
+#: The narrowest grid: two mesh columns of 4 characters with an ellipsis column between
+#: (``MIN_WIDTH`` leaves room for it and the mesh axis labels).
+_MIN_GRID = 2 * (4 + 3) + 4 + 1
 
 
 def _visible(n: int, fit: int) -> list[int | None]:
@@ -133,6 +133,18 @@ def _visible(n: int, fit: int) -> list[int | None]:
     head = (fit - 1 + 1) // 2
     tail = fit - 1 - head
     return list(range(head)) + [None] + list(range(n - tail, n))
+
+
+def _fit_columns(room: int, cols: int, need: int) -> tuple[int, list[int | None]]:
+    """Cell width and the mesh columns to draw (``None``: an ellipsis column) for a grid
+    of at most ``room + 1`` columns whose cells' longest line is ``need``: every column
+    if each gets ``min(need, 12)`` characters, else the first and last ones."""
+    if room // cols - 3 >= min(need, 12):  # every column fits
+        return max(min(max(need, 14), room // cols - 3), 4), list(range(cols))
+    width = max(min(need, (room - 1 - 4) // 2 - 3), 4)  # at least two columns
+    fit = max((room - 1 - 4) // (width + 3), 2)  # data columns beside the ellipsis
+    # _visible(n, k) keeps k - 1 columns and the ellipsis when n > k, all n otherwise
+    return width, _visible(cols, fit + 1 if cols > fit + 1 else fit)
 
 
 def _grid(cells: dict[int, list[str]], rows: int, cols: int, width: int,
@@ -157,14 +169,14 @@ def _grid(cells: dict[int, list[str]], rows: int, cols: int, width: int,
                 else:
                     cell = cells[r * cols + c]
                     text = cell[h] if h < len(cell) else ""
-                parts.append(" " + _cut(text, w).ljust(w) + " ")
+                parts.append(" " + cut(text, w).ljust(w) + " ")
             out.append("│" + "│".join(parts) + "│")
         out.append(mid if n < len(show_rows) - 1 else bot)
     return out
 
 
 def visualize(sharding: Sharding, global_shape: Sequence[int], *, values: Any = None,
-              max_width: int = 120) -> str:
+              max_width: int = DEFAULT_WIDTH) -> str:
     """Draw which part of the tensor sits on which device.
 
     Args:
@@ -172,10 +184,11 @@ def visualize(sharding: Sharding, global_shape: Sequence[int], *, values: Any = 
         global_shape: the tensor's shape (any rank).
         values: optional global array (or a MeshArray) whose local values to print
             instead of the regions.
-        max_width: the drawing fits this many columns: cell text that does not fit
-            ends in ``…``; a mesh too wide shows its first and last columns with a
-            ``…`` column between, and meshes of more than ``MAX_ROWS`` rows their
-            first and last rows (big meshes stay a screenful).
+        max_width: the drawing fits this many columns (at least ``MIN_WIDTH``, 40;
+            default 80): text that does not fit wraps (legend) or ends in ``…``
+            (cells, long axis names); a mesh too wide shows its first and last
+            columns with a ``…`` column between, and meshes of more than
+            ``MAX_ROWS`` rows their first and last rows (big meshes stay a screenful).
 
     Example:
         >>> print(visualize(Sharding(Mesh([2]), [[0]]), (4, 2)))
@@ -197,8 +210,12 @@ def visualize(sharding: Sharding, global_shape: Sequence[int], *, values: Any = 
     cols = mesh.shape[-1]
     rows = mesh.shape[-2] if mesh.ndim >= 2 else 1
     blocks = mesh.shape[0] if mesh.ndim == 3 else 1
+    if isinstance(max_width, bool) or not isinstance(max_width, (int, np.integer)):
+        raise TypeError(f"visualize: max_width must be an int, got {type(max_width).__name__}")
+    if max_width < MIN_WIDTH:
+        raise ValueError(f"visualize: max_width must be >= {MIN_WIDTH} (two mesh columns, an "
+                         f"ellipsis column and the axis labels), got {max_width}")
     down = f"mesh axis {names[-2]} ({mesh.ndim - 2})" if mesh.ndim >= 2 else ""
-    room = max_width - (len(down) + 1 if down else 0) - 1  # the side arrow's label
     show_rows = _visible(rows, MAX_ROWS)
     show_blocks = _visible(blocks, 3 if blocks > 4 else blocks)
     per = rows * cols
@@ -206,29 +223,31 @@ def visualize(sharding: Sharding, global_shape: Sequence[int], *, values: Any = 
              for r in show_rows if r is not None for c in (0, cols - 1)]
     probe_cells, _ = _cells(sharding, shape, values, sorted(set(probe)))
     need = max(len(line) for c in probe_cells.values() for line in c)
-    if room // cols - 3 >= min(need, 12):  # every column fits
-        width = max(min(max(need, 14), room // cols - 3), 4)
-        show_cols: list[int | None] = list(range(cols))
-    else:  # the first and last columns, an ellipsis column between
-        width = max(min(need, (room - 1 - 4) // 2 - 3), 4)  # at least two columns
-        fit = max((room - 1 - 4) // (width + 3), 2)
-        show_cols = _visible(cols, fit + 1)
+    # The down axis's label sits right of the grid's top line; where it would cost cell
+    # text or columns, it goes on a line of its own above the grid instead.
+    side = cut(down, max_width - 2 - _MIN_GRID)  # a long axis name leaves the grid room
+    width, show_cols = _fit_columns(max_width - (len(side) + 1 if side else 0) - 1, cols, need)
+    above = False
+    if down and (width < need or len(show_cols) < cols):
+        w2, c2 = _fit_columns(max_width - 3, cols, need)  # room for " │" only
+        if (len(c2), w2) > (len(show_cols), width):
+            above, width, show_cols = True, w2, c2
     devices = [b * per + r * cols + c for b in show_blocks if b is not None
                for r in show_rows if r is not None for c in show_cols if c is not None]
     cells, legend = _cells(sharding, shape, values, devices)
-    across = f"mesh axis {names[-1]} ({mesh.ndim - 1}) "
-    out = [w for line in legend for w in textwrap.wrap(line, max_width)]
+    across = cut(f"mesh axis {names[-1]} ({mesh.ndim - 1})", max_width - 4) + " "
+    out = [w for line in legend for w in pack(line.split("\n"), max_width)]
     if len(show_cols) < cols or len(show_rows) < rows or len(show_blocks) < blocks:
         out += textwrap.wrap(f"showing the first and last mesh rows and columns of {mesh} "
                              f"(… marks the ones left out)", max_width)
     grid_w = 0
     for b in show_blocks:
         if b is None:
-            out.append(f"… {blocks - len(show_blocks) + 1} more blocks along mesh axis "
-                       f"{names[0]} (0)")
+            out += textwrap.wrap(f"… {blocks - len(show_blocks) + 1} more blocks along mesh "
+                                 f"axis {names[0]} (0)", max_width)
             continue
         if mesh.ndim == 3:
-            out.append(f"mesh axis {names[0]} (0) = {b}:")
+            out.append(cut(f"mesh axis {names[0]} (0) = {b}:", max_width))
         block = {r * cols + c: cells[b * per + r * cols + c] for r in show_rows if r is not None
                  for c in show_cols if c is not None}
         g = _grid(block, rows, cols, width, show_rows, show_cols)
@@ -236,12 +255,14 @@ def visualize(sharding: Sharding, global_shape: Sequence[int], *, values: Any = 
         if mesh.ndim >= 2:
             n = len(g)
             for i in range(n):
-                mark = "│" if 0 < i < n - 1 else " "
-                if i == 0:
-                    mark = down
+                mark = "│" if 0 < i < n - 1 or (i == 0 and above) else " "
+                if i == 0 and not above:
+                    mark = side
                 elif i == n - 1:
                     mark = "v"
                 g[i] = g[i] + " " + mark
+            if above:  # ends over the arrow's column
+                out.append(cut(down, max_width).rjust(grid_w + 2))
         out += g
     out.append(across + "-" * max(grid_w - len(across) - 1, 2) + ">")
     return "\n".join(out)
@@ -259,17 +280,20 @@ def plan_matrix(step: Any, mesh: Mesh, bins: int | None = None) -> np.ndarray:
     return np.rint(m).astype(np.int64).reshape(b, b)
 
 
-def visualize_plan(plan: Any, max_devices: int = 16, max_pairs: int = 12) -> str:
+def visualize_plan(plan: Any, max_devices: int = 16, max_pairs: int = 12, *,
+                   width: int = DEFAULT_WIDTH) -> str:
     """Which devices send how many bytes to which, per step, as text.
 
-    Small meshes get a sender x receiver matrix per step; larger ones a summary (who
+    Small meshes get a sender x receiver matrix per step (split into blocks of receiver
+    columns where it is wider than ``width``, default 80); larger ones a summary (who
     talks, the busiest device and link) and at most ``max_pairs`` of the largest
     point-to-point copies, so the text stays short on thousands of devices.
 
     >>> from meshtensor import plan_reshard
     >>> m = Mesh([2])
     >>> print(visualize_plan(plan_reshard(Sharding(m, [[0]]), Sharding(m, []), (4,))))
-    reshard S(x) -> R on mesh 2, shape (4,): 16 bytes in 1 step (lower bound 16, max_link_bytes 8)
+    reshard S(x) -> R on mesh 2, shape (4,): 16 bytes in 1 step (lower bound 16,
+      max_link_bytes 8)
     step 1: all_gather(mesh_axes=['x'], gather_axis=0)  S(x) -> R  16 bytes
       bytes sent (row: sender, column: receiver)
                (0,)   (1,)
@@ -277,31 +301,54 @@ def visualize_plan(plan: Any, max_devices: int = 16, max_pairs: int = 12) -> str
         (1,)      8      .
     """
     from .resharding import _step_summary
+    if isinstance(width, bool) or not isinstance(width, (int, np.integer)) or width < MIN_WIDTH:
+        raise ValueError(f"visualize_plan: width must be an int >= {MIN_WIDTH}, got {width!r}")
     mesh = plan.mesh
-    out = [f"reshard {plan.src} -> {plan.tgt} on mesh {mesh}, shape {plan.global_shape}: "
-           f"{plan.bytes_moved} bytes in {len(plan.steps)} step{'s' * (len(plan.steps) != 1)} "
-           f"(lower bound {plan.lower_bound_bytes}, max_link_bytes {plan.max_link_bytes})"]
+    n = len(plan.steps)
+    out = pack([f"reshard {plan.src} -> {plan.tgt}", f"on mesh {mesh},",
+                f"shape {plan.global_shape}:", f"{plan.bytes_moved} bytes in {n} step"
+                f"{'s' * (n != 1)}", f"(lower bound {plan.lower_bound_bytes},",
+                f"max_link_bytes {plan.max_link_bytes})"], width, first="", indent="  ")
     for i, s in enumerate(plan.steps, 1):
-        out.append(f"step {i}: {s.describe()}  {s.before} -> {s.after}  {s.bytes} bytes")
+        out += pack([f"step {i}: {s.describe()}", f"{s.before} -> {s.after}",
+                     f"{s.bytes} bytes"], width, first="", indent="  ", sep="  ")
         if s.bytes == 0:
             out.append("  no communication")
             continue
         if mesh.size <= max_devices:
-            m = plan_matrix(s, mesh)
             labels = [str(mesh.multi_index(d)) for d in range(mesh.size)]
-            w = max(max(len(x) for x in labels), len(str(int(m.max())))) + 1
-            out.append("  bytes sent (row: sender, column: receiver)")
-            out.append("  " + " " * w + "".join(f"{x:>{w}s}" for x in labels))
-            for d in range(mesh.size):
-                out.append("  " + f"{labels[d]:>{w}s}" +
-                           "".join(f"{(str(v) if v else '.'):>{w}s}" for v in m[d]))
+            out += wrap("  bytes sent (row: sender, column: receiver)", width, indent="  ")
+            out += _matrix_lines(plan_matrix(s, mesh), labels, width)
             continue
-        out += ["  " + x for x in _step_summary(s, mesh)]
-        out.append(f"  busiest link carries {s.flows.max_link_bytes(mesh)} bytes (XY routing)")
+        out += [w for x in _step_summary(s, mesh) for w in wrap("  " + x, width, indent="    ")]
+        out += wrap(f"  busiest link carries {s.flows.max_link_bytes(mesh)} bytes (XY routing)",
+                    width, indent="    ")
         if s.op == "transfers":
             for src, dst, nb in s.flows.pairs(max_pairs):
-                out.append(f"  {mesh.multi_index(src)} -> {mesh.multi_index(dst)}: {nb} bytes")
+                out += wrap(f"  {mesh.multi_index(src)} -> {mesh.multi_index(dst)}: {nb} bytes",
+                            width, indent="    ")
     return "\n".join(out)
+
+
+def _matrix_lines(m: np.ndarray, labels: list[str], width: int) -> list[str]:
+    """A sender x receiver matrix (``.`` for 0), indented 2; where all receivers do not
+    fit ``width``, in blocks of receiver columns of equal size, each with every sender."""
+    w = max(max(len(x) for x in labels), len(str(int(m.max())))) + 1
+    n = len(labels)
+    fit = max((width - 2 - w) // w, 1)
+    blocks = -(-n // fit)
+    per = -(-n // blocks)  # the same number of columns in every block (but the last)
+    out = []
+    for c0 in range(0, n, per):
+        cols = range(c0, min(c0 + per, n))
+        if blocks > 1:
+            out += wrap(f"  receivers {labels[cols[0]]} to {labels[cols[-1]]}:", width,
+                        indent="    ")
+        out.append("  " + " " * w + "".join(f"{labels[c]:>{w}s}" for c in cols))
+        for d in range(n):
+            out.append("  " + f"{labels[d]:>{w}s}" +
+                       "".join(f"{(str(v) if v else '.'):>{w}s}" for v in m[d, cols.start:cols.stop]))
+    return out
 
 
 # -- images ------------------------------------------------------------------------------

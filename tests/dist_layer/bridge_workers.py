@@ -1,5 +1,7 @@
 """Run on every rank by test_dtensor_bridge.py (module-level: pickled by run)."""
+import contextlib
 import itertools
+import logging
 
 import numpy as np
 import torch
@@ -45,19 +47,48 @@ def bridge_all_pairs(dm):
 
     device_mesh = init_device_mesh("cpu", dm.mesh.shape)
     out = {"errors": bridge_errors(device_mesh)}
-    for shape in SHAPES[dm.mesh.shape]:
-        for src, tgt in pairs(dm.mesh.ndim):
+    cases = [(shape, src, tgt) for shape in SHAPES[dm.mesh.shape]
+             for src, tgt in pairs(dm.mesh.ndim)]
+    sources, ours = {}, {}
+    # Ours first, before any DTensor redistribute: torch logs its gloo all-to-all
+    # fallback warning once per process, so a later record would be hidden.
+    with torch_log_records() as records:
+        for shape, src, tgt in cases:
             s = Sharding.from_placements(dm.mesh, list(src), len(shape), shape)
-            local = source_local(s, shape, dm.rank)
-            pl = s.to_placements(shape)
-            dt = DTensor.from_local(local, device_mesh, pl, run_check=False, shape=torch.Size(shape),
-                                    stride=torch.empty(shape).stride())
-            ours = redistribute(dt, list(tgt))
-            theirs = dt.redistribute(device_mesh, [p for p in ours.placements])
-            assert ours.placements == theirs.placements and ours.shape == theirs.shape
-            assert ours.stride() == theirs.stride()
-            out[(shape, src, tgt)] = (ours.to_local(), theirs.to_local())
+            dt = DTensor.from_local(source_local(s, shape, dm.rank), device_mesh,
+                                    s.to_placements(shape), run_check=False,
+                                    shape=torch.Size(shape), stride=torch.empty(shape).stride())
+            sources[(shape, src, tgt)] = dt
+            ours[(shape, src, tgt)] = redistribute(dt, list(tgt))
+    out["torch_log"] = [r.getMessage() for r in records]
+    for key in cases:
+        mine = ours[key]
+        theirs = sources[key].redistribute(device_mesh, [p for p in mine.placements])
+        assert mine.placements == theirs.placements and mine.shape == theirs.shape
+        assert mine.stride() == theirs.stride()
+        out[key] = (mine.to_local(), theirs.to_local())
     return out
+
+
+@contextlib.contextmanager
+def torch_log_records():
+    """Every record torch's loggers emit at WARNING or above meanwhile (torch's logging
+    stops propagation at several levels, so the handler goes on each torch logger)."""
+    records = {}
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = lambda record: records.setdefault(id(record), record)
+    names = [n for n in list(logging.root.manager.loggerDict)
+             if n == "torch" or n.startswith("torch.")]
+    loggers = [logging.getLogger(n) for n in names]
+    for logger in loggers:
+        logger.addHandler(handler)
+    got = []
+    try:
+        yield got
+    finally:
+        for logger in loggers:
+            logger.removeHandler(handler)
+        got += records.values()
 
 
 def bridge_errors(device_mesh):

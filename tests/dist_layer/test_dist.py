@@ -70,9 +70,7 @@ TORCH_CALL = {"all_gather": "all_gather_single", "all_reduce": "all_reduce",
 P2P = {"batch_isend_irecv"}
 
 
-@pytest.fixture(scope="module")
-def job_2x2():
-    """Every check on 2x2, with a late peer at the end; (results, real seconds)."""
+def _job_2x2():
     real = time.monotonic
     fast = types.SimpleNamespace(monotonic=lambda: real() * SPEEDUP, sleep=time.sleep)
     with pytest.MonkeyPatch.context() as mp:
@@ -83,9 +81,15 @@ def job_2x2():
 
 
 @pytest.fixture(scope="module")
-def job_2x3():
+def job_2x2(once_per_run):
+    """Every check on 2x2, with a late peer at the end; (results, real seconds)."""
+    return once_per_run("dist_job_2x2", _job_2x2)
+
+
+@pytest.fixture(scope="module")
+def job_2x3(once_per_run):
     """Every check on 2x3 except the late peer."""
-    return run(W.everything, (2, 3), timeout=TIMEOUT), None
+    return once_per_run("dist_job_2x3", lambda: (run(W.everything, (2, 3), timeout=TIMEOUT), None))
 
 
 JOBS = pytest.mark.parametrize("job", ["job_2x2", "job_2x3"], ids=["2x2", "2x3"])
@@ -93,20 +97,32 @@ JOBS = pytest.mark.parametrize("job", ["job_2x2", "job_2x3"], ids=["2x2", "2x3"]
 
 @pytest.mark.slow
 @JOBS
-def test_every_collective_and_reshard_matches_simulator(job, request):
+@pytest.mark.parametrize("kind", ["torch", "numpy"])
+def test_every_collective_and_reshard_matches_simulator(job, kind, request):
+    """Torch inputs give torch results, NumPy inputs (some read-only) NumPy results."""
     got, _ = request.getfixturevalue(job)
     m = Mesh((2, 2) if job == "job_2x2" else (2, 3))
     want = sim_collectives(m)
+    suffix, result = ("", "Tensor") if kind == "torch" else ("_numpy", "ndarray")
     for r in range(m.size):
+        assert got[r]["kinds"][f"collectives{suffix}"] == [result]
+        assert got[r]["kinds"][f"reshards{suffix}"] == [result]
         for name, sim in want.items():
-            g = got[r]["collectives"][name]
+            g = got[r][f"collectives{suffix}"][name]
             assert g.dtype == sim.local(r).dtype, name
             np.testing.assert_array_equal(g, sim.local(r), err_msg=f"{name} rank {r}")
         for i, (shape, a, b, ka, kb) in enumerate(W.RESHARD_CASES):
             x = W.global_tensor(shape, seed=i)
             sim = reshard(distribute(x, Sharding(m, a, **ka)), Sharding(m, b, **kb))
-            np.testing.assert_array_equal(got[r]["reshards"][i], sim.local(r),
+            np.testing.assert_array_equal(got[r][f"reshards{suffix}"][i], sim.local(r),
                                           err_msg=f"reshard case {i} rank {r}")
+
+
+@pytest.mark.slow
+def test_exchange_returns_numpy_for_a_numpy_dtype(job_2x2):
+    got, _ = job_2x2
+    for r in range(4):
+        assert got[r]["exchange_numpy"] == (["ndarray"], {p: [p, p] for p in range(4) if p != r})
 
 
 @pytest.mark.slow
@@ -154,6 +170,15 @@ ENGINE_ERRORS = {
                    r"\(\d, \d\) holds \(2, 3\)",
     "timeout": r"ValueError: DistMesh: timeout must be positive, got 0 s",
     "dtype": r"TypeError: all_reduce: dtype 'nope' is not a NumPy or torch dtype",
+    "x-list": r"TypeError: all_gather: x must be a torch.Tensor or a NumPy array, got list",
+    "x-strings": r"TypeError: broadcast: x is a NumPy array of dtype <U1, which torch cannot "
+                 r"hold; pass bool, int8-int64, uint8-uint64, float16-float64 or "
+                 r"complex64/complex128 data",
+    "numpy-bfloat16": r"TypeError: all_reduce: dtype torch.bfloat16 has no NumPy equivalent to "
+                      r"return for a NumPy input; pass a torch tensor \(torch.from_numpy\(x\)\) "
+                      r"to get a bfloat16 result",
+    "reshard-local": r"TypeError: dist_reshard: local must be a torch.Tensor or a NumPy array, "
+                     r"got list",
 }
 
 
@@ -227,6 +252,24 @@ def test_a_rank_dying_mid_plan_fails_cleanly():
 
 
 @pytest.mark.slow
-def test_a_rank_raising_is_reported():
+def test_a_rank_raising_is_reported_without_cpp_backtraces(capfd, monkeypatch):
+    monkeypatch.delenv(launch.DEBUG_ENV, raising=False)
+    monkeypatch.delenv("TORCH_CPP_LOG_LEVEL", raising=False)
     with pytest.raises(DistRunError, match=r"rank 0 \(0, 0\) error: ValueError: boom on purpose"):
         run(W.raises_on_rank_0, (2, 2), timeout=10)
+    err = capfd.readouterr().err  # the ranks write to this process's stderr (fd 2)
+    assert "frame #" not in err and "Exception raised from" not in err, err
+
+
+@pytest.mark.parametrize("env, want", [
+    ({}, {"TORCH_CPP_LOG_LEVEL": "ERROR"}),
+    ({"MESHTENSOR_DIST_DEBUG": "1"}, {}),
+    ({"MESHTENSOR_DIST_DEBUG": "0"}, {"TORCH_CPP_LOG_LEVEL": "ERROR"}),
+    ({"TORCH_CPP_LOG_LEVEL": "INFO"}, {}),
+], ids=["default", "debug", "debug-off", "user-level"])
+def test_spawned_ranks_log_cpp_errors_only_unless_debugging(env, want, monkeypatch):
+    for k in ("MESHTENSOR_DIST_DEBUG", "TORCH_CPP_LOG_LEVEL"):
+        monkeypatch.delenv(k, raising=False)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    assert launch._child_env() == want

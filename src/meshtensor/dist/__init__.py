@@ -2,7 +2,7 @@
 
 ``DistMesh`` binds a :class:`meshtensor.Mesh` to the process group (rank = linear device
 index) and runs every collective of :mod:`meshtensor.collectives` on the calling rank's
-local tensor; ``dist_reshard`` executes a :class:`meshtensor.ReshardPlan`; ``run`` starts
+local tensor (torch or NumPy; results come back in the same kind); ``dist_reshard`` executes a :class:`meshtensor.ReshardPlan`; ``run`` starts
 one process per device on this machine (or runs under ``torchrun``); ``redistribute``
 moves a PyTorch DTensor by meshtensor's plan. This is the only part of meshtensor that
 imports torch.

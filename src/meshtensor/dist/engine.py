@@ -1,8 +1,9 @@
 """Collectives and reshard plans on torch.distributed, one process per device.
 
 Rank ``r`` of the process group is the device with linear index ``r``. Every rank
-holds only its own local tensor; argument checks and plans are the core layer's, so
-results equal the NumPy simulator's exactly. Gathers, and two-member sum or product
+holds only its own local tensor (a torch tensor or a NumPy array: the result is of the
+same kind); argument checks and plans are the core layer's, so results equal the NumPy
+simulator's exactly. Gathers, and two-member sum or product
 reduce-scatters, run as one batched isend/irecv round (gloo copies collectives' data
 through flat buffers, and its reduce_scatter all-reduces the whole input); elsewhere
 uneven pieces travel padded to the largest piece (gloo's collectives need equal sizes)
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import datetime
 import functools
+import inspect
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -125,6 +127,50 @@ def _guard(op: str):
     return deco
 
 
+def _as_tensor(op: str, name: str, x: Any) -> tuple[torch.Tensor, bool]:
+    """``x`` as a torch tensor, and whether it was a NumPy array (then the result goes
+    back as one). NumPy memory is shared where torch can share it (writable, native
+    byte order, no negative strides), else copied; the engine never writes its input."""
+    if isinstance(x, torch.Tensor):
+        return x, False
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"{op}: {name} must be a torch.Tensor or a NumPy array, got "
+                        f"{type(x).__name__}")
+    if not x.dtype.isnative:
+        x = x.astype(x.dtype.newbyteorder("="))
+    elif not x.flags.writeable or any(st < 0 for st in x.strides):
+        x = np.array(x)
+    try:
+        return torch.from_numpy(x), True
+    except TypeError:
+        raise TypeError(f"{op}: {name} is a NumPy array of dtype {x.dtype}, which torch "
+                        f"cannot hold; pass bool, int8-int64, uint8-uint64, float16-float64 "
+                        f"or complex64/complex128 data") from None
+
+
+def _numpy_io(op: str):
+    """Let a collective take a NumPy array as well as a torch tensor (its first
+    argument) and return the input's kind. A NumPy input with a torch-only
+    accumulation ``dtype`` (bfloat16) is refused before any communication."""
+    def deco(fn):
+        names = list(inspect.signature(fn).parameters)[2:]  # after self and x
+        at = names.index("dtype") if "dtype" in names else None
+
+        @functools.wraps(fn)
+        def wrapper(self: "DistMesh", x, *args, **kwargs):
+            t, was_numpy = _as_tensor(op, "x", x)
+            if not was_numpy:
+                return fn(self, t, *args, **kwargs)
+            dtype = kwargs.get("dtype", args[at] if at is not None and len(args) > at else None)
+            if isinstance(dtype, torch.dtype) and _numpy_dtype(dtype) is None:
+                raise TypeError(f"{op}: dtype {dtype} has no NumPy equivalent to return for a "
+                                f"NumPy input; pass a torch tensor (torch.from_numpy(x)) to "
+                                f"get a {_name(dtype)} result")
+            return fn(self, t, *args, **kwargs).numpy()
+        return wrapper
+    return deco
+
+
 def _seconds(td: datetime.timedelta | None) -> str:
     return "the process group's" if td is None else f"{td.total_seconds():g} s"
 
@@ -162,18 +208,22 @@ def _numpy_dtype(t: torch.dtype) -> np.dtype | None:
         return None
 
 
+def _dtype_to_torch(op: str, dtype: Any) -> torch.dtype:
+    """A torch dtype, or a NumPy dtype (or its name) as the same torch dtype."""
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    try:
+        return getattr(torch, np.dtype(dtype).name)
+    except (TypeError, AttributeError):
+        raise TypeError(f"{op}: dtype {dtype!r} is not a NumPy or torch dtype") from None
+
+
 def _torch_dtype(op: str, dtype: Any, like: torch.Tensor) -> torch.dtype:
     """The accumulation dtype: ``dtype`` (NumPy or torch) if it holds every value of
     ``like``'s dtype, else a ValueError (the simulator's rule, in one place)."""
     if dtype is None:
         return like.dtype
-    if isinstance(dtype, torch.dtype):
-        out = dtype
-    else:
-        try:
-            out = getattr(torch, np.dtype(dtype).name)
-        except (TypeError, AttributeError):
-            raise TypeError(f"{op}: dtype {dtype!r} is not a NumPy or torch dtype") from None
+    out = _dtype_to_torch(op, dtype)
     src, dst = _numpy_dtype(like.dtype), _numpy_dtype(out)
     safe = (np.can_cast(src, dst, casting="safe") if src is not None and dst is not None
             else _bfloat16_safe(like.dtype, out))
@@ -202,6 +252,10 @@ class DistMesh:
     Sub-groups for each set of mesh axes are created once, in the same order on every
     rank (every rank must call the same collectives, as in any SPMD program), and reused.
 
+    Every collective takes this rank's local tensor as a torch tensor or a NumPy array
+    and returns the same kind (NumPy results of dtypes torch lacks, such as a bfloat16
+    accumulation, are refused with a TypeError: pass a torch tensor for those).
+
     Every collective accepts ``shapes=``: every device's local shape by linear device
     index (``(mesh.size, ndim)``), when the caller knows them (``dist_reshard`` does,
     from the shardings). Without it the group first all-gathers its shapes (one extra
@@ -217,6 +271,7 @@ class DistMesh:
     Example (inside ``fn`` of ``meshtensor.dist.run(fn, (2, 2))``, ``dm`` a DistMesh)::
 
         dm.all_reduce(torch.ones(3), ["x"])      # tensor([2., 2., 2.]) on every rank
+        dm.all_reduce(np.ones(3), ["x"])         # array([2., 2., 2.])
     """
 
     def __init__(self, mesh: Mesh | Sequence[int] | dict,
@@ -332,13 +387,23 @@ class DistMesh:
         return tuple(s)
 
     @_guard("point-to-point exchange")
-    def exchange(self, sends: dict[int, torch.Tensor], recv_shapes: dict[int, tuple[int, ...]],
-                 dtype: torch.dtype) -> dict[int, torch.Tensor]:
-        """Point-to-point: send ``sends[dst]`` to each rank, receive one tensor of
-        ``recv_shapes[src]`` from each; one batched isend/irecv round."""
-        got = {src: torch.empty(shape, dtype=dtype) for src, shape in recv_shapes.items()}
-        _p2p(sends, got)
-        return got
+    def exchange(self, sends: dict[int, Any], recv_shapes: dict[int, tuple[int, ...]],
+                 dtype: Any) -> dict[int, Any]:
+        """Point-to-point: send ``sends[dst]`` (a torch tensor or NumPy array) to each
+        rank, receive one array of ``recv_shapes[src]`` and ``dtype`` from each; one
+        batched isend/irecv round. A torch ``dtype`` receives torch tensors, a NumPy one
+        (``np.float32``, ``"int8"``) NumPy arrays.
+
+        Example (ranks 0 and 1 swap two floats)::
+
+            dm.exchange({1 - dm.rank: np.ones(2, np.float32)}, {1 - dm.rank: (2,)}, np.float32)
+        """
+        as_numpy = not isinstance(dtype, torch.dtype)
+        dt = _dtype_to_torch("exchange", dtype)
+        out = {dst: _as_tensor("exchange", f"sends[{dst}]", t)[0] for dst, t in sends.items()}
+        got = {src: torch.empty(shape, dtype=dt) for src, shape in recv_shapes.items()}
+        _p2p(out, got)
+        return {src: t.numpy() for src, t in got.items()} if as_numpy else got
 
     # -- the collectives ---------------------------------------------------------------------
     def _gather_shapes(self, op: str, x: torch.Tensor, pg, members, gather_axis: int, known):
@@ -350,6 +415,7 @@ class DistMesh:
         big[ax] = max(s[ax] for s in shapes)
         return ax, shapes, big
 
+    @_numpy_io("all_gather")
     @_guard("all_gather")
     def all_gather(self, x: torch.Tensor, mesh_axes, gather_axis: int, *,
                    shapes=None) -> torch.Tensor:
@@ -376,6 +442,7 @@ class DistMesh:
         _p2p(sends, {m: blocks[i] for i, m in enumerate(members) if i != pos}, pg)
         return torch.cat(blocks, dim=ax)
 
+    @_numpy_io("all_reduce")
     @_guard("all_reduce")
     def all_reduce(self, x: torch.Tensor, mesh_axes, reduction: str = "sum", dtype=None, *,
                    shapes=None) -> torch.Tensor:
@@ -393,6 +460,7 @@ class DistMesh:
             y = _unreducible(z, dt, reduction)
         return y
 
+    @_numpy_io("all_slice")
     def all_slice(self, x: torch.Tensor, mesh_axes, slice_axis: int, *,
                   shapes=None) -> torch.Tensor:
         """As :func:`meshtensor.collectives.all_slice` (no communication; ``shapes`` is
@@ -402,6 +470,7 @@ class DistMesh:
         ax = check_tensor_axis("all_slice", "slice_axis", slice_axis, x.ndim)
         return self._piece(x, ax, len(members), pos).clone()
 
+    @_numpy_io("all_to_all")
     @_guard("all_to_all")
     def all_to_all(self, x: torch.Tensor, mesh_axes, split_axis: int, concat_axis: int, *,
                    shapes=None) -> torch.Tensor:
@@ -440,6 +509,7 @@ class DistMesh:
             dist.broadcast(shape, src=members[r], group=pg)
         return tuple(int(v) for v in shape)
 
+    @_numpy_io("broadcast")
     @_guard("broadcast")
     def broadcast(self, x: torch.Tensor, mesh_axes, root, *, shapes=None) -> torch.Tensor:
         """As :func:`meshtensor.collectives.broadcast`."""
@@ -451,6 +521,7 @@ class DistMesh:
             dist.broadcast(_wire(y), src=members[r], group=pg)
         return y
 
+    @_numpy_io("gather")
     @_guard("gather")
     def gather(self, x: torch.Tensor, mesh_axes, gather_axis: int, root, *,
                shapes=None) -> torch.Tensor:
@@ -469,6 +540,7 @@ class DistMesh:
         outs = self._from_torch(members, outs)
         return torch.cat([o.narrow(ax, 0, s[ax]) for o, s in zip(outs, shapes)], dim=ax)
 
+    @_numpy_io("reduce")
     @_guard("reduce")
     def reduce(self, x: torch.Tensor, mesh_axes, root, reduction: str = "sum", dtype=None, *,
                shapes=None) -> torch.Tensor:
@@ -488,6 +560,7 @@ class DistMesh:
                 y = _unreducible(z, dt, reduction)
         return y
 
+    @_numpy_io("reduce_scatter")
     @_guard("reduce_scatter")
     def reduce_scatter(self, x: torch.Tensor, mesh_axes, scatter_axis: int, reduction: str = "sum",
                        dtype=None, *, shapes=None) -> torch.Tensor:
@@ -520,6 +593,7 @@ class DistMesh:
         n = self._piece_shape(tuple(y.shape), ax, k, pos)[ax]
         return out if n == big[ax] else out.narrow(ax, 0, n).clone()
 
+    @_numpy_io("scatter")
     @_guard("scatter")
     def scatter(self, x: torch.Tensor, mesh_axes, scatter_axis: int, root, *,
                 shapes=None) -> torch.Tensor:
@@ -540,6 +614,7 @@ class DistMesh:
                      src=members[r], group=pg)
         return out.narrow(ax, 0, self._piece_shape(shape, ax, k, pos)[ax]).clone()
 
+    @_numpy_io("permute")
     @_guard("permute")
     def permute(self, x: torch.Tensor, pairs: Iterable[tuple[DeviceLike, DeviceLike]], *,
                 shapes=None) -> torch.Tensor:
@@ -557,6 +632,7 @@ class DistMesh:
         got = self.exchange(sends, recv, x.dtype)
         return got[src] if recv else x.clone()
 
+    @_numpy_io("shift")
     @_guard("shift")
     def shift(self, x: torch.Tensor, mesh_axes, shift_axis, offset: int, rotate: bool = False, *,
               shapes=None) -> torch.Tensor:
@@ -565,6 +641,7 @@ class DistMesh:
         return self._move(x, {d: int(s) for d, (s, ok) in enumerate(zip(src, valid)) if ok},
                           self._known("shift", x, shapes))
 
+    @_numpy_io("update_halo")
     @_guard("update_halo")
     def update_halo(self, x: torch.Tensor, sharding: Sharding, global_shape: Sequence[int]) -> torch.Tensor:
         """As :func:`meshtensor.collectives.update_halo`: ``x`` is this rank's local array
@@ -605,15 +682,20 @@ class DistMesh:
         return base
 
 
-def dist_reshard(local: torch.Tensor, src: Sharding, tgt: Sharding, global_shape: Sequence[int],
-                 dmesh: DistMesh) -> torch.Tensor:
+def dist_reshard(local: Any, src: Sharding, tgt: Sharding, global_shape: Sequence[int],
+                 dmesh: DistMesh) -> Any:
     """Execute ``plan_reshard(src, tgt, global_shape)`` with torch.distributed and return
-    this rank's new local tensor. Every rank calls it with its own local tensor; the
-    plan is computed identically on each. Every local shape follows from the shardings,
-    so collectives skip their shape exchange: one transport call per collective step.
+    this rank's new local tensor, of the kind of ``local`` (a torch tensor or a NumPy
+    array). Every rank calls it with its own local tensor; the plan is computed
+    identically on each. Every local shape follows from the shardings, so collectives
+    skip their shape exchange: one transport call per collective step.
+
+    Example (inside ``fn`` of ``meshtensor.dist.run(fn, (2, 2))``)::
+
+        s, t = Sharding(dm.mesh, [[0], [1]]), Sharding(dm.mesh, [[1], [0]])
+        dist_reshard(np.zeros((2, 3)), s, t, (4, 6), dm)    # a (2, 3) ndarray
     """
-    if not isinstance(local, torch.Tensor):
-        raise TypeError(f"dist_reshard: local must be a torch.Tensor, got {type(local).__name__}")
+    local, was_numpy = _as_tensor("dist_reshard", "local", local)
     for name, s in (("src", src), ("tgt", tgt)):
         if not isinstance(s, Sharding):
             raise TypeError(f"dist_reshard: {name} must be a Sharding, got {type(s).__name__}")
@@ -637,7 +719,7 @@ def dist_reshard(local: torch.Tensor, src: Sharding, tgt: Sharding, global_shape
         else:
             w0, w1 = step.before.windows(shape)  # every device's local shape, known
             x = getattr(dmesh, step.op)(x, list(step.mesh_axes), **step.kwargs, shapes=w1 - w0)
-    return x
+    return x.numpy() if was_numpy else x
 
 
 def _run_transfer_step(dmesh: DistMesh, x: torch.Tensor, step: TransferStep, shape) -> torch.Tensor:

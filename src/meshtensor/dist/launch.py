@@ -24,6 +24,21 @@ class DistRunError(RuntimeError):
         self.outcomes = outcomes
 
 
+#: Set to 1 to see everything torch's C++ layer logs in the spawned ranks (warnings with
+#: ``frame #...`` backtraces when a peer is gone); by default they are off, as the
+#: DistRunError summary already says which rank failed and why.
+DEBUG_ENV = "MESHTENSOR_DIST_DEBUG"
+
+
+def _child_env() -> dict[str, str]:
+    """Environment variables ``run`` sets for the ranks it spawns: torch's C++ log level
+    at ERROR (its warnings carry dozens of ``frame #...`` lines), unless the debug mode
+    is on or the caller chose a level (``TORCH_CPP_LOG_LEVEL``) already."""
+    if os.environ.get(DEBUG_ENV, "") not in ("", "0") or "TORCH_CPP_LOG_LEVEL" in os.environ:
+        return {}
+    return {"TORCH_CPP_LOG_LEVEL": "ERROR"}
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -119,6 +134,11 @@ def run(fn: Callable, mesh_shape: Any, *args: Any, backend: str = "gloo",
       :class:`DistRunError` says which ranks had no result. Under ``torchrun`` the job's
       lifetime is torchrun's business and ``deadline`` is not applied.
 
+    The spawned ranks run with torch's C++ logging at ERROR, so a failure prints the
+    :class:`DistRunError` summary without torch's C++ backtraces (``frame #...``);
+    ``MESHTENSOR_DIST_DEBUG=1`` in the environment keeps them (and a
+    ``TORCH_CPP_LOG_LEVEL`` you set is left alone).
+
     Example (in a script)::
 
         def work(dm):
@@ -139,8 +159,18 @@ def run(fn: Callable, mesh_shape: Any, *args: Any, backend: str = "gloo",
     procs = [ctx.Process(target=_worker, daemon=True,
                          args=(r, mesh.size, mesh.as_dict, backend, port, timeout, fn, args, results))
              for r in range(mesh.size)]
-    for p in procs:
-        p.start()
+    env = _child_env()  # spawned processes copy os.environ when they start
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        for p in procs:
+            p.start()
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     outcomes: dict[int, tuple[str, Any]] = {}
     failed_at: float | None = None
     stop_at = None if deadline is None else time.monotonic() + deadline

@@ -18,6 +18,7 @@ from tvm import tirx
 from ...boxes import clip_boxes, split_by_owner, volume
 from ...cost import hops, xy_link_loads
 from ...mesh import Mesh
+from ...text import DEFAULT_WIDTH, columns, wrap
 from ..ir.comm_op import CommOp
 from ..ir.evaluate import region_box
 from ..ir.kernel import KernelView, execution_keys, executions
@@ -194,47 +195,52 @@ class CommReport:
         _check_rates(link_bandwidth, hop_latency)
         return float(sum(s.time(link_bandwidth, hop_latency) for s in self.supersteps))
 
-    def table(self) -> str:
+    def table(self, width: int = DEFAULT_WIDTH) -> str:
         """Per core: bytes its copies read and write in its own shards (local) and in other
         cores' shards (remote), bytes received and sent through comm ops (when the kernel
-        has any), and its remote bytes by the length of their XY route (``1 hop`` ...)."""
+        has any), and its remote bytes by the length of their XY route (``1 hop`` ...),
+        in at most ``width`` columns (wider tables continue in blocks of columns)."""
         pc = self.per_core()
         comm = bool(self.is_comm.any())
         remote = self.core != self.peer
         maxh = int(self.hops[remote].max()) if remote.any() else 0
-        hop_cols = list(range(1, maxh + 1))
         keys = ["local_read", "remote_read", "local_write", "remote_write"] + \
             (["comm_received", "comm_sent"] if comm else [])
-        heads = ["local rd", "remote rd", "local wr", "remote wr"] + \
-            (["comm recv", "comm sent"] if comm else [])
-        lines = ["core".rjust(8) + "".join(f" {h:>10s}" for h in heads) +
-                 "".join(f" {f'{h} hop':>9s}" for h in hop_cols)]
+        heads = ["core", "local rd", "remote rd", "local wr", "remote wr"] + \
+            (["comm recv", "comm sent"] if comm else []) + \
+            [f"{h} hop" for h in range(1, maxh + 1)]
+        rows = []
         for c in list(range(self.mesh.size)) + [None]:
             bh = self.by_hops(c)
             label = "total" if c is None else str(self.mesh.multi_index(c))
             vals = [int(pc[k].sum()) if c is None else int(pc[k][c]) for k in keys]
-            lines.append(f"{label:>8s}" + "".join(f" {v:>10d}" for v in vals) +
-                         "".join(f" {bh.get(h, 0):>9d}" for h in hop_cols))
-        return "\n".join(lines)
+            rows.append([label] + vals + [bh.get(h, 0) for h in range(1, maxh + 1)])
+        return "\n".join(columns(heads, rows, width))
 
     def superstep_table(self, link_bandwidth: float = DEFAULT_LINK_BANDWIDTH,
-                        hop_latency: float = DEFAULT_HOP_LATENCY) -> str:
-        """One line per superstep: bytes between cores, transfers, bytes by route length,
-        the busiest link's bytes and the estimated NoC time; then the totals."""
+                        hop_latency: float = DEFAULT_HOP_LATENCY,
+                        width: int = DEFAULT_WIDTH) -> str:
+        """One line per superstep, in the order they run: the statement (named in a
+        legend above the table), its execution, bytes between cores, transfers, the
+        busiest link's bytes, the estimated NoC time and bytes by route length; then
+        the totals; in at most ``width`` columns."""
         _check_rates(link_bandwidth, hop_latency)
-        w = max([len(s.statement) for s in self.supersteps] + [9])
-        lines = [f"{'statement':<{w}s} {'exec':>4s} {'bytes':>10s} {'xfers':>5s} "
-                 f"{'max link':>9s} {'NoC us':>8s}  bytes by hops"]
-        for s in self.supersteps:
+        names = list(dict.fromkeys(s.statement for s in self.supersteps))
+        legend = [line for n in names
+                  for line in wrap(n, width, indent=" " * (n.find(": ") + 2))]
+        heads = ["step", "statement", "exec", "bytes", "xfers", "max link", "NoC us",
+                 "bytes by hops"]
+        rows = []
+        for i, s in enumerate(self.supersteps):
             hb = ", ".join(f"{h}: {b}" for h, b in sorted(s.hop_bytes.items())) or "-"
-            lines.append(f"{s.statement:<{w}s} {s.execution:>4d} {s.nbytes:>10d} {s.flows:>5d} "
-                         f"{s.max_link_bytes:>9d} {s.time(link_bandwidth, hop_latency) * 1e6:>8.3f}"
-                         f"  {hb}")
-        lines.append(f"{'total':<{w}s} {len(self.supersteps):>4d} "
-                     f"{sum(s.nbytes for s in self.supersteps):>10d} "
-                     f"{sum(s.flows for s in self.supersteps):>5d} {self.max_link_bytes():>9d} "
-                     f"{self.noc_time(link_bandwidth, hop_latency) * 1e6:>8.3f}")
-        return "\n".join(lines)
+            rows.append([i, s.statement.split(": ")[0], s.execution, s.nbytes, s.flows,
+                         s.max_link_bytes, f"{s.time(link_bandwidth, hop_latency) * 1e6:.3f}",
+                         hb])
+        rows.append(["total", "", len(self.supersteps), sum(s.nbytes for s in self.supersteps),
+                     sum(s.flows for s in self.supersteps), self.max_link_bytes(),
+                     f"{self.noc_time(link_bandwidth, hop_latency) * 1e6:.3f}", ""])
+        table = columns(heads, rows, width, key=2, left=(0, 1, 7))
+        return "\n".join(legend + [""] + table if legend else table)
 
 
 def _op_name(op: CommOp) -> str:

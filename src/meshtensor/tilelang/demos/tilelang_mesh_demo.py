@@ -16,6 +16,7 @@ from ..ir.comm_op import DISPLAY, find_comm_ops
 from ..kernels.tilelang_mesh_gemm import matmul
 from ..language import tilelang_mesh as tm
 from ..logs import quiet_tilelang
+from .printer import Printer
 
 MESH = (4, 4)
 _WORD = {(1,): "h", (0,): "v", (0, 1): "all"}
@@ -43,9 +44,12 @@ def traffic_lines(kernel) -> list[str]:
     return lines
 
 
-def main(size: int = 512, repeat: int = 3) -> int:
-    """Compile, run and check the fork's GEMM on a 4x4 mesh; print its traffic."""
+def main(size: int = 512, repeat: int = 3, width: int = 80) -> int:
+    """Compile, run and check the fork's GEMM on a 4x4 mesh; print its traffic within
+    ``width`` columns."""
     import torch
+
+    out = Printer(width)
 
     mesh = tm.enable(mesh=MESH)
     n = MESH[0]
@@ -53,17 +57,17 @@ def main(size: int = 512, repeat: int = 3) -> int:
     shard = -(-size // n)
     bm = min(32, shard)
     bk = min(16, shard)
-    print("meshtensor demo --tilelang-mesh: the GEMM of Tilelang-Mesh's examples, as is,")
-    print(f"on a {mesh} mesh: C = A @ B, {M}x{N}x{K} float32, A, B, C T.MeshTensor with")
-    print(f"MeshShardingPolicy(y=0, x=1) ({shard}x{shard} shards), {bm}x{bm} tiles of C, "
+    out.say("meshtensor demo --tilelang-mesh: the GEMM of Tilelang-Mesh's examples, as is,")
+    out.say(f"on a {mesh} mesh: C = A @ B, {M}x{N}x{K} float32, A, B, C T.MeshTensor with")
+    out.say(f"MeshShardingPolicy(y=0, x=1) ({shard}x{shard} shards), {bm}x{bm} tiles of C, "
           f"k steps of {bk}")
-    print("in T.Pipelined, each an all_gather of A's tiles along the row and of B's")
-    print("down the column, then T.gemm into a core-private accumulator")
+    out.say("in T.Pipelined, each an all_gather of A's tiles along the row and of B's")
+    out.say("down the column, then T.gemm into a core-private accumulator")
     func = matmul(M, N, K, bm, bm, bk, num_stages=2)
     t0 = time.perf_counter()
     with quiet_tilelang():
         kernel = compile_mesh_kernel(func)
-    print(f"compiled in {time.perf_counter() - t0:.1f} s (PrepareTilelangMesh, "
+    out.say(f"compiled in {time.perf_counter() - t0:.1f} s (PrepareTilelangMesh, "
           f"LowerMeshComm, TileLang's C backend)")
     rng = np.random.default_rng(0)
     a = rng.integers(-4, 5, (M, K)).astype(np.float32)  # integer values: exact sums
@@ -76,12 +80,11 @@ def main(size: int = 512, repeat: int = 3) -> int:
         kernel(torch.from_numpy(a), torch.from_numpy(b), c)
         times.append(time.perf_counter() - t0)
     ok = np.array_equal(c.numpy(), want)
-    print(f"result {'equals' if ok else 'DIFFERS FROM'} NumPy (integer-valued data: exact)")
-    print(f"{statistics.median(times) * 1e3:.1f} ms per call (median of {len(times)}; one CPU "
+    out.say(f"result {'equals' if ok else 'DIFFERS FROM'} NumPy (integer-valued data: exact)")
+    out.say(f"{statistics.median(times) * 1e3:.1f} ms per call (median of {len(times)}; one CPU "
           f"thread runs the {mesh.size} cores)")
-    print("\ntraffic on the chip (analyze_mesh_communication; a gather along a row or "
+    out.say("\ntraffic on the chip (analyze_mesh_communication; a gather along a row or "
           "column")
-    print("is one multicast per core, one transfer per receiver):")
-    for line in traffic_lines(kernel):
-        print(line)
+    out.say("is one multicast per core, one transfer per receiver):")
+    out.block(traffic_lines(kernel))
     return 0 if ok else 1
