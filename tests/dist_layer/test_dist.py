@@ -61,7 +61,7 @@ def sim_collectives(m):
 # One job per mesh runs every check (W.everything); `run` watches the 2x2 job through a
 # clock SPEEDUP times fast, so that job looks far longer to it than the old whole-job
 # limit of 60 s + 5 x timeout.
-TIMEOUT, SHORT_TIMEOUT, LATE, SPEEDUP = 60.0, 2.0, 6.0, 100
+TIMEOUT, SHORT_TIMEOUT, LATE, SPEEDUP = 60.0, 2.0, 9.0, 100
 # The one torch.distributed call each collective step makes (its data; the batched
 # point-to-point calls of all_to_all and transfer steps are counted apart).
 TORCH_CALL = {"all_gather": "all_gather_single", "all_reduce": "all_reduce",
@@ -200,6 +200,10 @@ def test_a_late_peer_on_a_sub_group_fails_within_the_timeout(job_2x2):
     assert f"collective timeout {SHORT_TIMEOUT:g} s" in msg
     assert [got[r]["late"][0] for r in (2, 3)] == ["ok", "ok"]  # the other group is fine
     assert {got[r]["default_timeout"] for r in range(4)} == {TIMEOUT}
+    # the exchange honours the DistMesh's timeout too (it ran on the default group's 60 s)
+    status, waited, msg = got[0]["late_exchange"]
+    assert status == "failed" and waited < SHORT_TIMEOUT + 2.5, (status, waited)
+    assert f"collective timeout {SHORT_TIMEOUT:g} s" in msg
 
 
 @pytest.mark.slow

@@ -230,6 +230,15 @@ def everything(dm, late=None, short_timeout=2.0):
         out["late"] = ("ok", time.monotonic() - t0, "")
     except DistCollectiveError as e:
         out["late"] = ("failed", time.monotonic() - t0, str(e))
+    if dm.rank == 0:
+        # a point-to-point exchange with the (still sleeping) late peer: it runs on a
+        # group of every rank with the short timeout, not the default group's 60 s
+        t0 = time.monotonic()
+        try:
+            short.exchange({}, {1: (2,)}, np.float32)
+            out["late_exchange"] = ("ok", time.monotonic() - t0, "")
+        except DistCollectiveError as e:
+            out["late_exchange"] = ("failed", time.monotonic() - t0, str(e))
     return out
 
 

@@ -263,10 +263,11 @@ class DistMesh:
 
     Args:
         mesh: the mesh (or its shape); its size must equal the world size.
-        timeout: how long a collective on a sub-group waits for its peers (seconds or
-            a timedelta; default: the default process group's timeout, which collectives
-            over the whole mesh use). A late or dead peer makes the collective raise
-            :class:`DistCollectiveError` after about this long.
+        timeout: how long a collective or point-to-point exchange waits for its peers
+            (seconds or a timedelta; default: the default process group's timeout). It
+            holds on every group the mesh uses, the whole mesh included. A late or dead
+            peer makes the operation raise :class:`DistCollectiveError` after about
+            this long.
 
     Example (inside ``fn`` of ``meshtensor.dist.run(fn, (2, 2))``, ``dm`` a DistMesh)::
 
@@ -286,7 +287,13 @@ class DistMesh:
                              f"process group has {world} ranks")
         self.rank = dist.get_rank()
         self.coords = self.mesh.multi_index(self.rank)
-        self.timeout = _as_timedelta(timeout) or _group_timeout()
+        stock = _group_timeout()
+        self.timeout = _as_timedelta(timeout) or stock
+        # collectives over the whole mesh and point-to-point exchanges run on a group of
+        # every rank with this timeout: the default group's may be much longer (gloo's
+        # 30 minutes) than the one an error message quotes (every rank creates it)
+        self._world = dist.group.WORLD if self.timeout == stock else \
+            dist.new_group(list(range(world)), timeout=self.timeout)
         self._groups: dict[tuple[int, ...], tuple[Any, list[int], int]] = {}
 
     def __repr__(self) -> str:
@@ -300,7 +307,7 @@ class DistMesh:
         if axes not in self._groups:
             groups = self.mesh.group_array(axes)
             if groups.shape[1] == self.mesh.size:
-                mine = (dist.group.WORLD, groups[0].tolist())
+                mine = (self._world, groups[0].tolist())
             elif groups.shape[1] > 1:
                 mine = None
                 for g in groups.tolist():  # every rank creates every group, in order
@@ -391,8 +398,9 @@ class DistMesh:
                  dtype: Any) -> dict[int, Any]:
         """Point-to-point: send ``sends[dst]`` (a torch tensor or NumPy array) to each
         rank, receive one array of ``recv_shapes[src]`` and ``dtype`` from each; one
-        batched isend/irecv round. A torch ``dtype`` receives torch tensors, a NumPy one
-        (``np.float32``, ``"int8"``) NumPy arrays.
+        batched isend/irecv round, on a group of every rank with this mesh's timeout. A
+        torch ``dtype`` receives torch tensors, a NumPy one (``np.float32``, ``"int8"``)
+        NumPy arrays.
 
         Example (ranks 0 and 1 swap two floats)::
 
@@ -402,7 +410,7 @@ class DistMesh:
         dt = _dtype_to_torch("exchange", dtype)
         out = {dst: _as_tensor("exchange", f"sends[{dst}]", t)[0] for dst, t in sends.items()}
         got = {src: torch.empty(shape, dtype=dt) for src, shape in recv_shapes.items()}
-        _p2p(out, got)
+        _p2p(out, got, self._world)
         return {src: t.numpy() for src, t in got.items()} if as_numpy else got
 
     # -- the collectives ---------------------------------------------------------------------
