@@ -1,3 +1,4 @@
+import contextlib
 import os
 
 import numpy as np
@@ -26,3 +27,26 @@ if _slow or _ci:
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)
+
+
+@pytest.fixture(scope="session")
+def spawn_lock(tmp_path_factory):
+    """A context manager held by one test at a time across pytest-xdist workers, around
+    jobs that start process groups on loopback: run side by side, two jobs' rendezvous
+    and gloo pair ports can collide (a free port found by one is taken by the other)
+    and a rank fails with "Connection closed by peer"."""
+    try:
+        import fcntl
+    except ImportError:  # no POSIX file locks: run as scheduled
+        fcntl = None
+    path = tmp_path_factory.getbasetemp().parent / "spawn.lock"
+
+    @contextlib.contextmanager
+    def held():
+        if fcntl is None or os.environ.get("PYTEST_XDIST_WORKER") is None:
+            yield
+            return
+        with open(path, "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
+    return held

@@ -270,8 +270,9 @@ def test_demo_target_cuda_without_a_gpu_says_so_at_once():
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     rc, torch_loaded, tilelang_loaded, seconds = r.stdout.split()
+    # the 3.6 s it took were torch's and tilelang's imports: neither happens now (a
+    # wall-clock bound would only measure how busy the machine is)
     assert (rc, torch_loaded, tilelang_loaded) == ("2", "False", "False")
-    assert float(seconds) < 1.0  # no torch or tilelang import (3.6 s before)
     assert r.stderr == ("meshtensor demo: error: --target cuda needs a CUDA GPU; none is "
                         "visible (no /dev/nvidia* device, or CUDA_VISIBLE_DEVICES hides "
                         "them)\n")
@@ -300,12 +301,17 @@ def test_cuda_visible(files, hidden, want, tmp_path, monkeypatch):
 
 
 @pytest.mark.slow  # imports torch and tilelang
-def test_bench_gemm_rejects_size_0_before_running():
+def test_bench_gemm_rejects_size_0_before_running(capsys, monkeypatch):
     pytest.importorskip("tilelang")
+    import runpy
     bench = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "bench_gemm.py"
-    r = subprocess.run([sys.executable, str(bench), "0"], capture_output=True, text=True)
-    assert (r.returncode, r.stdout) == (2, "")
-    assert "bench_gemm.py: error: argument size: must be >= 1, got 0" in r.stderr
+    monkeypatch.setattr(sys, "argv", [str(bench), "0"])
+    monkeypatch.syspath_prepend(str(bench.parent))
+    with pytest.raises(SystemExit) as e:  # in this process: tilelang is imported once
+        runpy.run_path(str(bench), run_name="__main__")
+    out = capsys.readouterr()
+    assert (e.value.code, out.out) == (2, "")
+    assert "bench_gemm.py: error: argument size: must be >= 1, got 0" in out.err
 
 
 def test_seed_dict_is_checked_against_the_shape_rank(capsys):

@@ -9,6 +9,7 @@ opening fence.
 """
 from __future__ import annotations
 
+import contextlib
 import pathlib
 import re
 import subprocess
@@ -22,6 +23,8 @@ TIMEOUT_S = 300  # generous: CI machines may be loaded; a hung block still fails
 FENCE = re.compile(r"^```python[^\n`]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 # Blocks that import tilelang/torch compile kernels or spawn processes: seconds each.
 SLOW = re.compile(r"\b(tilelang|tvm|torch|meshtensor\.dist)\b")
+# Blocks that start process groups on loopback run one at a time (conftest.spawn_lock).
+SPAWNS = re.compile(r"\bmeshtensor\.dist\b|torch\.distributed")
 # Noise no example may print: torch's C++ backtraces and gloo's all-to-all fallback
 # warning (meshtensor.dist avoids or hides both: docs/dist.md, docs/interop.md).
 NOISE = re.compile(r"^frame #\d+: |falling back with allgather", re.MULTILINE)
@@ -80,12 +83,14 @@ def test_fence_parsing(tmp_path):
 
 
 @pytest.mark.parametrize("code", _params())
-def test_doc_block_runs(code, tmp_path):
+def test_doc_block_runs(code, tmp_path, spawn_lock):
     script = tmp_path / "snippet.py"
     script.write_text(code, encoding="utf-8")
+    spawns = SPAWNS.search(code) is not None
     try:
-        r = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True,
-                           text=True, timeout=TIMEOUT_S)
+        with spawn_lock() if spawns else contextlib.nullcontext():
+            r = subprocess.run([sys.executable, str(script)], cwd=tmp_path,
+                               capture_output=True, text=True, timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired as e:
         pytest.fail(f"timed out after {TIMEOUT_S} s; stderr:\n{e.stderr}")
     if r.returncode != 0 or "Traceback" in r.stderr:

@@ -34,3 +34,13 @@ def once_per_run(tmp_path_factory):
             path.write_bytes(pickle.dumps(value))
             return value
     return get
+
+
+@pytest.fixture(autouse=True)
+def one_job_at_a_time(request, spawn_lock):
+    """Tests that spawn process groups (marked slow) run one at a time across workers."""
+    if request.node.get_closest_marker("slow") is None:
+        yield
+        return
+    with spawn_lock():
+        yield
