@@ -233,7 +233,8 @@ _OPS = {"shift_row": 'MC2.shift(S, R, ["col"], "col", 1, rotate=True)',
         "shift_col": 'MC2.shift(R, S, ["row"], "row", -1, rotate=True)',
         "bcast": 'MC2.broadcast(S, R, ["col"], root=[{root}])',
         "barrier": "MC2.barrier()",
-        "work": "S[0] = S[0] * R[0] + T.float32(1.0)"}
+        "work": "S[0] = S[0] * R[0] + T.float32(1.0)",
+        "let": "w = S[1] * R[1] + T.float32(1.0)"}
 
 programs = st.recursive(
     st.lists(st.sampled_from(sorted(_OPS)), min_size=1, max_size=3).map(
@@ -292,7 +293,7 @@ def test_superstep_order_equals_the_lowerings_on_random_programs(prog):
     assert model == lowered_comm_order(f)
     # the work statement lands between the right exchanges: count it per superstep
     total = sum(int(s.ops.get("float32", np.zeros(8)).sum()) for s in w.steps)
-    assert total % (2 * 8) == 0  # 2 ops on each of 8 cores per execution
+    assert total % (2 * 8) == 0  # 2 ops on each of 8 cores per execution (work or let)
 
 
 def test_work_is_placed_between_the_exchanges_it_runs_between():
@@ -302,6 +303,14 @@ def test_work_is_placed_between_the_exchanges_it_runs_between():
     ops = [int(s.ops["float32"][0]) for s in w.steps]
     assert [s.comm_op for s in w.steps] == [0, 0, 0, 1]  # no tail: nothing after barrier
     assert ops == [2, 4, 4, 4]
+
+
+def test_a_binding_is_placed_where_it_runs():
+    """A binding is counted at its own place in its statement list: before the
+    exchange that follows it in the same loop iteration."""
+    prog = [("loop", 3, [("op", "let"), ("op", "shift_row"), ("op", "work")])]
+    w = count_mesh_kernel(build_program(prog))
+    assert [int(s.ops["float32"][0]) for s in w.steps] == [2, 4, 4, 2]
 
 
 # -- trace ---------------------------------------------------------------------------------
@@ -372,6 +381,65 @@ def test_gemm_and_stores_are_counted():
     assert w.local_bytes == 3 * 4096
     r = estimate_mesh_kernel(w, "wormhole-n300")
     assert r.steps[0].arith[0] == pytest.approx(131072 / 1.024e12 + 1024 / 6.4e10)
+
+
+# What counts as an operation (docs/perf.md): one small kernel per rule, 2 x 2 cores,
+# each core running its loop over a row of 8 elements of a global (8, 8) tensor A.
+@T.prim_func
+def ops_guarded(A: T.Tensor((8, 8), "float32")):
+    with T.Kernel(2, 2, threads=1) as (bx, by):
+        S = T.alloc_local((8,), "float32")
+        for i in T.serial(8):  # the guard's i + 1 < 8 and the index bx * 2 + by: free
+            S[i] = T.if_then_else(i + 1 < 8, A[bx * 2 + by, i] * T.float32(2.0),
+                                  T.float32(0.0))
+
+
+@T.prim_func
+def ops_let(A: T.Tensor((8, 8), "float32")):
+    with T.Kernel(2, 2, threads=1) as (bx, by):
+        S = T.alloc_local((8,), "float32")
+        for i in T.serial(8):
+            x = A[bx * 2 + by, i] * T.float32(3.0)  # a binding: 1 op and a 4-byte load
+            S[i] = x + x * x  # 2 ops
+        for i in T.serial(8):
+            r = bx * 8 + i  # index arithmetic bound to a name: free
+            S[i] = T.Cast("float32", r) * T.float32(0.5)  # 1 op
+
+
+@T.prim_func
+def ops_constants(A: T.Tensor((8, 8), "float32")):
+    with T.Kernel(2, 2, threads=1) as (bx, by):
+        S = T.alloc_local((8,), "float32")
+        for i in T.serial(8):
+            S[i] = -T.infinity("float32")  # a constant: free
+        for i in T.serial(8):
+            S[i] = T.max(S[i], T.exp(A[bx * 2 + by, i]))  # 2 ops, a 4-byte load
+
+
+@T.prim_func
+def ops_stepped(A: T.Tensor((8, 8), "float32")):
+    with T.Kernel(2, 2, threads=1) as (bx, by):
+        S = T.alloc_local((8,), "float32")
+        for i in T.serial(1, 8, 2):  # i = 1, 3, 5, 7 (a binding i = 1 + 2 * _)
+            S[i] = S[i] * T.float32(2.0) + A[bx * 2 + by, i]  # 2 ops, a 4-byte load
+        for i in T.unroll(2, 6):
+            if i % 2 == 0:  # i = 2, 4
+                S[i] = T.fma(S[i], S[i], S[i])  # 2 ops
+
+
+@pytest.mark.parametrize("kernel,ops,mem", [
+    pytest.param(ops_guarded, {"float32": 8}, 8 * 4, id="guard-and-indices-free"),
+    pytest.param(ops_let, {"float32": 8 * 3 + 8}, 8 * 4, id="bindings-counted"),
+    pytest.param(ops_constants, {"float32": 8 * 2}, 8 * 4, id="constants-free"),
+    pytest.param(ops_stepped, {"float32": 4 * 2 + 2 * 2}, 4 * 4, id="steps-and-ifs"),
+])
+def test_what_counts_as_an_operation(kernel, ops, mem):
+    w = count_mesh_kernel(kernel, mesh={"row": 2, "col": 2})
+    assert {d: v.tolist() for d, v in w.ops().items()} == {d: [n] * 4 for d, n in ops.items()}
+    assert w.mem_bytes().tolist() == [mem] * 4
+    # every preset has the float32 rate: the estimate works on all of them
+    for m in PRESETS.values():
+        assert estimate_mesh_kernel(w, m).total > 0
 
 
 @pytest.mark.parametrize("machine,size,fits", [("epiphany-e16g301", 64, True),
