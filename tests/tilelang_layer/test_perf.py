@@ -313,6 +313,26 @@ def test_a_binding_is_placed_where_it_runs():
     assert [int(s.ops["float32"][0]) for s in w.steps] == [2, 4, 4, 2]
 
 
+def test_each_phase_of_a_two_phase_op_counts_its_own_messages():
+    """A Tilelang-Mesh all-gather over both axes is two supersteps on the chip (down the
+    columns, then along the rows): in each, every core sends one message."""
+    from meshtensor.tilelang import tilelang_mesh as tm
+    tm.enable(mesh=(2, 2))
+
+    @T.prim_func
+    def gather_all():
+        with T.Kernel(4) as cid:
+            S = T.alloc_shared((4,), "float32")
+            D = T.alloc_shared((4, 4), "float32")
+            T.comm.all_gather(S, D, direction="all")
+
+    r = estimate_mesh_kernel(gather_all, TOY)
+    assert [s.work.flows for s in r.steps] == [4, 8]  # the second forwards two pieces
+    assert [s.work.sends.tolist() for s in r.steps] == [[1, 1, 1, 1]] * 2
+    assert [s.latency for s in r.steps] == pytest.approx([TOY.hop_latency
+                                                         + TOY.message_overhead] * 2)
+
+
 # -- trace ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("algorithm,n", [("cannon_comm", 4), ("summa_comm", 2),
                                          ("ksplit_comm", 3), ("local", 2)])
