@@ -334,10 +334,12 @@ def test_each_phase_of_a_two_phase_op_counts_its_own_messages():
 
 
 # -- trace ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("machine", [TOY, "wormhole-n300", "epiphany-e64g401"],
+                         ids=["toy", "wormhole", "epiphany"])
 @pytest.mark.parametrize("algorithm,n", [("cannon_comm", 4), ("summa_comm", 2),
                                          ("ksplit_comm", 3), ("local", 2)])
-def test_trace_is_valid_and_adds_up_to_the_model(tmp_path, algorithm, n):
-    r = estimate_mesh_kernel(build_gemm(algorithm, 96, 80, 72, mesh=n), TOY)
+def test_trace_is_valid_and_adds_up_to_the_model(tmp_path, algorithm, n, machine):
+    r = estimate_mesh_kernel(build_gemm(algorithm, 96, 80, 72, mesh=n), machine)
     doc = json.loads(write_trace(r, tmp_path / "t.json").read_text())
     events = doc["traceEvents"]
     for e in events:
@@ -348,11 +350,10 @@ def test_trace_is_valid_and_adds_up_to_the_model(tmp_path, algorithm, n):
     for e in slices:
         tracks.setdefault((e["pid"], e["tid"]), []).append(e)
     assert set(tracks) >= {(CORES_PID, c) for c in range(n * n)}
-    eps = 1e-9 * r.total * 1e6
     for evs in tracks.values():
         evs.sort(key=lambda e: e["ts"])
         for a, b in zip(evs, evs[1:]):
-            assert b["ts"] >= a["ts"] + a["dur"] - eps  # no overlap on a track
+            assert b["ts"] >= a["ts"] + a["dur"], (a, b)  # no overlap, not by one ulp
     pc = r.per_core()
     for c in range(n * n):
         evs = tracks[(CORES_PID, c)]
