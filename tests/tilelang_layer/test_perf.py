@@ -577,6 +577,15 @@ def test_profile_output_fits_80_columns(argv, capsys):
     assert main(["profile", *argv]) == 0
     out = capsys.readouterr().out
     assert out and all(len(line) <= 80 for line in out.splitlines()), out
+    assert all(line == line.rstrip() for line in out.splitlines()), out
+
+
+def test_list_machines_prints_each_preset_number_unrounded(capsys):
+    assert main(["profile", "--list-machines"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines()
+                if x.startswith("epiphany-e64g401"))
+    assert line.split() == ["epiphany-e64g401", "8x8", "1.6", "0.10", "6.4", "1.875", "12.5",
+                            "32"]
 
 
 def test_profile_user_kernel_trace_and_png(tmp_path, capsys):
@@ -614,6 +623,9 @@ def test_profile_lists_supersteps_up_to_steps(capsys):
     pytest.param(["k.py"], "kernel: expected FILE.py:FUNCTION, got 'k.py'", id="no-function"),
     pytest.param(["--compare", "--png", "x.png"], "--trace and --png draw one kernel",
                  id="compare-png"),
+    pytest.param(["--compare", "--algorithm", "cannon_comm"], "--compare estimates "
+                 "summa_comm, cannon_comm and ksplit_comm; drop --algorithm",
+                 id="compare-algorithm"),
 ])
 def test_profile_errors_exit_2_before_printing(argv, message, capsys):
     assert main(["profile", *argv]) == 2
@@ -628,6 +640,41 @@ def test_profile_user_kernel_errors(tmp_path, capsys):
     assert "defines no 'rign' (it defines make, ring)" in capsys.readouterr().err
     assert main(["profile", f"{src}:ring", "--algorithm", "summa_comm"]) == 2
     assert "a user kernel (FILE.py:FUNCTION) brings its own shape" in capsys.readouterr().err
+    # a flag for the built-in GEMMs is not dropped silently
+    assert main(["profile", f"{src}:ring", "--dtype", "bfloat16"]) == 2
+    assert "--dtype is for the built-in GEMMs" in capsys.readouterr().err
+
+
+NO_MESH_KERNEL = '''
+import tilelang.language as T
+
+@T.prim_func
+def scale(A: T.Tensor((8, 8), "float32")):
+    with T.Kernel(2, 2, threads=1) as (bx, by):
+        S = T.alloc_local((4, 4), "float32")
+        T.copy(A[bx * 4:bx * 4 + 4, by * 4:by * 4 + 4], S)
+        for i, j in T.grid(4, 4):
+            S[i, j] = S[i, j] * T.float32(2.0)
+        T.copy(S, A[bx * 4:bx * 4 + 4, by * 4:by * 4 + 4])
+'''
+
+
+def test_profile_kernel_without_a_mesh_asks_for_mesh(tmp_path, capsys):
+    src = tmp_path / "plain.py"
+    src.write_text(NO_MESH_KERNEL)
+    assert main(["profile", f"{src}:scale"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert "names no mesh (no mesh annotations or comm ops); give --mesh, e.g. --mesh 2x2" \
+        in err
+    assert main(["profile", f"{src}:scale", "--mesh", "2x2", "--machine",
+                 "epiphany-e16g301"]) == 0
+    out = capsys.readouterr().out
+    # 128 B in and out at 0.5 GB/s; 16 multiplies at 2 GFLOP/s
+    assert "estimated time 256.000 ns over 1 supersteps" in out
+    assert main(["profile", f"{src}:scale", "--mesh", "4x4"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("estimate_mesh_kernel:") == 1 and "launch grid (2, 2)" in err
 
 
 def test_profile_bad_steps_is_an_argument_error(capsys):

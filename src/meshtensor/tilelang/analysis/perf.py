@@ -330,8 +330,9 @@ class _Counter:
                 break
         try:
             space = self.view.space(Found(found.call, scope[:cut], order), WHERE)
-        except ValueError as err:
-            raise ValueError(f"{WHERE}: cannot count {name}: {err}") from None
+        except ValueError as err:  # the message names WHERE already
+            why = str(err).removeprefix(f"{WHERE}: ")
+            raise ValueError(f"{WHERE}: cannot count {name}: {why}") from None
         return space, count, order
 
     def steps_of(self, space: IterSpace, order: tuple) -> np.ndarray:
