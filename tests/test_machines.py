@@ -18,7 +18,7 @@ GOOD = {"name": "chip", "mesh_shape": [4, 4], "flops_per_s": {"float32": 2e9},
 @pytest.mark.parametrize("name", sorted(PRESETS))
 def test_every_preset_number_says_where_it_comes_from(name):
     m = PRESETS[name]
-    assert set(m.sources) == set(FIELDS) - {"mesh_shape"}
+    assert set(m.sources) == set(FIELDS)  # the mesh's too
     for key, src in m.sources.items():
         assert src.startswith(STATUS), (name, key, src)
     if name == "generic":  # every number of the generic preset is an assumption
