@@ -79,6 +79,11 @@ def test_replace_and_round_trip():
                  id="nan"),
     pytest.param({"bandwidth": 1.0}, "unknown field.s. bandwidth; a machine has mesh_shape",
                  id="unknown-field"),
+    pytest.param({"sources": "datasheet"}, "machine 'chip': sources must map field names "
+                 "to where their numbers come from .strings., got 'datasheet'",
+                 id="sources-not-a-table"),
+    pytest.param({"sources": {"hop_latency": 1.5}}, "sources must map field names",
+                 id="source-not-a-string"),
 ])
 def test_bad_numbers_name_the_field(change, message):
     with pytest.raises(ValueError, match=message):

@@ -123,7 +123,12 @@ class Machine:
             set_(self, key, _number(where, key, getattr(self, key), True))
         for key in ("hop_latency", "message_overhead"):
             set_(self, key, _number(where, key, getattr(self, key), False))
-        set_(self, "sources", MappingProxyType(dict(self.sources)))
+        src = self.sources
+        if not isinstance(src, Mapping) or not all(isinstance(k, str) and isinstance(v, str)
+                                                   for k, v in src.items()):
+            raise ValueError(f"{where}: sources must map field names to where their "
+                             f"numbers come from (strings), got {src!r}")
+        set_(self, "sources", MappingProxyType(dict(src)))
 
     def __hash__(self) -> int:
         return hash((self.name, self.mesh_shape, tuple(self.flops_per_s.items()),
@@ -201,7 +206,7 @@ class Machine:
                        message_overhead=data["message_overhead"],
                        local_memory_bytes=data["local_memory_bytes"],
                        description=str(data.get("description", "")),
-                       sources=dict(data.get("sources", {})))
+                       sources=data.get("sources", {}))
 
 
 def _preset(name: str, description: str, **fields: tuple[Any, str]) -> Machine:
