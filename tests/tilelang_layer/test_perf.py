@@ -448,11 +448,21 @@ def ops_stepped(A: T.Tensor((8, 8), "float32")):
                 S[i] = T.fma(S[i], S[i], S[i])  # 2 ops
 
 
+@T.prim_func
+def ops_address(A: T.Tensor((8, 8), "float32")):
+    with T.Kernel(2, 2, threads=1) as (bx, by):
+        S = T.alloc_local((8,), "float32")
+        for i in T.serial(8):
+            p = T.address_of(A[bx * 2 + by, i])  # a pointer: no operation, no load
+            S[i] = A[bx * 2 + by, i] + T.float32(1.0)  # 1 op, a 4-byte load
+
+
 @pytest.mark.parametrize("kernel,ops,mem", [
     pytest.param(ops_guarded, {"float32": 8}, 8 * 4, id="guard-and-indices-free"),
     pytest.param(ops_let, {"float32": 8 * 3 + 8}, 8 * 4, id="bindings-counted"),
     pytest.param(ops_constants, {"float32": 8 * 2}, 8 * 4, id="constants-free"),
     pytest.param(ops_stepped, {"float32": 4 * 2 + 2 * 2}, 4 * 4, id="steps-and-ifs"),
+    pytest.param(ops_address, {"float32": 8}, 8 * 4, id="addresses-free"),
 ])
 def test_what_counts_as_an_operation(kernel, ops, mem):
     w = count_mesh_kernel(kernel, mesh={"row": 2, "col": 2})

@@ -61,6 +61,7 @@ _STORE_MARK = "meshtensor_perf_store"  # a store stands in as this call while we
 _ARITH = (tirx.Add, tirx.Sub, tirx.Mul, tirx.Div, tirx.Mod, tirx.FloorDiv, tirx.FloorMod,
           tirx.Min, tirx.Max)
 _FREE_CALLS = ("if_then_else", "reinterpret", "likely", "ret")
+_ADDRESS_CALLS = ("address_of", "tvm_access_ptr")  # an address: nothing loaded
 _INT64_MIN = np.iinfo(np.int64).min
 
 
@@ -185,6 +186,8 @@ def _ops_of(e: Any, tainted: set) -> tuple[dict[str, int], bool, bool]:
         own, counted = 1, (e.a, e.b)
     elif isinstance(e, tirx.Call):
         name = str(getattr(e.op, "name", "")).rsplit(".", 1)[-1]
+        if name in _ADDRESS_CALLS or str(e.dtype) == "void":
+            return {}, False, True
         if name == "if_then_else":  # its condition is control flow, as an `if`'s
             counted, control = tuple(e.args[1:]), tuple(e.args[:1])
         else:
@@ -210,8 +213,9 @@ def _ops_of(e: Any, tainted: set) -> tuple[dict[str, int], bool, bool]:
     if own:
         ops[str(e.dtype)] = ops.get(str(e.dtype), 0) + own
     # a constant, or integer arithmetic that reads no memory (indices, guards, loop
-    # counters): the compiler folds or strength-reduces it
-    if not mem and (not var or str(e.dtype).startswith(("int", "uint", "bool"))):
+    # counters): the compiler folds or strength-reduces it; pointers are addresses
+    if str(e.dtype) == "handle" or \
+            not mem and (not var or str(e.dtype).startswith(("int", "uint", "bool"))):
         return {}, mem, var
     return ops, mem, var
 
@@ -233,12 +237,16 @@ def _global_accesses(stmt: tirx.BufferStore | tirx.Bind, is_global) -> int:
     total = itemsize(stmt.buffer.dtype) if store and is_global(stmt.buffer) else 0
     hits: list = []
 
-    def visit(n: Any) -> None:
+    def visit(n: Any) -> bool:
+        if isinstance(n, tirx.Call) and \
+                str(getattr(n.op, "name", "")).rsplit(".", 1)[-1] in _ADDRESS_CALLS:
+            return False
         if isinstance(n, tirx.BufferLoad) and is_global(n.buffer):
             hits.append(itemsize(n.buffer.dtype))
+        return True
 
     for e in [stmt.value, *(stmt.indices if store else ())]:
-        tirx.stmt_functor.post_order_visit(tirx.Evaluate(e), visit)
+        tirx.stmt_functor.pre_order_visit(tirx.Evaluate(e), visit)
     return total + sum(hits)
 
 
