@@ -682,6 +682,7 @@ def test_profile_kernel_without_a_mesh_asks_for_mesh(tmp_path, capsys):
     out = capsys.readouterr().out
     # 128 B in and out at 0.5 GB/s; 16 multiplies at 2 GFLOP/s
     assert "estimated time 256.000 ns over 1 supersteps" in out
+    assert "busiest core: 16 FLOP, 128 B to/from global memory" in out
     assert main(["profile", f"{src}:scale", "--mesh", "4x4"]) == 2
     err = capsys.readouterr().err
     assert err.count("estimate_mesh_kernel:") == 1 and "launch grid (2, 2)" in err

@@ -605,6 +605,14 @@ def _bytes(n: float) -> str:
     return f"{int(n)} B"
 
 
+def _flop(n: float) -> str:
+    """``34.6 MFLOP``; ``16 FLOP`` for a small count (not ``0.0 MFLOP``)."""
+    for name, scale in (("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6), ("kFLOP", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {name}"
+    return f"{int(n)} FLOP"
+
+
 def _fit(text: str, width: int) -> str:
     return text if len(text) <= width else text[:max(width - 1, 0)] + "~"
 
@@ -680,7 +688,7 @@ class PerfReport:
             f"{b} {100 * bb[b] / tot:.0f}%" for b in BOUNDS))
         ops = w.ops()
         peak = max((float(v.max()) for v in ops.values()), default=0.0)
-        lines.append(f"busiest core: {peak / 1e6:.1f} MFLOP, "
+        lines.append(f"busiest core: {_flop(peak)}, "
                      f"{_bytes(float(w.mem_bytes().max()))} to/from global memory")
         verdict = "fits" if self.fits_local_memory else "DOES NOT FIT"
         lines.append(f"local memory per core: {_bytes(w.local_bytes)} of "
