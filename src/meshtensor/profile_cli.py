@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import inspect
 import pathlib
 import sys
 from typing import Any
@@ -151,6 +152,17 @@ def load_kernel(spec: str) -> Any:
     is_kernel = isinstance(obj, tirx.PrimFunc) or hasattr(obj, "prim_func") \
         or hasattr(obj, "functions")
     if not is_kernel and callable(obj):
+        try:
+            need = [q.name for q in inspect.signature(obj).parameters.values()
+                    if q.default is q.empty and q.kind in (q.POSITIONAL_ONLY,
+                                                           q.POSITIONAL_OR_KEYWORD,
+                                                           q.KEYWORD_ONLY)]
+        except (TypeError, ValueError):  # no signature (a builtin): just call it
+            need = []
+        if need:
+            raise ValueError(f"kernel: {name}() in {path} needs arguments "
+                             f"({', '.join(need)}); name a kernel, or a function of no "
+                             f"arguments that returns one")
         obj = obj()
     return obj
 

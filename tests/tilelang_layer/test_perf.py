@@ -570,6 +570,9 @@ def ring(A: T.Tensor((8, 32), "float32")):
 
 def make():
     return ring
+
+def build(n, dtype="float32"):
+    return ring
 '''
 
 
@@ -647,7 +650,10 @@ def test_profile_user_kernel_errors(tmp_path, capsys):
     src = tmp_path / "user_kernels.py"
     src.write_text(USER_KERNEL)
     assert main(["profile", f"{src}:rign"]) == 2
-    assert "defines no 'rign' (it defines make, ring)" in capsys.readouterr().err
+    assert "defines no 'rign' (it defines build, make, ring)" in capsys.readouterr().err
+    assert main(["profile", f"{src}:build"]) == 2
+    assert f"kernel: build() in {src} needs arguments (n); name a kernel, or a function " \
+        "of no arguments that returns one" in capsys.readouterr().err
     assert main(["profile", f"{src}:ring", "--algorithm", "summa_comm"]) == 2
     assert "a user kernel (FILE.py:FUNCTION) brings its own shape" in capsys.readouterr().err
     # a flag for the built-in GEMMs is not dropped silently
