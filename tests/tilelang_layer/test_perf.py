@@ -732,3 +732,9 @@ def test_docs_table_is_the_scripts():
     rows = [r for r in block.strip().splitlines() if r.startswith("| 256 |")]
     assert rows == mod.table_rows("generic", sizes=[256])
     assert len(block.strip().splitlines()) == 2 + len(mod.SIZES) * len(mod.MESHES)
+    # the Wormhole table (--sizes 256,1024,4096 --meshes 2,4,8): its 256 rows too
+    block = doc.split("<!-- perf-table:wormhole-n300-bfloat16:begin -->")[1].split("<!--")[0]
+    rows = [r for r in block.strip().splitlines() if r.startswith("| 256 |")]
+    assert rows == mod.table_rows("wormhole-n300", sizes=[256], meshes=[2, 4, 8],
+                                  dtype="bfloat16")
+    assert len(block.strip().splitlines()) == 2 + 3 * 3
