@@ -18,7 +18,7 @@ GOOD = {"name": "chip", "mesh_shape": [4, 4], "flops_per_s": {"float32": 2e9},
 @pytest.mark.parametrize("name", sorted(PRESETS))
 def test_every_preset_number_says_where_it_comes_from(name):
     m = PRESETS[name]
-    assert set(m.sources) == set(FIELDS) - {"mesh_shape"}
+    assert set(m.sources) == set(FIELDS)  # the mesh's too
     for key, src in m.sources.items():
         assert src.startswith(STATUS), (name, key, src)
     if name == "generic":  # every number of the generic preset is an assumption
@@ -79,6 +79,11 @@ def test_replace_and_round_trip():
                  id="nan"),
     pytest.param({"bandwidth": 1.0}, "unknown field.s. bandwidth; a machine has mesh_shape",
                  id="unknown-field"),
+    pytest.param({"sources": "datasheet"}, "machine 'chip': sources must map field names "
+                 "to where their numbers come from .strings., got 'datasheet'",
+                 id="sources-not-a-table"),
+    pytest.param({"sources": {"hop_latency": 1.5}}, "sources must map field names",
+                 id="source-not-a-string"),
 ])
 def test_bad_numbers_name_the_field(change, message):
     with pytest.raises(ValueError, match=message):

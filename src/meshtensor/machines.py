@@ -123,7 +123,12 @@ class Machine:
             set_(self, key, _number(where, key, getattr(self, key), True))
         for key in ("hop_latency", "message_overhead"):
             set_(self, key, _number(where, key, getattr(self, key), False))
-        set_(self, "sources", MappingProxyType(dict(self.sources)))
+        src = self.sources
+        if not isinstance(src, Mapping) or not all(isinstance(k, str) and isinstance(v, str)
+                                                   for k, v in src.items()):
+            raise ValueError(f"{where}: sources must map field names to where their "
+                             f"numbers come from (strings), got {src!r}")
+        set_(self, "sources", MappingProxyType(dict(src)))
 
     def __hash__(self) -> int:
         return hash((self.name, self.mesh_shape, tuple(self.flops_per_s.items()),
@@ -201,13 +206,12 @@ class Machine:
                        message_overhead=data["message_overhead"],
                        local_memory_bytes=data["local_memory_bytes"],
                        description=str(data.get("description", "")),
-                       sources=dict(data.get("sources", {})))
+                       sources=data.get("sources", {}))
 
 
-def _preset(name: str, mesh_shape: tuple[int, ...], description: str,
-            **fields: tuple[Any, str]) -> Machine:
+def _preset(name: str, description: str, **fields: tuple[Any, str]) -> Machine:
     """A preset from ``field=(value, source)`` pairs: every number carries its source."""
-    return Machine(name=name, mesh_shape=mesh_shape, description=description,
+    return Machine(name=name, description=description,
                    sources={k: s for k, (_, s) in fields.items()},
                    **{k: v for k, (v, _) in fields.items()})
 
@@ -215,8 +219,8 @@ def _preset(name: str, mesh_shape: tuple[int, ...], description: str,
 # Sources are spelt out in docs/perf.md ("Machines"); the short forms here say the status.
 PRESETS: Mapping[str, Machine] = MappingProxyType({m.name: m for m in (
     _preset(
-        "generic", (16, 16),
-        "assumed: 1 GHz cores, 32 float32 FLOP/cycle, 1 MiB each",
+        "generic", "assumed: 1 GHz cores, 32 float32 FLOP/cycle, 1 MiB each",
+        mesh_shape=((16, 16), "assumed: a mid-size mesh of 256 cores"),
         flops_per_s=({"float32": 32e9, "float16": 64e9, "bfloat16": 64e9, "int8": 128e9},
                      "assumed: 1 GHz, 16 float32 FMA lanes (32 FLOP/cycle), 2x for 16-bit, "
                      "4x for int8"),
@@ -228,8 +232,8 @@ PRESETS: Mapping[str, Machine] = MappingProxyType({m.name: m for m in (
         local_memory_bytes=(1 << 20, "assumed: 1 MiB"),
     ),
     _preset(
-        "epiphany-e16g301", (4, 4),
-        "Adapteva Epiphany-III (E16G301), 16 cores at 1 GHz",
+        "epiphany-e16g301", "Adapteva Epiphany-III (E16G301), 16 cores at 1 GHz",
+        mesh_shape=((4, 4), "derived: 16 cores [E16], the farthest 6 hops apart [FAB]"),
         flops_per_s=({"float32": 2e9}, "derived: 32 GFLOPS peak / 16 cores [E16]; "
                      "single precision only [EARM]"),
         mem_bandwidth=(0.5e9, "derived: 8 GB/s off-chip / 16 cores [E16]"),
@@ -239,8 +243,9 @@ PRESETS: Mapping[str, Machine] = MappingProxyType({m.name: m for m in (
         local_memory_bytes=(32768, "published: 32 KiB per core [E16, EARM]"),
     ),
     _preset(
-        "epiphany-e64g401", (8, 8),
-        "Adapteva Epiphany-IV (E64G401), 64 cores at 800 MHz",
+        "epiphany-e64g401", "Adapteva Epiphany-IV (E64G401), 64 cores at 800 MHz",
+        mesh_shape=((8, 8), "derived: 64 cores [E64]; edge to edge in 12 cycles at "
+                    "1.5 per hop [EARM]"),
         flops_per_s=({"float32": 1.6e9}, "published: 1.6 GFLOPS per core [E64]"),
         mem_bandwidth=(0.1e9, "derived: 6.4 GB/s off-chip / 64 cores [E64]"),
         link_bandwidth=(6.4e9, "derived: 8 B/cycle [EARM] x 800 MHz [E64]"),
@@ -249,8 +254,9 @@ PRESETS: Mapping[str, Machine] = MappingProxyType({m.name: m for m in (
         local_memory_bytes=(32768, "derived: 2 MB / 64 cores [E64]"),
     ),
     _preset(
-        "wormhole-n300", (8, 8),
-        "Tenstorrent Wormhole (one n300 ASIC), Tensix cores at 1 GHz",
+        "wormhole-n300", "Tenstorrent Wormhole (one n300 ASIC), Tensix cores at 1 GHz",
+        mesh_shape=((8, 8), "derived: 8 columns of Tensix cores; 8 of the 10 rows "
+                    "enabled on an n300 ASIC (64 cores) [WH-ISA, WH-SPEC]"),
         flops_per_s=({"bfloat16": 2.048e12, "float16": 1.024e12, "float32": 6.4e10,
                       "int8": 1.024e12, "float8_e4m3fn": 4.096e12, "float8_e5m2": 4.096e12},
                      "published: matrix unit per Tensix, 2 fidelity phases for bfloat16, 4 "
@@ -259,8 +265,9 @@ PRESETS: Mapping[str, Machine] = MappingProxyType({m.name: m for m in (
                        "cores"),
         link_bandwidth=(32e9, "published: 32 GB/s per NoC hop [WH-ISA]"),
         hop_latency=(9e-9, "published: 9 cycles router to router at 1 GHz [WH-ISA]"),
-        message_overhead=(2.94e-7, "measured: 294 cycles fixed cost of a write + barrier, "
-                          "fitted to Tenstorrent's one-to-one table [TTM]"),
+        message_overhead=(2.94e-7, "derived: 294 cycles fixed cost of a write + barrier, "
+                          "a least-squares fit to Tenstorrent's measured one-to-one "
+                          "times [TTM]"),
         local_memory_bytes=(1499136, "published: 1464 KiB L1 per Tensix [WH-ISA]"),
     ),
 )})

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import inspect
 import pathlib
 import sys
 from typing import Any
@@ -90,7 +91,7 @@ def add_profile_parser(sub: Any) -> argparse.ArgumentParser:
                         "only when it names no mesh)")
     p.add_argument("--machine", default="generic",
                    help="preset name or machine file (default generic)")
-    p.add_argument("--dtype", default="float32",
+    p.add_argument("--dtype", default=None,
                    help="element type of the built-in GEMMs (default float32)")
     p.add_argument("--trace", metavar="OUT.json",
                    help="write a Chrome trace (open in https://ui.perfetto.dev)")
@@ -109,13 +110,15 @@ def machines_table() -> str:
     """The presets, one line each, in 80 columns."""
     lines = [f"{'machine':<17s}{'mesh':>6s}{'GFLOP/s f32':>12s}{'mem GB/s':>9s}"
              f"{'link GB/s':>10s}{'hop ns':>7s}{'msg ns':>7s}{'local KiB':>10s}"]
+    # nanoseconds rounded first: 1.875e-9 * 1e9 is 1.8749999999999998
     for name in machine_names():
         m = PRESETS[name]
         f32 = m.flops_per_s.get("float32")
         lines.append(f"{name:<17s}{'x'.join(map(str, m.mesh_shape)):>6s}"
                      f"{f32 / 1e9 if f32 else float('nan'):>12.1f}"
                      f"{m.mem_bandwidth / 1e9:>9.2f}{m.link_bandwidth / 1e9:>10.1f}"
-                     f"{m.hop_latency * 1e9:>7.2f}{m.message_overhead * 1e9:>7.1f}"
+                     f"{round(m.hop_latency * 1e9, 6):>7.3f}"
+                     f"{round(m.message_overhead * 1e9, 6):>7.1f}"
                      f"{m.local_memory_bytes / 1024:>10.0f}")
     lines.append("sources and published/assumed status of every number: docs/perf.md")
     return "\n".join(lines)
@@ -149,6 +152,17 @@ def load_kernel(spec: str) -> Any:
     is_kernel = isinstance(obj, tirx.PrimFunc) or hasattr(obj, "prim_func") \
         or hasattr(obj, "functions")
     if not is_kernel and callable(obj):
+        try:
+            need = [q.name for q in inspect.signature(obj).parameters.values()
+                    if q.default is q.empty and q.kind in (q.POSITIONAL_ONLY,
+                                                           q.POSITIONAL_OR_KEYWORD,
+                                                           q.KEYWORD_ONLY)]
+        except (TypeError, ValueError):  # no signature (a builtin): just call it
+            need = []
+        if need:
+            raise ValueError(f"kernel: {name}() in {path} needs arguments "
+                             f"({', '.join(need)}); name a kernel, or a function of no "
+                             f"arguments that returns one")
         obj = obj()
     return obj
 
@@ -172,9 +186,16 @@ def run_profile(args: argparse.Namespace) -> int:
     if args.kernel and (args.algorithm or args.size or args.compare):
         raise ValueError("--algorithm, --size and --compare are for the built-in GEMMs; "
                          "a user kernel (FILE.py:FUNCTION) brings its own shape")
+    if args.kernel and args.dtype:
+        raise ValueError("--dtype is for the built-in GEMMs; a user kernel "
+                         "(FILE.py:FUNCTION) brings its own element types")
     if args.compare and (args.trace or args.png):
         raise ValueError("--trace and --png draw one kernel; drop --compare or give "
                          "--algorithm")
+    if args.compare and args.algorithm:
+        raise ValueError("--compare estimates summa_comm, cannon_comm and ksplit_comm; "
+                         "drop --algorithm (or --compare to profile one)")
+    dtype = args.dtype or "float32"
     trace = _check_out(args.trace, ".json", "--trace") if args.trace else None
     png = None
     if args.png:
@@ -186,13 +207,18 @@ def run_profile(args: argparse.Namespace) -> int:
         from .tilelang.kernels.gemm_choice import compare_gemm_algorithms
         M, N, K = args.size or (1024,) * 3
         n = parse_square_mesh(args.mesh or "4x4")
-        print(compare_gemm_algorithms(M, N, K, n, machine, args.dtype).table())
+        print(compare_gemm_algorithms(M, N, K, n, machine, dtype).table())
         return 0
     from .tilelang.analysis.perf import estimate_mesh_kernel
     if args.kernel:
         from .mesh import Mesh
+        from .tilelang.ir.kernel import KernelView
         mesh = Mesh.parse(args.mesh) if args.mesh else None
-        report = estimate_mesh_kernel(load_kernel(args.kernel), machine, mesh=mesh)
+        kernel = load_kernel(args.kernel)
+        if mesh is None and KernelView.of(kernel, "kernel").mesh is None:
+            raise ValueError(f"kernel: {args.kernel} names no mesh (no mesh annotations "
+                             f"or comm ops); give --mesh, e.g. --mesh 2x2")
+        report = estimate_mesh_kernel(kernel, machine, mesh=mesh)
         title = f"{pathlib.Path(args.kernel).name} ({report.work.name}) on a " \
                 f"{'x'.join(map(str, report.work.mesh.shape))} mesh"
     else:
@@ -200,8 +226,8 @@ def run_profile(args: argparse.Namespace) -> int:
         alg = args.algorithm or "summa_comm"
         M, N, K = args.size or (1024,) * 3
         n = parse_square_mesh(args.mesh or "4x4")
-        report = estimate_gemm(alg, M, N, K, n, machine, args.dtype)
-        title = f"{alg} GEMM {M}x{N}x{K} {args.dtype} on a {n}x{n} mesh"
+        report = estimate_gemm(alg, M, N, K, n, machine, dtype)
+        title = f"{alg} GEMM {M}x{N}x{K} {dtype} on a {n}x{n} mesh"
     print(report.summary(width=80, max_steps=max_steps, title=title))
     if trace is not None:
         from .tilelang.analysis.timeline import write_trace

@@ -11,10 +11,11 @@ The model reads the kernel's TIR (nothing is compiled) in two steps:
    that runs after it: superstep ``i`` is the work a core does after exchange ``i - 1``
    and up to exchange ``i``; the last superstep (no exchange) is what follows the last
    one. Per superstep and core it counts operations per element type (``T.gemm``:
-   ``2 M N K``; a store in loops: the arithmetic of its value, a multiply-add being 2)
-   and bytes between global memory and the core (``T.copy`` between a global tensor
-   and a per-core buffer, clipped to the tensor; element loads and stores of global
-   tensors in loops). A global-view kernel (copies of other cores' shards, no comm
+   ``2 M N K``; a store or a ``v = e`` binding: the arithmetic of its value, a
+   multiply-add being 2, integer arithmetic that reads no memory free) and bytes
+   between global memory and the core (``T.copy`` between a global tensor and a
+   per-core buffer, clipped to the tensor; element loads and stores of global tensors
+   by stores and bindings). A global-view kernel (copies of other cores' shards, no comm
    ops) reads everything from global memory: no exchange.
 2. :func:`estimate_mesh_kernel` divides by a :class:`~meshtensor.machines.Machine`:
    a superstep takes ``max over cores of max(ops / FLOP/s, bytes / memory bandwidth)``
@@ -60,6 +61,7 @@ _STORE_MARK = "meshtensor_perf_store"  # a store stands in as this call while we
 _ARITH = (tirx.Add, tirx.Sub, tirx.Mul, tirx.Div, tirx.Mod, tirx.FloorDiv, tirx.FloorMod,
           tirx.Min, tirx.Max)
 _FREE_CALLS = ("if_then_else", "reinterpret", "likely", "ret")
+_ADDRESS_CALLS = ("address_of", "tvm_access_ptr")  # an address: nothing loaded
 _INT64_MIN = np.iinfo(np.int64).min
 
 
@@ -136,62 +138,115 @@ def _kernel_name(func: tirx.PrimFunc) -> str:
     return str(sym) if sym is not None else "kernel"
 
 
-def _mark_stores(body: tirx.Stmt) -> tuple[tirx.Stmt, list[tirx.BufferStore]]:
+def _mark_stores(body: tirx.Stmt) -> tuple[tirx.Stmt, list[tirx.BufferStore | tirx.Bind]]:
     """The body with every store replaced by a marker call (same statement tree, so the
-    same scopes and program-order keys), and the stores by marker index."""
-    stores: list[tirx.BufferStore] = []
+    same scopes and program-order keys), and the stores by marker index. A ``v = e``
+    binding (``tirx.Bind``) stays where it is, as it scopes over its later siblings: its
+    marker is appended to its statement list (no sibling moves) and carries the
+    binding's place there (:func:`_binding_found`)."""
+    marked: list[tirx.BufferStore | tirx.Bind] = []
+
+    def mark(node: Any, *place: int) -> tirx.Evaluate:
+        marked.append(node)
+        args = (len(marked) - 1, *place)
+        return tirx.Evaluate(tirx.call_extern("handle", _STORE_MARK,
+                                              *(tirx.IntImm("int32", a) for a in args)))
 
     def post(node: Any) -> Any:
-        stores.append(node)
-        return tirx.Evaluate(tirx.call_extern("handle", _STORE_MARK,
-                                              tirx.IntImm("int32", len(stores) - 1)))
+        if isinstance(node, tirx.BufferStore):
+            return mark(node)
+        lets = [(i, s) for i, s in enumerate(node.seq) if isinstance(s, tirx.Bind)]
+        if not lets:
+            return node
+        tail = [mark(s, i, len(lets), r) for r, (i, s) in enumerate(lets)]
+        return tirx.SeqStmt(list(node.seq) + tail)
 
-    return tirx.stmt_functor.ir_transform(body, None, post, ["tirx.BufferStore"]), stores
-
-
-def _value_ops(expr: Any, out: dict[str, int]) -> None:
-    """Operations of a stored value by dtype: each arithmetic node (add, sub, mul, div,
-    mod, min, max) and math call is one, a fused multiply-add two; loads (and their
-    indices), casts and constants are free."""
-    if isinstance(expr, _ARITH):
-        out[str(expr.dtype)] = out.get(str(expr.dtype), 0) + 1
-        _value_ops(expr.a, out)
-        _value_ops(expr.b, out)
-    elif isinstance(expr, tirx.Call):
-        name = str(getattr(expr.op, "name", "")).rsplit(".", 1)[-1]
-        if name not in _FREE_CALLS:
-            n = 2 if name == "fma" else 1
-            out[str(expr.dtype)] = out.get(str(expr.dtype), 0) + n
-        for a in expr.args:
-            _value_ops(a, out)
-    elif isinstance(expr, tirx.Cast):
-        _value_ops(expr.value, out)
-    elif isinstance(expr, tirx.Select):
-        for a in (expr.condition, expr.true_value, expr.false_value):
-            _value_ops(a, out)
-    elif isinstance(expr, tirx.Let):
-        _value_ops(expr.value, out)
-        _value_ops(expr.body, out)
-    elif isinstance(expr, (tirx.EQ, tirx.NE, tirx.LT, tirx.LE, tirx.GT, tirx.GE,
-                           tirx.And, tirx.Or)):
-        _value_ops(expr.a, out)
-        _value_ops(expr.b, out)
-    elif isinstance(expr, tirx.Not):
-        _value_ops(expr.a, out)
+    return tirx.stmt_functor.ir_transform(body, None, post, ["tirx.BufferStore",
+                                                             "tirx.SeqStmt"]), marked
 
 
-def _global_accesses(store: tirx.BufferStore, is_global) -> int:
-    """Bytes one execution of a store moves between global memory and the core: each
-    element load or store of a global buffer (indices included)."""
-    total = itemsize(store.buffer.dtype) if is_global(store.buffer) else 0
+def _binding_found(f: Found) -> Found:
+    """A binding's marker, found at the end of its statement list, as found at the
+    binding: its position there, and only the earlier bindings of the list in scope."""
+    pos, nlets, rank = (int(a.value) for a in f.call.args[2:5])
+    return Found(f.call, tuple(f.scope)[:len(f.scope) - nlets + rank], f.order[:-1] + (pos,))
+
+
+_COMPARE = (tirx.EQ, tirx.NE, tirx.LT, tirx.LE, tirx.GT, tirx.GE, tirx.And, tirx.Or)
+
+
+def _ops_of(e: Any, tainted: set) -> tuple[dict[str, int], bool, bool]:
+    """``(operations by dtype, reads memory, uses a variable)`` of an expression."""
+    if isinstance(e, tirx.BufferLoad):
+        return {}, True, True  # its indices are address arithmetic
+    if isinstance(e, tirx.Var):
+        return {}, e in tainted, True
+    own, counted, control = 0, (), ()
+    if isinstance(e, _ARITH):
+        own, counted = 1, (e.a, e.b)
+    elif isinstance(e, tirx.Call):
+        name = str(getattr(e.op, "name", "")).rsplit(".", 1)[-1]
+        if name in _ADDRESS_CALLS or str(e.dtype) == "void":
+            return {}, False, True
+        if name == "if_then_else":  # its condition is control flow, as an `if`'s
+            counted, control = tuple(e.args[1:]), tuple(e.args[:1])
+        else:
+            own = 0 if name in _FREE_CALLS else 2 if name == "fma" else 1
+            counted = tuple(e.args)
+    elif isinstance(e, tirx.Cast):
+        counted = (e.value,)
+    elif isinstance(e, tirx.Select):
+        counted, control = (e.true_value, e.false_value), (e.condition,)
+    elif isinstance(e, tirx.Let):
+        counted = (e.value, e.body)
+    elif isinstance(e, _COMPARE):
+        counted = (e.a, e.b)
+    elif isinstance(e, tirx.Not):
+        counted = (e.a,)
+    ops: dict[str, int] = {}
+    mem = var = False
+    for i, x in enumerate(counted + control):
+        o, m, v = _ops_of(x, tainted)
+        mem, var = mem or m, var or v
+        for d, n in (o.items() if i < len(counted) else ()):
+            ops[d] = ops.get(d, 0) + n
+    if own:
+        ops[str(e.dtype)] = ops.get(str(e.dtype), 0) + own
+    # a constant, or integer arithmetic that reads no memory (indices, guards, loop
+    # counters): the compiler folds or strength-reduces it; pointers are addresses
+    if str(e.dtype) == "handle" or \
+            not mem and (not var or str(e.dtype).startswith(("int", "uint", "bool"))):
+        return {}, mem, var
+    return ops, mem, var
+
+
+def _value_ops(expr: Any, out: dict[str, int], tainted: set | None = None) -> None:
+    """Operations of a stored or bound value by dtype: each arithmetic node (add, sub,
+    mul, div, mod, min, max) and math call is one, a fused multiply-add two. Free:
+    loads (and their indices), casts, constants, the condition of a select, and integer
+    arithmetic that reads no memory (``tainted``: let variables bound to values read
+    from memory)."""
+    for d, n in _ops_of(expr, tainted or set())[0].items():
+        out[d] = out.get(d, 0) + n
+
+
+def _global_accesses(stmt: tirx.BufferStore | tirx.Bind, is_global) -> int:
+    """Bytes one execution of a store or binding moves between global memory and the
+    core: each element load or store of a global buffer (indices included)."""
+    store = isinstance(stmt, tirx.BufferStore)
+    total = itemsize(stmt.buffer.dtype) if store and is_global(stmt.buffer) else 0
     hits: list = []
 
-    def visit(n: Any) -> None:
+    def visit(n: Any) -> bool:
+        if isinstance(n, tirx.Call) and \
+                str(getattr(n.op, "name", "")).rsplit(".", 1)[-1] in _ADDRESS_CALLS:
+            return False
         if isinstance(n, tirx.BufferLoad) and is_global(n.buffer):
             hits.append(itemsize(n.buffer.dtype))
+        return True
 
-    for e in [store.value, *store.indices]:
-        tirx.stmt_functor.post_order_visit(tirx.Evaluate(e), visit)
+    for e in [stmt.value, *(stmt.indices if store else ())]:
+        tirx.stmt_functor.pre_order_visit(tirx.Evaluate(e), visit)
     return total + sum(hits)
 
 
@@ -206,9 +261,10 @@ def _reads_memory(expr: Any, tainted: set) -> bool:
     return bool(hit)
 
 
-def _check_countable(found: Found, name: str) -> None:
+def _check_countable(found: Found, name: str) -> set:
     """``ValueError`` naming the statement when a loop around it runs a number of times
-    read from memory (or a ``while`` loop), or a condition around it reads memory."""
+    read from memory (or a ``while`` loop), or a condition around it reads memory;
+    else the let variables in its scope bound to values read from memory."""
     tainted: set = set()
     for item in found.scope:
         if isinstance(item, Let):
@@ -228,6 +284,7 @@ def _check_countable(found: Found, name: str) -> None:
             raise ValueError(f"{WHERE}: cannot count {name}: it runs under `if "
                              f"{item.expr}`, a condition read from memory at run time "
                              f"(data-dependent control flow)")
+    return tainted
 
 
 class _Counter:
@@ -263,13 +320,15 @@ class _Counter:
         _check_countable(found, name)
         scope = tuple(found.scope)
         cut = len(scope)
-        while collapse and cut and isinstance(scope[cut - 1], tirx.For) \
-                and scope[cut - 1].kind != tirx.ForKind.THREAD_BINDING \
-                and static_int(scope[cut - 1].min) is not None \
-                and static_int(scope[cut - 1].extent) is not None \
-                and scope[cut - 1].loop_var not in self.exchange_vars:
+        # a binding among the inner loops changes no trip count: step over it
+        while collapse and cut and (isinstance(scope[cut - 1], Let) or (
+                isinstance(scope[cut - 1], tirx.For)
+                and scope[cut - 1].kind != tirx.ForKind.THREAD_BINDING
+                and static_int(scope[cut - 1].min) is not None
+                and static_int(scope[cut - 1].extent) is not None
+                and scope[cut - 1].loop_var not in self.exchange_vars)):
             cut -= 1
-        inner = scope[cut:]
+        inner = [f for f in scope[cut:] if isinstance(f, tirx.For)]
         count = int(np.prod([max(static_int(f.extent), 0) for f in inner], dtype=np.int64))
         inner_vars = {f.loop_var for f in inner}
         order = tuple(found.order)
@@ -279,8 +338,9 @@ class _Counter:
                 break
         try:
             space = self.view.space(Found(found.call, scope[:cut], order), WHERE)
-        except ValueError as err:
-            raise ValueError(f"{WHERE}: cannot count {name}: {err}") from None
+        except ValueError as err:  # the message names WHERE already
+            why = str(err).removeprefix(f"{WHERE}: ")
+            raise ValueError(f"{WHERE}: cannot count {name}: {why}") from None
         return space, count, order
 
     def steps_of(self, space: IterSpace, order: tuple) -> np.ndarray:
@@ -315,15 +375,19 @@ class _Counter:
             self.mem += np.bincount(cell, w, size)
 
     # -- statements ----------------------------------------------------------------------------
-    def store(self, found: Found, st: tirx.BufferStore) -> None:
-        idx = ", ".join(str(i) for i in st.indices)
-        name = f"the store `{st.buffer.name}[{idx}] = ...`"
+    def store(self, found: Found, st: tirx.BufferStore | tirx.Bind) -> None:
+        """A store, or a ``v = e`` binding (found at the binding: :func:`_binding_found`),
+        counted per execution: the operations of its value and its global accesses."""
+        if isinstance(st, tirx.Bind):
+            found, name = _binding_found(found), f"the binding `{st.var.name} = ...`"
+        else:
+            idx = ", ".join(str(i) for i in st.indices)
+            name = f"the store `{st.buffer.name}[{idx}] = ...`"
         ops: dict[str, int] = {}
-        _value_ops(st.value, ops)
+        _value_ops(st.value, ops, _check_countable(found, name))
         mem = _global_accesses(st, self.is_global)
         if not ops and not mem:
-            _check_countable(found, name)
-            return
+            return  # a copy between per-core buffers, index arithmetic bound to a name
         space, count, order = self.space(found, name, collapse=True)
         self.add(self.steps_of(space, order), space.core, ops, mem, count)
 
@@ -373,9 +437,15 @@ class _Counter:
         """Per exchange: its name, messages sent per core, active cores, link facts."""
         r, n = self.report, self.ncores
         out = []
+        used: dict[tuple[int, int], int] = {}
         for s in self.exchanges:
             i = self.ident[tuple(s.when)]
-            m = (r.op == i) & (r.step == s.execution)
+            # a Tilelang-Mesh op moves in phases, one superstep each: the report lists an
+            # execution's rows phase by phase, ``flows`` rows per phase
+            rows = np.flatnonzero((r.op == i) & (r.step == s.execution))
+            k = used.get((i, s.execution), 0)
+            used[(i, s.execution)] = k + s.flows
+            m = rows[k:k + s.flows]
             snd, rcv = r.peer[m], r.core[m]  # receiver rows, the sender as peer
             pairs = np.unique(snd * n + rcv)
             sends = np.bincount(pairs // n, minlength=n).astype(np.int64)
@@ -446,13 +516,13 @@ def count_mesh_kernel(kernel: Any, mesh: Any = None) -> KernelWork:
                          f"pass mesh= (e.g. {{'x': 4, 'y': 4}}) to say which cores run it")
     report = analyze_mesh_communication(view.func) if view.ops else None
     counter = _Counter(view, report)
-    marked, stores = _mark_stores(view.func.body)
+    body, marked = _mark_stores(view.func.body)
     uncounted: dict[str, int] = {}
-    for f in find_calls(marked, lambda c: True):
+    for f in find_calls(body, lambda c: True):
         op = str(getattr(f.call.op, "name", ""))
         if op == "tirx.call_extern" and isinstance(f.call.args[0], tirx.StringImm) \
                 and f.call.args[0].value == _STORE_MARK:
-            counter.store(f, stores[int(f.call.args[1].value)])
+            counter.store(f, marked[int(f.call.args[1].value)])
         elif op == GEMM_OP:
             counter.gemm(f)
         elif op == FILL_OP:
@@ -535,6 +605,14 @@ def _bytes(n: float) -> str:
     return f"{int(n)} B"
 
 
+def _flop(n: float) -> str:
+    """``34.6 MFLOP``; ``16 FLOP`` for a small count (not ``0.0 MFLOP``)."""
+    for name, scale in (("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6), ("kFLOP", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {name}"
+    return f"{int(n)} FLOP"
+
+
 def _fit(text: str, width: int) -> str:
     return text if len(text) <= width else text[:max(width - 1, 0)] + "~"
 
@@ -610,7 +688,7 @@ class PerfReport:
             f"{b} {100 * bb[b] / tot:.0f}%" for b in BOUNDS))
         ops = w.ops()
         peak = max((float(v.max()) for v in ops.values()), default=0.0)
-        lines.append(f"busiest core: {peak / 1e6:.1f} MFLOP, "
+        lines.append(f"busiest core: {_flop(peak)}, "
                      f"{_bytes(float(w.mem_bytes().max()))} to/from global memory")
         verdict = "fits" if self.fits_local_memory else "DOES NOT FIT"
         lines.append(f"local memory per core: {_bytes(w.local_bytes)} of "

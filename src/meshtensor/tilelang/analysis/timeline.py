@@ -16,6 +16,7 @@ each other without overlap, and a core's slices add up to the model's totals
 from __future__ import annotations
 
 import json
+import math
 import pathlib
 from typing import Any
 
@@ -36,8 +37,14 @@ def _meta(pid: int, tid: int, what: str, name: str) -> dict[str, Any]:
             "args": {"name": name}}
 
 
-def _slice(name: str, ts: float, dur: float, pid: int, tid: int, **args: Any) -> dict:
-    return {"name": name, "cat": name, "ph": "X", "ts": ts * _US, "dur": dur * _US,
+def _slice(name: str, t0: float, t1: float, pid: int, tid: int, **args: Any) -> dict:
+    """A slice from ``t0`` to ``t1`` seconds: ``ts + dur`` never passes ``t1`` in
+    microseconds, not by one rounding, so slices that meet do not overlap."""
+    ts, end = t0 * _US, t1 * _US
+    dur = end - ts
+    while dur > 0 and ts + dur > end:
+        dur = math.nextafter(dur, 0.0)
+    return {"name": name, "cat": name, "ph": "X", "ts": ts, "dur": dur,
             "pid": pid, "tid": tid, "args": args}
 
 
@@ -56,9 +63,12 @@ def trace_events(report: PerfReport) -> list[dict[str, Any]]:
               _meta(LINKS_PID, 0, "thread_name", "busiest link")]
     events += [_meta(CORES_PID, c, "thread_name", f"core {mesh.multi_index(c)}")
                for c in range(mesh.size)]
-    for s in report.steps:
+    steps = report.steps
+    for k, s in enumerate(steps):
         w = s.work
+        # one set of boundaries per superstep: slices that meet share their end point
         ex_start = s.start + s.compute
+        end = steps[k + 1].start if k + 1 < len(steps) else s.start + s.total
         for c in range(mesh.size):
             busy = max(float(s.arith[c]), float(s.memory[c]))
             info = dict(superstep=w.index, ops=int(sum(v[c] for v in w.ops.values())),
@@ -66,18 +76,18 @@ def trace_events(report: PerfReport) -> list[dict[str, Any]]:
                         memory_us=float(s.memory[c]) * _US)
             if busy > 0:
                 kind = "compute" if s.arith[c] >= s.memory[c] else "memory"
-                events.append(_slice(kind, s.start, busy, CORES_PID, c, **info))
+                events.append(_slice(kind, s.start, s.start + busy, CORES_PID, c, **info))
             if s.compute - busy > 0:
-                events.append(_slice("wait", s.start + busy, s.compute - busy, CORES_PID, c,
+                events.append(_slice("wait", s.start + busy, ex_start, CORES_PID, c,
                                      superstep=w.index))
             if s.exchange > 0:
                 part = bool(w.active[c])
-                events.append(_slice("exchange" if part else "wait", ex_start, s.exchange,
+                events.append(_slice("exchange" if part else "wait", ex_start, end,
                                      CORES_PID, c, superstep=w.index,
                                      statement=w.exchange, sent=int(w.sends[c])))
         if s.link > 0:
-            events.append(_slice(w.busiest_link, ex_start, s.link, LINKS_PID, 0,
-                                 superstep=w.index, bytes=w.max_link_bytes,
+            events.append(_slice(w.busiest_link, ex_start, min(ex_start + s.link, end),
+                                 LINKS_PID, 0, superstep=w.index, bytes=w.max_link_bytes,
                                  statement=w.exchange))
     return events
 

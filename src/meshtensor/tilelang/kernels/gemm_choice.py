@@ -82,7 +82,7 @@ class GemmChoice:
             gap = (self.estimates[1][1].total - best) / scale
             lines.append(f"fastest: {self.fastest}, {100 * self.margin:.1f}% ({gap:.3f} "
                          f"{unit}) ahead of {self.runner_up}")
-        return "\n".join(lines)
+        return "\n".join(line.rstrip() for line in lines)
 
 
 def compare_gemm_algorithms(M: int, N: int | None = None, K: int | None = None,
