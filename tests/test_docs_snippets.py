@@ -1,17 +1,25 @@
 """Every ```python block of README.md and docs/*.md runs as written.
 
 Each block runs as its own script (a file, so ``if __name__ == "__main__":`` and process
-spawning work) in a fresh interpreter of this environment, in an empty temporary
-directory, with a timeout. It fails on a non-zero exit or a traceback on stderr (a
-spawned rank can print one while the parent still exits 0) or known noise there.
-Illustrations that cannot run belong in ```text blocks. Ids are ``path:line`` of the
-opening fence.
+spawning work) as the main module of a fresh process of this environment, in an empty
+temporary directory, with a timeout. It fails on a non-zero exit or a traceback on
+stderr (a spawned rank can print one while the parent still exits 0) or known noise
+there. Illustrations that cannot run belong in ```text blocks. Ids are ``path:line`` of
+the opening fence.
+
+Blocks that use tilelang, tvm or torch (seconds of imports each) run in a process
+forked from a warm one that has imported them once (:class:`WarmRunner`); the others
+in a new interpreter.
 """
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import pathlib
 import re
+import select
+import signal
 import subprocess
 import sys
 
@@ -82,15 +90,96 @@ def test_fence_parsing(tmp_path):
     assert unlabelled_fences(tmp_path) == ["docs/b.md:5"]
 
 
+# The warm process: imports the slow modules once, then runs each script it is sent
+# (one JSON line) in a forked child as ``__main__``, with stdout and stderr to files;
+# it answers the child's pid, then its exit code.
+_SERVER = r"""
+import json, os, runpy, sys, traceback
+import numpy, torch, tilelang, meshtensor, meshtensor.tilelang  # noqa: F401  (once)
+print("ready", flush=True)
+for line in sys.stdin:
+    job = json.loads(line)
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.chdir(job["cwd"])
+            for fd, path in ((1, job["out"]), (2, job["err"])):
+                os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), fd)
+            sys.argv, sys.path[0] = [job["script"]], job["cwd"]
+            runpy.run_path(job["script"], run_name="__main__")
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    print(pid, flush=True)
+    print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), flush=True)
+"""
+
+
+class WarmRunner:
+    """Runs scripts in processes forked from one that has imported numpy, torch,
+    tilelang and meshtensor.tilelang (about 3 s of imports saved per script)."""
+
+    def __init__(self):
+        self.proc = subprocess.Popen([sys.executable, "-c", _SERVER], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+        assert self._line(TIMEOUT_S) == "ready"
+
+    def _line(self, timeout: float) -> str | None:
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        return self.proc.stdout.readline().strip() if ready else None
+
+    def run(self, script: pathlib.Path, cwd: pathlib.Path) -> subprocess.CompletedProcess:
+        out, err = cwd / "stdout.txt", cwd / "stderr.txt"
+        self.proc.stdin.write(json.dumps({"script": str(script), "cwd": str(cwd),
+                                          "out": str(out), "err": str(err)}) + "\n")
+        self.proc.stdin.flush()
+        pid = int(self._line(30))
+        code = self._line(TIMEOUT_S)
+        if code is None:
+            os.kill(pid, signal.SIGKILL)
+            self._line(30)
+            raise subprocess.TimeoutExpired(str(script), TIMEOUT_S, stderr=err.read_text())
+        return subprocess.CompletedProcess(str(script), int(code), out.read_text(),
+                                           err.read_text())
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(30)
+
+
+@pytest.fixture(scope="session")
+def warm_runner():
+    runner = None
+
+    def get():
+        nonlocal runner
+        if runner is None:
+            runner = WarmRunner()
+        return runner
+    yield get
+    if runner is not None:
+        runner.close()
+
+
 @pytest.mark.parametrize("code", _params())
-def test_doc_block_runs(code, tmp_path, spawn_lock):
+def test_doc_block_runs(code, tmp_path, spawn_lock, warm_runner):
     script = tmp_path / "snippet.py"
     script.write_text(code, encoding="utf-8")
     spawns = SPAWNS.search(code) is not None
     try:
         with spawn_lock() if spawns else contextlib.nullcontext():
-            r = subprocess.run([sys.executable, str(script)], cwd=tmp_path,
-                               capture_output=True, text=True, timeout=TIMEOUT_S)
+            if SLOW.search(code):
+                r = warm_runner().run(script, tmp_path)
+            else:
+                r = subprocess.run([sys.executable, str(script)], cwd=tmp_path,
+                                   capture_output=True, text=True, timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired as e:
         pytest.fail(f"timed out after {TIMEOUT_S} s; stderr:\n{e.stderr}")
     if r.returncode != 0 or "Traceback" in r.stderr:
