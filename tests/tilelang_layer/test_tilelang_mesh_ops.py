@@ -86,6 +86,13 @@ def build_ops(R: int, C: int):
                   dst=lambda c: ((c // C + 1) % R, c % C)))
     ops.append(Op("put", lay.take("D", (A, B)), core=lambda c: (0, C - 1),
                   dst=lambda c: (R - 1, 0)))
+    # senders whose column wraps around within their row: a row ring, and every core
+    # getting its diagonal neighbour's (a core is one put's intermediate and another's
+    # destination); TileLang once folded such a sender's index into a wrong linear shift
+    ops.append(Op("put", lay.take("D", (A, B)), core=lambda c: c,
+                  dst=lambda c: (c // C, (c % C + 1) % C), size=5))
+    ops.append(Op("put", lay.take("D", (A, B)), dst=lambda c: c,
+                  core=lambda c: ((c // C + 1) % R, (c % C + 1) % C)))
     # gathers: every direction stacked / axis 0 / last axis, and two partial sizes
     k = {"h": C, "v": R, "all": N}
     for d in DIRECTIONS:

@@ -890,11 +890,17 @@ class _ExchangeBuilder:
         Several cores may name the same transfer (the checks made their data agree):
         copying it again is harmless, and a loop is far cheaper for TileLang to
         compile than a table of senders."""
-        vs = [tirx.Var(f"core{i}", "int32") for i in range(len(exprs))]
+        # the named cores go through memory, not lets: TileLang inlines a let, and
+        # FlattenBuffer's iter-map simplification then rewrites a sender index such as
+        # (k // 3) * 3 + (k % 3 + 1) % 3 into (k + 1) % 6 (wrong at k = 2): a load is
+        # opaque to it
+        ids = tirx.decl_buffer((len(exprs),), "int32", "tm_core", scope="local")
+        vs = [tirx.BufferLoad(ids, [_i32(i)]) for i in range(len(exprs))]
         copy = self._tm_prefix(_unravel(vs[0], self.mesh.shape), c, self.o.params["size"])
-        body = _seq([tirx.Bind(v, e) for v, e in zip(vs, exprs)] +
+        body = _seq([tirx.BufferStore(ids, e if e.dtype == "int32" else tirx.Cast("int32", e),
+                                      [_i32(i)]) for i, e in enumerate(exprs)] +
                     [tirx.IfThenElse(hit(*vs), copy, None)])
-        return body if k is None else _loop(k, self.mesh.size, body)
+        return _seq([tirx.AllocBuffer(ids), body if k is None else _loop(k, self.mesh.size, body)])
 
     def _tm_broadcast(self, c, idx):
         self._tm_check()
