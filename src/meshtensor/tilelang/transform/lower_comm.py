@@ -652,7 +652,11 @@ class _Lowering:
         return tirx.SBlockRealize(realize.iter_values, realize.predicate, new)
 
     def _segment(self, seg: _Seg) -> tirx.Stmt:
-        coords = self._core_vars("core")
+        loops = self._core_vars("core")
+        # a mesh axis of size 1 has the coordinate 0, not a loop: TileLang drops a loop of
+        # extent 1 but leaves its variable in the views' elem_offset below (MakePackedAPI
+        # then fails: "kernel variables (core_col) are used, but are not passed in")
+        coords = [v if n > 1 else _i32(0) for v, n in zip(loops, self.mesh.shape)]
         lin = _row_major(coords, self.mesh.shape)
         vmap = dict(self.launch.at(coords))
         bmap: dict = {}
@@ -678,7 +682,8 @@ class _Lowering:
             pre.append(tirx.DeclBuffer(bmap[data]))
             vmap[data] = st.flat.data
         body = _remap_buffers(tirx.stmt_functor.substitute(_seq(seg.stmts), vmap), bmap)
-        return _nest(coords, self.mesh.shape, _seq(pre + [body] + post))
+        kept = [(v, n) for v, n in zip(loops, self.mesh.shape) if n > 1]
+        return _nest([v for v, _ in kept], [n for _, n in kept], _seq(pre + [body] + post))
 
     # -- exchanges -------------------------------------------------------------------------
     def _starts(self, region, coords) -> list:
