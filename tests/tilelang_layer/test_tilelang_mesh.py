@@ -474,6 +474,31 @@ def test_prepare_stacks_shards_and_makes_buffers_core_private():
     assert verify_mesh_tensors(k) == [] and verify_mesh_tensors(f) == []
 
 
+def test_the_mesh_tensor_registry_forgets_kernels_that_are_gone(monkeypatch):
+    """T.MeshTensor records its parameter buffers process-wide; entries of kernels
+    nobody holds any more are dropped as the registry grows, live kernels keep theirs.
+    It used to keep every parameter of every kernel ever built."""
+    from meshtensor.tilelang.ir import mesh_param
+    tm.enable(mesh=(2, 2))
+    monkeypatch.setattr(mesh_param, "_REGISTRY", {})
+    monkeypatch.setattr(mesh_param, "_SWEEP_MIN", 8)
+    monkeypatch.setattr(mesh_param, "_SWEEP", {"at": 8})
+
+    def build(n):
+        @T.prim_func
+        def k(A: T.MeshTensor((n, 4), T.MeshShardingPolicy(y=0, x=1), (2, 2), "float32")):
+            with T.Kernel(4) as cid:
+                A[0, 0] = 1.0
+        return k
+
+    kept = [build(4), build(6)]
+    for n in range(40):
+        build(8 + n)
+    assert mesh_param._counts_refs()
+    assert len(mesh_param._REGISTRY) <= 16
+    assert [mesh_params(k)[0].global_shape for k in kept] == [(4, 4), (6, 4)]
+
+
 # -- traffic: the closed forms of docs/tilelang_mesh.md ----------------------------------------
 def _traffic(report):
     comm = report.is_comm
