@@ -474,6 +474,36 @@ def test_prepare_stacks_shards_and_makes_buffers_core_private():
     assert verify_mesh_tensors(k) == [] and verify_mesh_tensors(f) == []
 
 
+WRITES = {  # id: (statement on a T.MeshTensor A, written back to the caller?)
+    "load": (lambda A, S: T.copy(A[0:2, 0:2], S), False),
+    "store": (lambda A, S: T.buffer_store(A, 1.0, [0, 0]), True),
+    "copy_into": (lambda A, S: T.copy(S, A[0:2, 0:2]), True),
+    "atomic_add": (lambda A, S: T.atomic_add(A[0, 1], 1.0), True),
+    "atomic_add_region": (lambda A, S: T.atomic_add(A[0:2, 0:2], S), True),
+    "read_pointer": (lambda A, S: T.evaluate(T.access_ptr(A[0, 0], "r", 4)), False),
+    "address_of": (lambda A, S: T.evaluate(T.call_extern("handle", "f", T.address_of(A[0, 0]))),
+                   True),
+}
+
+
+@pytest.mark.parametrize("name", list(WRITES))
+def test_prepare_finds_every_way_a_mesh_tensor_is_written(name):
+    """A T.MeshTensor the kernel may write (a store, a tile op's write region, an atomic
+    through an access pointer, a raw address) is copied back to the caller's tensor;
+    one only read is not. T.atomic_add's element form was missed, and the caller's
+    tensor kept its old values."""
+    tm.enable(mesh=(2, 2))
+    stmt, written = WRITES[name]
+
+    @T.prim_func
+    def k(A: T.MeshTensor((4, 4), T.MeshShardingPolicy(y=0, x=1), (2, 2), "float32")):
+        with T.Kernel(4) as cid:
+            S = T.alloc_shared((2, 2), "float32")
+            stmt(A, S)
+
+    assert [w for _, _, w in prepare_tilelang_mesh(k).params] == [written]
+
+
 def test_the_mesh_tensor_registry_forgets_kernels_that_are_gone(monkeypatch):
     """T.MeshTensor records its parameter buffers process-wide; entries of kernels
     nobody holds any more are dropped as the registry grows, live kernels keep theirs.
