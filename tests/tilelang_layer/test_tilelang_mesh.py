@@ -13,8 +13,9 @@ from hypothesis import strategies as st  # noqa: E402
 from meshtensor import Mesh, Sharding  # noqa: E402
 from meshtensor.cost import hops  # noqa: E402
 from meshtensor.tilelang import (analyze_mesh_communication, comm_flows,  # noqa: E402
-                                 compile_mesh_kernel, find_comm_ops, lower_mesh_comm,
-                                 prepare_tilelang_mesh, verify_mesh_tensors)
+                                 compile_mesh_kernel, count_mesh_kernel, find_comm_ops,
+                                 lower_mesh_comm, prepare_tilelang_mesh,
+                                 verify_mesh_tensors)
 from meshtensor.tilelang import tilelang_mesh as tm  # noqa: E402
 from meshtensor.tilelang.ir.mesh_param import mesh_params  # noqa: E402
 
@@ -633,3 +634,27 @@ def test_traffic_counts_each_execution_of_a_looped_op():
     assert [st.flows for st in r.supersteps] == [n * (n - 1)] * n
     assert sorted({int(p) % n for p in r.peer}) == [0, 1, 2]  # senders from every column
     assert np.array_equal(np.unique(r.step), np.arange(n))
+
+
+@pytest.mark.parametrize("make, sends, phases", [
+    # broadcast "all" from (0, 0): down column 0, then along each row
+    (lambda cid, s, d, g, gh: T.comm.broadcast(s, d, (0, 0), "all"),
+     [[2, 0, 0, 0, 0, 0, 0, 0, 0], [2, 0, 0, 2, 0, 0, 2, 0, 0]], [0, 1]),
+    # a diagonal put (0, 0) -> (2, 2): down to (2, 0), then along row 2
+    (lambda cid, s, d, g, gh: T.comm.put(s, d, (0, 0), (2, 2)),
+     [[1, 0, 0, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0, 1, 0, 0]], [0, 1]),
+    # all_gather "all": every core down its column, then every core along its row
+    (lambda cid, s, d, g, gh: T.comm.all_gather(s, g, "all"),
+     [[2] * 9, [2] * 9], [0, 1]),
+], ids=["broadcast_all", "diagonal_put", "all_gather_all"])
+def test_messages_are_counted_phase_by_phase(make, sends, phases):
+    """Each phase of an execution is its own superstep, with its own messages: the
+    performance model's per-core sends are those of that phase (they used to add up
+    the rows of every phase of the execution, e.g. 4 messages from (0, 0) in the
+    column phase of a 2-D broadcast, which sends 2)."""
+    k = _one_op_kernel(3, make)
+    report = analyze_mesh_communication(k)
+    assert [st.phase for st in report.supersteps] == phases
+    assert sorted(set(report.phase.tolist())) == phases
+    work = count_mesh_kernel(k)
+    assert [s.sends.tolist() for s in work.steps if s.exchange] == sends

@@ -375,7 +375,7 @@ class _Counter:
         out = []
         for s in self.exchanges:
             i = self.ident[tuple(s.when)]
-            m = (r.op == i) & (r.step == s.execution)
+            m = (r.op == i) & (r.step == s.execution) & (r.phase == s.phase)
             snd, rcv = r.peer[m], r.core[m]  # receiver rows, the sender as peer
             pairs = np.unique(snd * n + rcv)
             sends = np.bincount(pairs // n, minlength=n).astype(np.int64)
