@@ -389,7 +389,7 @@ def test_a_comm_op_under_a_core_condition_is_refused():
             if cid == 0:
                 T.comm.broadcast(S, D, 0, "h")
 
-    with pytest.raises(ValueError, match=r"tm_broadcast \(comm op #0\) is under `if bx == 0`"):
+    with pytest.raises(ValueError, match=r"T.comm.broadcast \(comm op #0\) is under `if bx == 0`"):
         lower(k)
 
 

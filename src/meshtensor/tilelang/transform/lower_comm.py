@@ -208,8 +208,8 @@ class _Planner:
 
     def _refuse(self, stmt: tirx.Stmt, what: str) -> None:
         o = self._first_op(stmt)
-        raise ValueError(f"mesh_comm.{o.op} (comm op #{o.index}) is {what}; every core must "
-                         f"run every comm op the same number of times (the collective rule)")
+        raise ValueError(f"{o.name} is {what}; every core must run every comm op the same "
+                         f"number of times (the collective rule)")
 
     # a plan tree: a list of _Seg, _Comm and ("for" | "if" | "while" | "block" | "launch" |
     # "attr" | "keep", stmt, sub-plans...) items
@@ -565,9 +565,9 @@ class _Lowering:
         for o in self.ops:
             for side, r in (("src", o.src), ("dst", o.dst)):
                 if r is not None and r.buffer.data not in self.stores:
-                    raise ValueError(f"mesh_comm.{o.op} (comm op #{o.index}): {side} "
-                                     f"{r.buffer.name!r} is not a per-core buffer allocated "
-                                     f"in the kernel (T.alloc_shared / T.alloc_local)")
+                    raise ValueError(f"{o.name}: {side} {r.buffer.name!r} is not a per-core "
+                                     f"buffer allocated in the kernel (T.alloc_shared / "
+                                     f"T.alloc_local)")
         # staging arrays for comm ops whose src and dst share a buffer
         self.stage = None
         need = [int(np.prod(o.static_extents("src"), dtype=np.int64)) * _itemsize(o.src.buffer)
