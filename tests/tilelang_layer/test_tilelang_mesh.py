@@ -391,6 +391,9 @@ def test_a_comm_op_under_a_core_condition_is_refused():
 
     with pytest.raises(ValueError, match=r"T.comm.broadcast \(comm op #0\) is under `if bx == 0`"):
         lower(k)
+    with pytest.raises(ValueError, match=r"T.comm.broadcast \(comm op #0\) runs between 0 and "
+                                         r"1 times on different cores"):
+        analyze_mesh_communication(k)
 
 
 def test_mesh_tensor_source_must_stay_in_its_shard():

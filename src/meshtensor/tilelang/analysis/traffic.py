@@ -279,7 +279,7 @@ def _comm_rows(op: CommOp, view: KernelView):
     comm op."""
     mesh, where = view.mesh, view.where
     space = view.space(op)
-    runs = runs_per_core(space, mesh.size, _op_name(op), where)
+    runs = runs_per_core(space, mesh.size, op.name if op.op in TM_OPS else _op_name(op), where)
     when = execution_keys(space, op.order, mesh.size).tolist()
     if op.op in TM_OPS:
         return _tm_rows(op, view, space, when)
