@@ -13,8 +13,9 @@ from hypothesis import strategies as st  # noqa: E402
 from meshtensor import Mesh, Sharding  # noqa: E402
 from meshtensor.cost import hops  # noqa: E402
 from meshtensor.tilelang import (analyze_mesh_communication, comm_flows,  # noqa: E402
-                                 compile_mesh_kernel, find_comm_ops, lower_mesh_comm,
-                                 prepare_tilelang_mesh, verify_mesh_tensors)
+                                 compile_mesh_kernel, count_mesh_kernel, find_comm_ops,
+                                 lower_mesh_comm, prepare_tilelang_mesh,
+                                 verify_mesh_tensors)
 from meshtensor.tilelang import tilelang_mesh as tm  # noqa: E402
 from meshtensor.tilelang.ir.mesh_param import mesh_params  # noqa: E402
 
@@ -388,8 +389,11 @@ def test_a_comm_op_under_a_core_condition_is_refused():
             if cid == 0:
                 T.comm.broadcast(S, D, 0, "h")
 
-    with pytest.raises(ValueError, match=r"tm_broadcast \(comm op #0\) is under `if bx == 0`"):
+    with pytest.raises(ValueError, match=r"T.comm.broadcast \(comm op #0\) is under `if bx == 0`"):
         lower(k)
+    with pytest.raises(ValueError, match=r"T.comm.broadcast \(comm op #0\) runs between 0 and "
+                                         r"1 times on different cores"):
+        analyze_mesh_communication(k)
 
 
 def test_mesh_tensor_source_must_stay_in_its_shard():
@@ -472,6 +476,61 @@ def test_prepare_stacks_shards_and_makes_buffers_core_private():
     assert "A_send0 = T.sblock_alloc_buffer((4, 4), scope=\"shared\")" in text
     assert "T.copy(T.region(A[bx, 0, 0], 1, 1, 4, 4), T.region(A_send0[0, 0], 2, 4, 4))" in text
     assert verify_mesh_tensors(k) == [] and verify_mesh_tensors(f) == []
+
+
+WRITES = {  # id: (statement on a T.MeshTensor A, written back to the caller?)
+    "load": (lambda A, S: T.copy(A[0:2, 0:2], S), False),
+    "store": (lambda A, S: T.buffer_store(A, 1.0, [0, 0]), True),
+    "copy_into": (lambda A, S: T.copy(S, A[0:2, 0:2]), True),
+    "atomic_add": (lambda A, S: T.atomic_add(A[0, 1], 1.0), True),
+    "atomic_add_region": (lambda A, S: T.atomic_add(A[0:2, 0:2], S), True),
+    "read_pointer": (lambda A, S: T.evaluate(T.access_ptr(A[0, 0], "r", 4)), False),
+    "address_of": (lambda A, S: T.evaluate(T.call_extern("handle", "f", T.address_of(A[0, 0]))),
+                   True),
+}
+
+
+@pytest.mark.parametrize("name", list(WRITES))
+def test_prepare_finds_every_way_a_mesh_tensor_is_written(name):
+    """A T.MeshTensor the kernel may write (a store, a tile op's write region, an atomic
+    through an access pointer, a raw address) is copied back to the caller's tensor;
+    one only read is not. T.atomic_add's element form was missed, and the caller's
+    tensor kept its old values."""
+    tm.enable(mesh=(2, 2))
+    stmt, written = WRITES[name]
+
+    @T.prim_func
+    def k(A: T.MeshTensor((4, 4), T.MeshShardingPolicy(y=0, x=1), (2, 2), "float32")):
+        with T.Kernel(4) as cid:
+            S = T.alloc_shared((2, 2), "float32")
+            stmt(A, S)
+
+    assert [w for _, _, w in prepare_tilelang_mesh(k).params] == [written]
+
+
+def test_the_mesh_tensor_registry_forgets_kernels_that_are_gone(monkeypatch):
+    """T.MeshTensor records its parameter buffers process-wide; entries of kernels
+    nobody holds any more are dropped as the registry grows, live kernels keep theirs.
+    It used to keep every parameter of every kernel ever built."""
+    from meshtensor.tilelang.ir import mesh_param
+    tm.enable(mesh=(2, 2))
+    monkeypatch.setattr(mesh_param, "_REGISTRY", {})
+    monkeypatch.setattr(mesh_param, "_SWEEP_MIN", 8)
+    monkeypatch.setattr(mesh_param, "_SWEEP", {"at": 8})
+
+    def build(n):
+        @T.prim_func
+        def k(A: T.MeshTensor((n, 4), T.MeshShardingPolicy(y=0, x=1), (2, 2), "float32")):
+            with T.Kernel(4) as cid:
+                A[0, 0] = 1.0
+        return k
+
+    kept = [build(4), build(6)]
+    for n in range(40):
+        build(8 + n)
+    assert mesh_param._counts_refs()
+    assert len(mesh_param._REGISTRY) <= 16
+    assert [mesh_params(k)[0].global_shape for k in kept] == [(4, 4), (6, 4)]
 
 
 # -- traffic: the closed forms of docs/tilelang_mesh.md ----------------------------------------
@@ -578,3 +637,27 @@ def test_traffic_counts_each_execution_of_a_looped_op():
     assert [st.flows for st in r.supersteps] == [n * (n - 1)] * n
     assert sorted({int(p) % n for p in r.peer}) == [0, 1, 2]  # senders from every column
     assert np.array_equal(np.unique(r.step), np.arange(n))
+
+
+@pytest.mark.parametrize("make, sends, phases", [
+    # broadcast "all" from (0, 0): down column 0, then along each row
+    (lambda cid, s, d, g, gh: T.comm.broadcast(s, d, (0, 0), "all"),
+     [[2, 0, 0, 0, 0, 0, 0, 0, 0], [2, 0, 0, 2, 0, 0, 2, 0, 0]], [0, 1]),
+    # a diagonal put (0, 0) -> (2, 2): down to (2, 0), then along row 2
+    (lambda cid, s, d, g, gh: T.comm.put(s, d, (0, 0), (2, 2)),
+     [[1, 0, 0, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0, 1, 0, 0]], [0, 1]),
+    # all_gather "all": every core down its column, then every core along its row
+    (lambda cid, s, d, g, gh: T.comm.all_gather(s, g, "all"),
+     [[2] * 9, [2] * 9], [0, 1]),
+], ids=["broadcast_all", "diagonal_put", "all_gather_all"])
+def test_messages_are_counted_phase_by_phase(make, sends, phases):
+    """Each phase of an execution is its own superstep, with its own messages: the
+    performance model's per-core sends are those of that phase (they used to add up
+    the rows of every phase of the execution, e.g. 4 messages from (0, 0) in the
+    column phase of a 2-D broadcast, which sends 2)."""
+    k = _one_op_kernel(3, make)
+    report = analyze_mesh_communication(k)
+    assert [st.phase for st in report.supersteps] == phases
+    assert sorted(set(report.phase.tolist())) == phases
+    work = count_mesh_kernel(k)
+    assert [s.sends.tolist() for s in work.steps if s.exchange] == sends

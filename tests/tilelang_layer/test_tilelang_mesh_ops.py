@@ -86,6 +86,13 @@ def build_ops(R: int, C: int):
                   dst=lambda c: ((c // C + 1) % R, c % C)))
     ops.append(Op("put", lay.take("D", (A, B)), core=lambda c: (0, C - 1),
                   dst=lambda c: (R - 1, 0)))
+    # senders whose column wraps around within their row: a row ring, and every core
+    # getting its diagonal neighbour's (a core is one put's intermediate and another's
+    # destination); TileLang once folded such a sender's index into a wrong linear shift
+    ops.append(Op("put", lay.take("D", (A, B)), core=lambda c: c,
+                  dst=lambda c: (c // C, (c % C + 1) % C), size=5))
+    ops.append(Op("put", lay.take("D", (A, B)), dst=lambda c: c,
+                  core=lambda c: ((c // C + 1) % R, (c % C + 1) % C)))
     # gathers: every direction stacked / axis 0 / last axis, and two partial sizes
     k = {"h": C, "v": R, "all": N}
     for d in DIRECTIONS:
@@ -388,3 +395,69 @@ def test_slots_cover_every_combination():
     assert {(o.direction, o.axis) for o in gat} >= {(d, a) for d in DIRECTIONS
                                                     for a in (None, 0, -1)}
     assert {o.size for o in gat} > {-1}
+
+
+def axis_of_one_kernel(R: int, C: int, two_d: bool):
+    N = R * C
+    cfg = (R, C)
+    tm.enable(mesh=cfg)
+    line = T.MeshShardingPolicy(cross_mesh_dim=0)
+    grid = (R, C) if two_d else (N,)
+    F = "float32"
+
+    @T.prim_func
+    def kernel(X: T.MeshTensor((N, A, B), line, cfg, F),
+               YD: T.MeshTensor((N, 4 * A, B), line, cfg, F),
+               YH: T.MeshTensor((N, C, A, B), line, cfg, F),
+               YV: T.MeshTensor((N, R * A, B), line, cfg, F),
+               YO: T.MeshTensor((N, B), line, cfg, F)):
+        with T.Kernel(*grid) as b:
+            S = T.alloc_shared((A, B), F)
+            D = T.alloc_shared((4 * A, B), F)
+            GH = T.alloc_shared((C, A, B), F)
+            GV = T.alloc_shared((R * A, B), F)
+            O = T.alloc_shared((B,), F)
+            T.copy(X[0, 0:A, 0:B], S)
+            T.copy(YD[0, 0:4 * A, 0:B], D)
+            T.comm.broadcast(S, D[0:A, 0:B], (0, 0), "h")
+            T.comm.broadcast(S, D[A:2 * A, 0:B], N - 1, "v")
+            T.comm.broadcast(S, D[2 * A:3 * A, 0:B], (R - 1, C - 1), "all")
+            T.comm.put(S, D[3 * A:4 * A, 0:B], 0, N - 1)
+            T.comm.all_gather(S, GH, "h")
+            T.comm.all_gather(S, GV, "v", axis=0)
+            T.comm.all_reduce(S, O, "sum", "all", dim=0)
+            T.copy(D, YD[0, 0:4 * A, 0:B])
+            T.copy(GH, YH[0, 0:C, 0:A, 0:B])
+            T.copy(GV, YV[0, 0:R * A, 0:B])
+            T.copy(O, YO[0, 0:B])
+
+    return kernel
+
+
+@pytest.mark.parametrize("R, C, two_d", [(1, 3, True), (3, 1, False)],
+                         ids=["1x3-launch-2d", "3x1-launch-1d"])
+def test_a_mesh_axis_of_one(R, C, two_d):
+    """A mesh of one row or one column (the fork's device_mesh_nrow_1): the ops equal
+    the model; the lowering once left the core variable of such an axis (a loop of
+    extent 1, which TileLang drops) in the kernel, and compiling it failed."""
+    N = R * C
+    kern = compile_mesh_kernel(axis_of_one_kernel(R, C, two_d), compile_flags=FLAGS)
+    rng = np.random.default_rng(0)
+    x = rng.integers(-9, 10, (N, A, B)).astype(np.float32)
+    d0 = rng.integers(-9, 10, (N, 4 * A, B)).astype(np.float32)
+    yd, yh, yv, yo = (torch.from_numpy(d0.copy()), torch.zeros(N, C, A, B),
+                      torch.zeros(N, R * A, B), torch.zeros(N, B))
+    kern(torch.from_numpy(x), yd, yh, yv, yo)
+    want = d0.copy()
+    for c in range(N):
+        r, k = divmod(c, C)
+        if r == 0:
+            want[c, 0:A] = x[0]                      # row of (0, 0)
+        if k == C - 1:
+            want[c, A:2 * A] = x[N - 1]              # column of the last core
+        want[c, 2 * A:3 * A] = x[N - 1]
+        np.testing.assert_array_equal(yh[c].numpy(), x[r * C:(r + 1) * C])
+        np.testing.assert_array_equal(yv[c].numpy(), x[k::C].reshape(R * A, B))
+        np.testing.assert_array_equal(yo[c].numpy(), x.sum(axis=(0, 1)))
+    want[N - 1, 3 * A:4 * A] = x[0]                  # one row or column: no intermediate
+    np.testing.assert_array_equal(yd.numpy(), want)

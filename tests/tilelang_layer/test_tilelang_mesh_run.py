@@ -194,6 +194,26 @@ def test_argument_count_is_checked(policies):
         policies(*args[:-1])
 
 
+def test_an_atomic_add_into_a_mesh_tensor_reaches_the_caller():
+    """Every core adds into its shard with T.atomic_add (an access pointer, not a store):
+    the caller's tensor gets the sums. It used to keep its old values (the parameter was
+    not seen as written, so its shards were never copied back)."""
+    tm.enable(mesh=(2, 2))
+
+    @T.prim_func
+    def k(A: T.MeshTensor((5, 6), Policy(y=0, x=1), (2, 2), "float32"),
+          X: T.MeshTensor((5, 6), Policy(y=0, x=1), (2, 2), "float32")):
+        with T.Kernel(4) as cid:
+            for i, j in T.grid(3, 3):
+                T.atomic_add(A[i, j], X[i, j] * 2.0 + T.cast(cid, "float32"))
+
+    kern = compile_mesh_kernel(k, compile_flags=["-O0"])
+    a, x = torch.ones(5, 6), torch.arange(30, dtype=torch.float32).reshape(5, 6)
+    kern(a, x)
+    owner = np.add.outer([0, 0, 0, 2, 2], [0, 0, 0, 1, 1, 1])
+    np.testing.assert_array_equal(a.numpy(), 1 + 2 * x.numpy() + owner)
+
+
 # -- the demo ---------------------------------------------------------------------------------
 def test_demo_runs_the_fork_gemm_and_prints_its_traffic(capsys):
     assert cli_main(["demo", "--tilelang-mesh", "--size", "40", "--repeat", "1"]) == 0

@@ -20,7 +20,7 @@ from ...collectives import root_position, shift_sources
 from ...sharding import chunk_bounds
 from ..ir.comm_op import CommOp
 from ..ir.evaluate import IterSpace, static_int
-from ..ir.kernel import executions
+from ..ir.kernel import executions, runs_per_core
 
 __all__ = ["comm_flows", "TM_OPS", "tm_executions", "tm_phases"]
 
@@ -187,12 +187,7 @@ def tm_executions(op: CommOp, space: IterSpace, where: str) -> list:
     range, a put to itself and two senders to one destination are ``ValueError``s
     naming the statement (``where``: the caller)."""
     mesh = op.mesh
-    counts = np.bincount(space.core, minlength=mesh.size)
-    if counts.min() != counts.max():
-        raise ValueError(f"{where}: {op.name} runs between {counts.min()} and "
-                         f"{counts.max()} times on different cores; every core must reach a "
-                         f"comm op equally often")
-    runs = int(counts[0])
+    runs = runs_per_core(space, mesh.size, op.name, where)
     if op.op not in ("tm_broadcast", "tm_put") or not runs:
         return [None] * runs
     # one row per execution, one column per core (each core runs each execution once)

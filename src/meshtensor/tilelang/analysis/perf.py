@@ -437,15 +437,9 @@ class _Counter:
         """Per exchange: its name, messages sent per core, active cores, link facts."""
         r, n = self.report, self.ncores
         out = []
-        used: dict[tuple[int, int], int] = {}
         for s in self.exchanges:
             i = self.ident[tuple(s.when)]
-            # a Tilelang-Mesh op moves in phases, one superstep each: the report lists an
-            # execution's rows phase by phase, ``flows`` rows per phase
-            rows = np.flatnonzero((r.op == i) & (r.step == s.execution))
-            k = used.get((i, s.execution), 0)
-            used[(i, s.execution)] = k + s.flows
-            m = rows[k:k + s.flows]
+            m = (r.op == i) & (r.step == s.execution) & (r.phase == s.phase)
             snd, rcv = r.peer[m], r.core[m]  # receiver rows, the sender as peer
             pairs = np.unique(snd * n + rcv)
             sends = np.bincount(pairs // n, minlength=n).astype(np.int64)

@@ -20,8 +20,8 @@ from ...cost import hops, xy_link_loads
 from ...mesh import Mesh
 from ...text import DEFAULT_WIDTH, columns, wrap
 from ..ir.comm_op import CommOp
-from ..ir.evaluate import region_box
-from ..ir.kernel import KernelView, execution_keys, executions
+from ..ir.evaluate import IterSpace, region_box
+from ..ir.kernel import KernelView, execution_keys, executions, runs_per_core
 from ..ir.scope import itemsize
 from .flows import TM_OPS, comm_flows, tm_executions, tm_phases
 from .verify import within_window
@@ -51,7 +51,9 @@ class Superstep:
     bytes per XY-route length, ``link_loads`` the bytes on every directed link
     (:func:`meshtensor.cost.xy_link_loads`: shape ``(ndim, 2, *mesh.shape)``), ``when``
     its program-order key (:func:`~..ir.kernel.execution_keys`): supersteps sorted by
-    ``when`` are in the order the kernel runs them."""
+    ``when`` are in the order the kernel runs them. ``phase`` numbers the supersteps of
+    one execution of a Tilelang-Mesh op from 0 (what the chip moves in turn: a 2-D
+    broadcast's column phase, then its row phase); 0 for every other statement."""
 
     statement: str
     execution: int
@@ -60,6 +62,7 @@ class Superstep:
     hop_bytes: dict
     link_loads: np.ndarray
     when: tuple = ()
+    phase: int = 0
 
     @property
     def max_hops(self) -> int:
@@ -96,10 +99,11 @@ class CommReport:
     One row per (statement, point, owner piece or flow): ``copy`` index (``-1`` for a
     comm op), ``op`` comm-op index (``-1`` for a copy), ``write`` flag (copies), the
     ``core`` that executes the copy or receives the comm op's data, its ``peer`` (the
-    owning core of a copied piece, or the comm op's sender; linear ids), ``nbytes`` and
-    ``step`` (which execution of the statement). ``supersteps`` lists every execution
-    of a comm op, and of a copy with remote bytes, with its link loads, in the order
-    the kernel runs them (by :attr:`Superstep.when`).
+    owning core of a copied piece, or the comm op's sender; linear ids), ``nbytes``,
+    ``step`` (which execution of the statement) and ``phase`` (its
+    :attr:`Superstep.phase`). ``supersteps`` lists every execution of a comm op (every
+    phase of one, for Tilelang-Mesh's ops), and of a copy with remote bytes, with its
+    link loads, in the order the kernel runs them (by :attr:`Superstep.when`).
     """
 
     mesh: Mesh
@@ -113,6 +117,7 @@ class CommReport:
     op: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     step: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     supersteps: tuple[Superstep, ...] = ()
+    phase: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @property
     def hops(self) -> np.ndarray:
@@ -250,11 +255,9 @@ def _op_name(op: CommOp) -> str:
     return f"comm {op.index}: {op.op} {op.src.buffer.name} -> {op.dst.buffer.name} over {axes}"
 
 
-def _tm_rows(op: CommOp, view: KernelView):
+def _tm_rows(op: CommOp, view: KernelView, space: IterSpace, when: list):
     """Rows and supersteps of a Tilelang-Mesh op: per execution, one superstep per
     phase of what the chip moves (:func:`~.flows.tm_phases`)."""
-    space = view.space(op)
-    when = execution_keys(space, op.order, view.mesh.size).tolist()
     cache: dict = {}
     rows, steps = [], []
     for e, key in enumerate(tm_executions(op, space, view.where)):
@@ -264,27 +267,23 @@ def _tm_rows(op: CommOp, view: KernelView):
                      for i in range(len(phases))]
             cache[key] = [(snd, rcv, nb, _superstep(view.mesh, name, 0, snd, rcv, nb))
                           for name, (snd, rcv, nb) in zip(names, phases)]
-        for snd, rcv, nb, st in cache[key]:
-            rows.append((rcv, snd, nb, np.full(len(snd), e, dtype=np.int64)))
+        for i, (snd, rcv, nb, st) in enumerate(cache[key]):
+            rows.append((rcv, snd, nb, np.full(len(snd), e, dtype=np.int64), i))
             steps.append(Superstep(st.statement, e, st.nbytes, st.flows, st.hop_bytes,
-                                   st.link_loads, tuple(when[e])))  # phases keep their order
+                                   st.link_loads, tuple(when[e]), i))  # phases in order
     return rows, steps
 
 
 def _comm_rows(op: CommOp, view: KernelView):
-    """Rows ``(receiver, sender, nbytes, execution)`` and the supersteps of one comm op."""
-    if op.op in TM_OPS:
-        return _tm_rows(op, view)
+    """Rows ``(receiver, sender, nbytes, execution, phase)`` and the supersteps of one
+    comm op."""
     mesh, where = view.mesh, view.where
     space = view.space(op)
-    counts = np.bincount(space.core, minlength=mesh.size)
-    if counts.min() != counts.max():
-        raise ValueError(f"{where}: {_op_name(op)} runs between {counts.min()} and "
-                         f"{counts.max()} times on different cores; every core must reach "
-                         f"a comm op equally often")
-    runs = int(counts[0])
-    ex = executions(space.core, mesh.size)
+    runs = runs_per_core(space, mesh.size, op.name if op.op in TM_OPS else _op_name(op), where)
     when = execution_keys(space, op.order, mesh.size).tolist()
+    if op.op in TM_OPS:
+        return _tm_rows(op, view, space, when)
+    ex = executions(space.core, mesh.size)
     if op.root is not None and runs:
         try:
             vals = np.stack([space.value(r) for r in op.root], axis=1)
@@ -306,7 +305,7 @@ def _comm_rows(op: CommOp, view: KernelView):
             snd, rcv, nb = comm_flows(op, None if key is None else list(key))
             cache[key] = (snd, rcv, nb, _superstep(mesh, _op_name(op), 0, snd, rcv, nb))
         snd, rcv, nb, st = cache[key]
-        rows.append((rcv, snd, nb, np.full(len(snd), e, dtype=np.int64)))
+        rows.append((rcv, snd, nb, np.full(len(snd), e, dtype=np.int64), 0))
         steps.append(Superstep(st.statement, e, st.nbytes, st.flows, st.hop_bytes,
                                st.link_loads, tuple(when[e])))
     return rows, steps
@@ -327,12 +326,12 @@ def analyze_mesh_communication(func: Any) -> CommReport | None:
         return None
     mesh, ops, copies = view.mesh, view.ops, view.copies
     cols: dict[str, list] = {k: [] for k in
-                             ("copy", "op", "write", "core", "peer", "nbytes", "step")}
+                             ("copy", "op", "write", "core", "peer", "nbytes", "step", "phase")}
     steps: list[Superstep] = []
     names = [f"{c.src.buffer.name} -> {c.dst.buffer.name}" for c in copies]
 
-    def add(copy, op, write, core, peer, nbytes, step):
-        for k, v in zip(cols, (copy, op, write, core, peer, nbytes, step)):
+    def add(copy, op, write, core, peer, nbytes, step, phase=0):
+        for k, v in zip(cols, (copy, op, write, core, peer, nbytes, step, phase)):
             cols[k].append(np.broadcast_to(v, len(core)))
 
     remote_by_copy: dict[int, list] = {}
@@ -362,8 +361,8 @@ def analyze_mesh_communication(func: Any) -> CommReport | None:
                                     nb[m], when_of[ci][int(e)]))
     for op in ops:
         rows, op_steps = _comm_rows(op, view)
-        for rcv, snd, nb, ex in rows:
-            add(-1, op.index, False, rcv, snd, nb, ex)
+        for rcv, snd, nb, ex, phase in rows:
+            add(-1, op.index, False, rcv, snd, nb, ex, phase)
         steps.extend(op_steps)
     steps.sort(key=lambda st: st.when)  # the order the kernel runs them
     arr = {k: (np.concatenate(v) if v else np.zeros(0, dtype=np.int64)) for k, v in cols.items()}
@@ -371,7 +370,8 @@ def analyze_mesh_communication(func: Any) -> CommReport | None:
                       arr["write"].astype(bool), arr["core"].astype(np.int64),
                       arr["peer"].astype(np.int64), arr["nbytes"].astype(np.int64),
                       comm_ops=tuple(_op_name(o) for o in ops), op=arr["op"].astype(np.int64),
-                      step=arr["step"].astype(np.int64), supersteps=tuple(steps))
+                      step=arr["step"].astype(np.int64), supersteps=tuple(steps),
+                      phase=arr["phase"].astype(np.int64))
 
 
 def AnalyzeMeshCommunication(on_report: Callable[[CommReport], None] | None = None):

@@ -18,7 +18,7 @@ from .metadata import MeshTensorEntry, read_mesh_tensor_info
 from .resolve import prim_func
 from .scope import CopyCall, CopyRegion, find_copies
 
-__all__ = ["KernelView", "executions", "execution_keys"]
+__all__ = ["KernelView", "executions", "execution_keys", "runs_per_core"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -87,6 +87,22 @@ class KernelView:
                 space = self.space(c)
                 for region, write, e in found:
                     yield ci, space, region, write, e  # type: ignore[misc]
+
+
+def runs_per_core(space: IterSpace, ncores: int, what: str, where: str) -> int:
+    """How many times each core runs a comm op (``what`` names it) whose iteration space
+    is ``space``; ``ValueError`` naming ``where`` and ``what`` unless every core runs it
+    equally often (the collective rule).
+
+    >>> runs_per_core(IterSpace({}, np.array([0, 1, 0, 1]), 4), 2, "op", "ex")
+    2
+    """
+    counts = np.bincount(space.core, minlength=ncores)
+    if counts.min() != counts.max():
+        raise ValueError(f"{where}: {what} runs between {counts.min()} and {counts.max()} "
+                         f"times on different cores; every core must reach a comm op equally "
+                         f"often")
+    return int(counts[0])
 
 
 def executions(core: np.ndarray, ncores: int) -> np.ndarray:

@@ -5,7 +5,8 @@ tensor.
 :class:`MeshParam` is the typed record of one such parameter (global shape, shard
 shape, :class:`meshtensor.Sharding`, dtype, the layout the kernel named). The language
 layer registers each parameter buffer it creates (:func:`register`, keyed by the
-buffer's data variable, as ``mesh_tensor_info`` keys buffers); passes find them with
+buffer's data variable, as ``mesh_tensor_info`` keys buffers; entries of kernels that
+nothing holds any more are dropped as the registry grows); passes find them with
 :func:`mesh_params`. :meth:`MeshParam.scatter` and :meth:`MeshParam.gather` move
 between the global tensor and the per-core stack ``(cores, *shard_shape)`` the lowered
 kernel takes: cells of a shard past the global edge are zero going in and dropped
@@ -21,6 +22,7 @@ coming out, and the copies of a replicated tensor must agree coming out.
 
 from __future__ import annotations
 
+import ctypes
 from dataclasses import dataclass
 from typing import Any
 
@@ -138,13 +140,51 @@ def _torch_dtype(dtype: str) -> Any:
 
 
 # Parameter buffers created by T.MeshTensor, keyed by their data variable (TVM hashes
-# objects by identity, so a kernel's parameter finds its own entry).
+# objects by identity, so a kernel's parameter finds its own entry). An entry whose
+# variable nothing but this dict holds any more belongs to a kernel that is gone: it
+# is dropped when the dict has doubled since the last sweep, so the dict stays within
+# twice the number of live T.MeshTensor parameters.
 _REGISTRY: dict[tirx.Var, MeshParam] = {}
+_SWEEP_MIN = 64
+_SWEEP = {"at": _SWEEP_MIN}
+
+
+def _strong_refs(obj: Any) -> int | None:
+    """The C++ strong reference count of a TVM object: the low 32 bits of the first
+    field (``combined_ref_count``) of tvm-ffi's C object header (``TVMFFIObject`` in
+    ``tvm/ffi/c_api.h``); ``None`` where it cannot be read."""
+    handle = getattr(obj, "__chandle__", None)
+    if handle is None:
+        return None
+    return ctypes.c_uint64.from_address(handle()).value & 0xFFFFFFFF
+
+
+def _counts_refs() -> bool:
+    """Whether :func:`_strong_refs` reads this TVM's counts (checked once): a reference
+    taken by an expression shows, and goes when the expression does."""
+    if "ok" not in _SWEEP:
+        v = tirx.Var("probe", "int32")
+        before = _strong_refs(v)
+        e = tirx.Add(v, v)
+        during = _strong_refs(v)
+        del e
+        _SWEEP["ok"] = before is not None and before >= 1 and during == before + 2 and \
+            _strong_refs(v) == before
+    return bool(_SWEEP["ok"])
+
+
+def _sweep() -> None:
+    if _counts_refs():
+        for var in [v for v in _REGISTRY if _strong_refs(v) == 1]:  # only the key holds it
+            del _REGISTRY[var]
+    _SWEEP["at"] = max(_SWEEP_MIN, 2 * len(_REGISTRY))
 
 
 def register(buffer: tirx.Buffer, param: MeshParam) -> None:
     """Record that ``buffer`` (a parameter annotation's buffer) is ``param``'s shard."""
     _REGISTRY[buffer.data] = param
+    if len(_REGISTRY) >= _SWEEP["at"]:
+        _sweep()
 
 
 def registered(buffer: tirx.Buffer) -> MeshParam | None:

@@ -208,8 +208,8 @@ class _Planner:
 
     def _refuse(self, stmt: tirx.Stmt, what: str) -> None:
         o = self._first_op(stmt)
-        raise ValueError(f"mesh_comm.{o.op} (comm op #{o.index}) is {what}; every core must "
-                         f"run every comm op the same number of times (the collective rule)")
+        raise ValueError(f"{o.name} is {what}; every core must run every comm op the same "
+                         f"number of times (the collective rule)")
 
     # a plan tree: a list of _Seg, _Comm and ("for" | "if" | "while" | "block" | "launch" |
     # "attr" | "keep", stmt, sub-plans...) items
@@ -565,9 +565,9 @@ class _Lowering:
         for o in self.ops:
             for side, r in (("src", o.src), ("dst", o.dst)):
                 if r is not None and r.buffer.data not in self.stores:
-                    raise ValueError(f"mesh_comm.{o.op} (comm op #{o.index}): {side} "
-                                     f"{r.buffer.name!r} is not a per-core buffer allocated "
-                                     f"in the kernel (T.alloc_shared / T.alloc_local)")
+                    raise ValueError(f"{o.name}: {side} {r.buffer.name!r} is not a per-core "
+                                     f"buffer allocated in the kernel (T.alloc_shared / "
+                                     f"T.alloc_local)")
         # staging arrays for comm ops whose src and dst share a buffer
         self.stage = None
         need = [int(np.prod(o.static_extents("src"), dtype=np.int64)) * _itemsize(o.src.buffer)
@@ -652,7 +652,11 @@ class _Lowering:
         return tirx.SBlockRealize(realize.iter_values, realize.predicate, new)
 
     def _segment(self, seg: _Seg) -> tirx.Stmt:
-        coords = self._core_vars("core")
+        loops = self._core_vars("core")
+        # a mesh axis of size 1 has the coordinate 0, not a loop: TileLang drops a loop of
+        # extent 1 but leaves its variable in the views' elem_offset below (MakePackedAPI
+        # then fails: "kernel variables (core_col) are used, but are not passed in")
+        coords = [v if n > 1 else _i32(0) for v, n in zip(loops, self.mesh.shape)]
         lin = _row_major(coords, self.mesh.shape)
         vmap = dict(self.launch.at(coords))
         bmap: dict = {}
@@ -678,7 +682,8 @@ class _Lowering:
             pre.append(tirx.DeclBuffer(bmap[data]))
             vmap[data] = st.flat.data
         body = _remap_buffers(tirx.stmt_functor.substitute(_seq(seg.stmts), vmap), bmap)
-        return _nest(coords, self.mesh.shape, _seq(pre + [body] + post))
+        kept = [(v, n) for v, n in zip(loops, self.mesh.shape) if n > 1]
+        return _nest([v for v, _ in kept], [n for _, n in kept], _seq(pre + [body] + post))
 
     # -- exchanges -------------------------------------------------------------------------
     def _starts(self, region, coords) -> list:
@@ -890,11 +895,17 @@ class _ExchangeBuilder:
         Several cores may name the same transfer (the checks made their data agree):
         copying it again is harmless, and a loop is far cheaper for TileLang to
         compile than a table of senders."""
-        vs = [tirx.Var(f"core{i}", "int32") for i in range(len(exprs))]
+        # the named cores go through memory, not lets: TileLang inlines a let, and
+        # FlattenBuffer's iter-map simplification then rewrites a sender index such as
+        # (k // 3) * 3 + (k % 3 + 1) % 3 into (k + 1) % 6 (wrong at k = 2): a load is
+        # opaque to it
+        ids = tirx.decl_buffer((len(exprs),), "int32", "tm_core", scope="local")
+        vs = [tirx.BufferLoad(ids, [_i32(i)]) for i in range(len(exprs))]
         copy = self._tm_prefix(_unravel(vs[0], self.mesh.shape), c, self.o.params["size"])
-        body = _seq([tirx.Bind(v, e) for v, e in zip(vs, exprs)] +
+        body = _seq([tirx.BufferStore(ids, e if e.dtype == "int32" else tirx.Cast("int32", e),
+                                      [_i32(i)]) for i, e in enumerate(exprs)] +
                     [tirx.IfThenElse(hit(*vs), copy, None)])
-        return body if k is None else _loop(k, self.mesh.size, body)
+        return _seq([tirx.AllocBuffer(ids), body if k is None else _loop(k, self.mesh.size, body)])
 
     def _tm_broadcast(self, c, idx):
         self._tm_check()

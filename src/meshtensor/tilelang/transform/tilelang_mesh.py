@@ -179,17 +179,26 @@ def _stage_sources(stmt: tirx.Stmt, ops: list[CommOp], params: dict, launch: Lau
 
 
 # -- 2. T.MeshTensor parameters: one shard per core ---------------------------------------------
+# calls that take a buffer location by a BufferLoad, and where their access mask is
+# (None: a raw address, whose use is unknown: counted as a write)
+_POINTER_CALLS = {"tl.region": 1, "tl.access_ptr": 2, "tirx.address_of": None}
+
+
 def _written(stmt: tirx.Stmt, buf: tirx.Buffer) -> bool:
-    """Whether the kernel may store into ``buf`` (a store, or a tile-op region with write
-    access)."""
+    """Whether the kernel may store into ``buf``: a store, a tile-op region or an access
+    pointer (``T.atomic_add`` ...) with write access, or a raw address of it."""
     hit: list = []
 
     def visit(n: Any) -> None:
         if isinstance(n, tirx.BufferStore) and n.buffer.same_as(buf):
             hit.append(n)
-        elif _is_region(n) and isinstance(n.args[0], tirx.BufferLoad) and \
-                n.args[0].buffer.same_as(buf) and static_int(n.args[1]) != 1:
-            hit.append(n)
+        elif isinstance(n, tirx.Call) and getattr(n.op, "name", None) in _POINTER_CALLS \
+                and n.args and isinstance(n.args[0], tirx.BufferLoad) \
+                and n.args[0].buffer.same_as(buf):
+            pos = _POINTER_CALLS[n.op.name]
+            mask = None if pos is None or len(n.args) <= pos else static_int(n.args[pos])
+            if mask is None or mask & 2:
+                hit.append(n)
 
     tirx.stmt_functor.post_order_visit(stmt, visit)
     return bool(hit)
