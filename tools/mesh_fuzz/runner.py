@@ -392,7 +392,8 @@ class Fuzzer:
             for o in outs:
                 if o.status in ("wrong", "crash"):
                     self.log(textwrap.fill(f"{o.status}: program {o.index}: {o.detail[:240]}",
-                                           80, subsequent_indent="  "))
+                                           80, subsequent_indent="  ",
+                                           break_on_hyphens=False))
                     if o.reproducer:
                         self.log(f"  {o.reproducer}")
             now = time.monotonic()
