@@ -30,7 +30,14 @@ __all__ = ["CPU_FLAGS", "MeshKernel", "compile_mesh_kernel", "guard_stock_compil
 # gcc's -O3 loop vectoriser (dynamic cost model) turns the GEMM micro-kernel's k loop
 # into slow gathers for power-of-two tiles (1.8 vs 45 GFLOP/s at 512^3, measured here);
 # the very-cheap model keeps the SLP-vectorised, register-blocked body.
-CPU_FLAGS = ["-O3", "-march=native", "-fvect-cost-model=very-cheap"]
+# TileLang's C code type-puns (a buffer written through float4*, read through float2*;
+# the lowering's per-core copies are views into one byte workspace), which -O3's
+# type-based alias analysis may reorder: -fno-strict-aliasing. gcc 12's loop
+# distribution into memset/memcpy patterns reorders stores of a core loop that mixes
+# scalar and vector-struct stores into the workspace (found by the kernel fuzzer, kept
+# as reproducers in tests): -fno-tree-loop-distribute-patterns.
+CPU_FLAGS = ["-O3", "-march=native", "-fvect-cost-model=very-cheap", "-fno-strict-aliasing",
+             "-fno-tree-loop-distribute-patterns"]
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,0 +1,413 @@
+"""The random mesh-kernel fuzzer (tools/fuzz_kernels.py, tools/mesh_fuzz): its model on
+hand-written programs, its generator and source writer against the model, and a
+fixed-seed slice of random kernels that must run equal to the model or be refused."""
+import doctest
+import importlib
+import itertools
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mesh_fuzz import generate, minimize, model, program, reproducer, runner
+from mesh_fuzz.generate import FEATURES, OPS, make_batch, make_program, result_extents
+from mesh_fuzz.model import SENTINEL, ModelError, run_model, traffic
+from mesh_fuzz.program import (Assign, Batch, Bin, BufDecl, Comm, Const, Copy, Core,
+                               CoreId, For, If, Let, Load, Name, Program, Region,
+                               Select, SetVar, Tensor, batch_source, children)
+
+from meshtensor import Mesh, MeshArray
+from meshtensor import collectives as C
+
+ROOT = Path(__file__).resolve().parents[2]
+I32 = "int32"
+
+
+def c(v, dtype=I32):
+    return Const(v, dtype)
+
+
+def region(name, starts, extents, whole=False):
+    return Region(name, tuple(c(s) for s in starts), tuple(extents), whole)
+
+
+# -- the model on hand-written programs -------------------------------------------------
+ROW_COL = (("row", 2), ("col", 2))  # not alphabetical on purpose
+
+
+def hand_program():
+    """Core ``d`` (linear id on the row x col mesh) loads ``[10d, 10d + 1, 10d + 2]``."""
+    X = Tensor("X", (3,), I32, "linear", "in")
+    outs = [Tensor(f"Y{n}", shape, I32, "grid", "out")
+            for n, shape in (("S", (3,)), ("D", (2,)), ("E", (3,)), ("F", (1,)),
+                             ("G", (4,)))]
+    bufs = (BufDecl("S", (3,), I32, "local"), BufDecl("D", (2,), I32, "shared"),
+            BufDecl("E", (3,), I32, "local"), BufDecl("F", (1,), I32, "shared"),
+            BufDecl("G", (4,), I32, "local"))
+    init = [Assign("D", (Name("i"),), (("i", 2),), c(-1)),
+            Assign("E", (Name("i"),), (("i", 3),), c(7)),
+            Assign("F", (c(0),), (), c(5))]
+    body = init + [
+        Copy(region("X", (0,), (3,)), region("S", (0,), (3,), whole=True)),
+        Comm("reduce_scatter", region("S", (0,), (3,), True), region("D", (0,), (2,), True),
+             (1,), (("reduction", "sum"), ("scatter_axis", 0))),
+        Comm("shift", region("S", (0,), (3,), True), region("E", (0,), (3,), True), (0,),
+             (("offset", 1), ("rotate", False), ("shift_axis", 0))),
+        Comm("permute", region("S", (0,), (1,)), region("F", (0,), (1,), True), (0, 1),
+             (("pairs", ((3, 0),)),)),
+        Comm("all_gather", region("S", (0,), (1,)), region("G", (0,), (4,), True), (1, 0),
+             (("gather_axis", 0),)),
+    ] + [Copy(region(b, (0,), (n,), True), region(f"Y{b}", (0,), (n,)))
+         for b, n in (("S", 3), ("D", 2), ("E", 3), ("F", 1), ("G", 4))]
+    return Program(0, (X, *outs), bufs, (), tuple(body))
+
+
+def test_model_of_a_hand_written_program():
+    """Values worked out by hand from the semantics in docs/comm.md."""
+    p = hand_program()
+    x = np.array([[10 * d, 10 * d + 1, 10 * d + 2] for d in range(4)], dtype=np.int32)
+    out = run_model(Batch(ROW_COL, "nd", (p,)), p, {"X": x})
+    t = {k: v.reshape(4, -1).tolist() for k, v in out.tensors.items()}
+    # reduce_scatter over col: rows sum to [10, 12, 14] and [50, 52, 54]; pieces of 3
+    # for 2 cores are 2 and 1: the second core's result fills only the leading part
+    assert t["YD"] == [[10, 12], [14, -1], [50, 52], [54, -1]]
+    # shift by +1 along row without rotate: row 0 receives nothing and keeps E
+    assert t["YE"] == [[7, 7, 7], [7, 7, 7], [0, 1, 2], [10, 11, 12]]
+    # permute (3 -> 0): only core 0 receives
+    assert t["YF"] == [[30], [5], [5], [5]]
+    # all_gather over [col, row]: in-group order is row-major over (col, row)
+    assert t["YG"] == [[0, 20, 10, 30]] * 4
+    assert out.executions.tolist() == [1, 1, 1, 1]
+    # comm bytes received per op and core (docs/traffic.md): reduce_scatter piece of the
+    # other core, shift 12 bytes to row 1, permute 4 bytes to core 0, gather 3 x 4 bytes
+    assert out.received.tolist() == [[8, 4, 8, 4], [0, 0, 12, 12], [4, 0, 0, 0],
+                                     [12, 12, 12, 12]]
+
+
+def test_model_loop_root_and_let_read_after_write():
+    """A broadcast whose root is the loop variable, and a let that keeps the value its
+    buffer had when it was bound."""
+    X = Tensor("X", (2,), I32, "linear", "in")
+    Y = Tensor("Y", (2,), I32, "linear", "out")
+    S, B = BufDecl("S", (2,), I32, "local"), BufDecl("B", (2,), I32, "local")
+    body = (Copy(region("X", (0,), (2,)), region("S", (0,), (2,), True)),
+            Let("t", Load("S", (c(0),), I32)),
+            Assign("S", (c(0),), (), c(100)),
+            Assign("B", (Name("i"),), (("i", 2),), Name("t")),
+            For("k", 0, 2, "serial", (
+                Comm("broadcast", Region("S", (Name("k"),), (1,)),
+                     Region("B", (Name("k"),), (1,)), (0,), (), (Name("k"),)),)),
+            Copy(region("B", (0,), (2,), True), region("Y", (0,), (2,))))
+    p = Program(0, (X, Y), (S, B), (), body)
+    x = np.array([[1, 2], [3, 4]], dtype=np.int32)
+    out = run_model(Batch((("x", 2),), "1d", (p,)), p, {"X": x})
+    # k = 0: B[0] = core 0's S[0] = 100; k = 1: B[1] = core 1's S[1] = 4
+    assert out.tensors["Y"].tolist() == [[100, 4], [100, 4]]
+    assert out.executions.tolist() == [2]
+
+
+@pytest.mark.parametrize("body, message", [
+    ((Assign("B", (c(0),), (), Load("S", (c(0),), I32)),), "nothing was written"),
+    ((Assign("S", (c(2),), (), c(1)),), "outside"),
+    ((If(Bin("==", Core(0), c(0)), (Comm("barrier", None, None, None),)),),
+     "depends on the core"),
+], ids=["undefined-read", "out-of-range", "comm-under-core-if"])
+def test_model_rejects_programs_the_generator_must_not_make(body, message):
+    p = Program(0, (), (BufDecl("S", (2,), I32, "local"), BufDecl("B", (1,), I32, "local")),
+                (), body)
+    with pytest.raises(ModelError, match=message):
+        run_model(Batch((("x", 2),), "nd", (p,)), p, {})
+
+
+@pytest.mark.parametrize("op, params", [
+    ("all_gather", {"gather_axis": 1}),
+    ("reduce_scatter", {"scatter_axis": 0, "reduction": "sum"}),
+    ("reduce_scatter", {"scatter_axis": 1, "reduction": "max"}),
+    ("all_to_all", {"split_axis": 0, "concat_axis": 1}),
+    ("all_to_all", {"split_axis": 1, "concat_axis": 1}),
+], ids=lambda v: v if isinstance(v, str) else "-".join(f"{k}={x}" for k, x in v.items()))
+@pytest.mark.parametrize("ext", [(5, 3), (3, 7), (1, 2), (8, 4)], ids=str)
+def test_dst_extents_are_the_host_result_of_the_first_member(op, params, ext):
+    mesh = Mesh({"b": 3, "a": 2})
+    x = MeshArray.from_locals(mesh, [np.ones(ext) for _ in range(mesh.size)])
+    host = {"all_gather": lambda: C.all_gather(x, ["a", "b"], params["gather_axis"]),
+            "reduce_scatter": lambda: C.reduce_scatter(x, ["a", "b"],
+                                                       params.get("scatter_axis", 0)),
+            "all_to_all": lambda: C.all_to_all(x, ["a", "b"], params.get("split_axis", 0),
+                                               params.get("concat_axis", 0))}[op]()
+    got = result_extents(op, ext, 6, params)
+    assert got == host.local(0).shape
+    assert all(all(g >= s for g, s in zip(got, host.local(d).shape))
+               for d in range(mesh.size))
+
+
+def test_traffic_of_a_broadcast_and_an_all_reduce():
+    mesh = Mesh({"y": 2, "x": 3})
+    bc = Comm("broadcast", None, None, (1,), (), (c(2),))
+    rec, sent = traffic(bc, mesh, (2,), 4, root=(2,))
+    assert rec.tolist() == [8, 8, 0, 8, 8, 0] and sent.tolist() == [0, 0, 16, 0, 0, 16]
+    ar = Comm("all_reduce", None, None, (0,), (("reduction", "sum"),))
+    rec, _ = traffic(ar, mesh, (3,), 4)
+    # 3 elements in 2 pieces (2, 1): member 0 gets piece 0 + piece 1 from member 1
+    assert rec.tolist() == [12] * 6
+
+
+# -- generator and source writer ------------------------------------------------------
+class _FakeT:
+    """The parts of ``tilelang.language`` that generated expressions use, on Python
+    numbers (floor // and % as in TIR)."""
+
+    max, min = staticmethod(max), staticmethod(min)
+
+    @staticmethod
+    def Cast(dtype, x):  # noqa: N802 (TileLang's name)
+        return float(x) if dtype.startswith("float") else int(math.trunc(x))
+
+    @staticmethod
+    def if_then_else(cond, a, b):
+        return a if cond else b
+
+
+def _exprs(body, out):
+    for s in body:
+        if isinstance(s, Assign):
+            out.append((s.value, s.nest))
+            out += [(i, s.nest) for i in s.index]
+        elif isinstance(s, (Let, SetVar)):
+            out.append((s.value, ()))
+        elif isinstance(s, For):
+            _exprs(s.body, out)
+        elif isinstance(s, If):
+            out.append((s.cond, ()))
+            _exprs(s.then, out)
+            _exprs(s.orelse, out)
+    return out
+
+
+def _names(e, acc):
+    if isinstance(e, Name):
+        acc.add((e.name, e.dtype))
+    for ch in children(e):
+        _names(ch, acc)
+    return acc
+
+
+SHELLS = [Batch(mesh, launch, (), coord_lets=lets) for mesh, launch, lets in itertools.product(
+    ((("x", 5),), (("row", 2), ("col", 3)), (("r", 3), ("c", 2), ("a", 2))),
+    ("nd", "1d"), (True, False))]
+
+
+@pytest.mark.parametrize("shell", SHELLS, ids=lambda b: f"{dict(b.mesh)}-{b.launch}-"
+                         f"{'lets' if b.coord_lets else 'inline'}")
+def test_written_expressions_evaluate_as_the_model_does(shell):
+    """Every expression as written in the kernel source, evaluated by Python at one
+    point per core, equals the model's value (core coordinates, operator precedence,
+    floor division, global tile indexing)."""
+    rng = np.random.default_rng(len(shell.mesh))
+    checked = 0
+    for k in range(4):
+        p, x, _ = make_program(shell, k, "expr")
+        batch = shell.with_programs((p,))
+        w = program._Writer(batch)
+        m = model._Model(batch, p, x)
+        for core in m.cores:
+            for b in p.bufs:
+                core.bufs[b.name][...] = rng.integers(-5, 6, b.shape)
+                core.defined[b.name][...] = True
+        for e, nest in _exprs(p.body, []):
+            env = {n: (np.int64(rng.integers(0, 3)) if dt == I32 else
+                       np.float64(rng.integers(-3, 4))) for n, dt in _names(e, set())}
+            env.update({v: np.int64(rng.integers(0, n)) for v, n in nest})
+            for core in m.cores:
+                want = m.ev(e, core, env)
+                scope = {"T": _FakeT, "bx": core.lin}
+                scope.update({f"c{a}": v for a, v in enumerate(core.coords)})
+                if shell.launch == "nd":
+                    scope.update({f"b{a}": v for a, v in enumerate(core.coords)})
+                scope.update({t.name: m.tensors[t.name] for t in p.tensors})
+                scope.update({b.name: core.bufs[b.name] for b in p.bufs})
+                scope.update({n: v.item() for n, v in env.items()})
+                got = eval(w.expr(e), scope)  # noqa: S307 (our own generated text)
+                assert np.array_equal(got, want), (w.expr(e), core.coords, got, want)
+                checked += 1
+    assert checked > 50
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_generated_batches_are_valid_deterministic_python(seed):
+    batch, inputs, results = make_batch(str(seed), seed, 10 * seed, 4)
+    again = make_batch(str(seed), seed, 10 * seed, 4)
+    assert batch_source(batch) == batch_source(again[0])
+    compile(batch_source(batch), "<batch>", "exec")
+    for p, x, res in zip(batch.programs, inputs, results):
+        out = run_model(batch.with_programs((p,)), p, x)  # no ModelError
+        assert all(np.array_equal(out.tensors[k], v) for k, v in res.tensors.items())
+        assert 1 <= len(program.comm_ops(p.body)) <= 3 * 2  # 1-3 units, ifs add one each
+        assert all((SENTINEL != v).all() for k, v in out.tensors.items()
+                   if p.tensor(k).role == "out")  # every output element is written
+
+
+def test_every_feature_and_op_occurs_and_exclusion_removes_it():
+    used = set()
+    meshes = set()
+    for b in range(40):
+        batch, _, _ = make_batch("cover", b, 4 * b, 4)
+        meshes.add(batch.mesh)
+        for p in batch.programs:
+            used |= p.features
+    assert set(FEATURES) | set(OPS) <= used, sorted(set(FEATURES) | set(OPS) - used)
+    assert {len(m) for m in meshes} == {1, 2, 3}
+    ex = frozenset({"pipelined", "let-after-write", "axis-order", "permute", "var"})
+    for b in range(10):
+        batch, _, _ = make_batch("cover", b, 4 * b, 4, ex)
+        assert list(batch.names) == sorted(batch.names)
+        for p in batch.programs:
+            assert not p.features & ex
+            assert "permute" not in [o.op for o in program.comm_ops(p.body)]
+            assert not p.vars
+
+
+def test_minimizer_keeps_a_failure_and_drops_the_rest():
+    """With a fake failure test ("the program still has a shift"), the minimizer
+    keeps the shift and what it needs, and little else."""
+    shell = Batch(ROW_COL, "nd", ())
+    p, x, _ = make_program(shell, 3, "min", frozenset(OPS) - {"shift"})
+    assert any(o.op == "shift" for o in program.comm_ops(p.body))
+    small = minimize.minimize(shell, p, x, lambda q, m: any(
+        o.op == "shift" for o in program.comm_ops(q.body)))
+    assert [o.op for o in program.comm_ops(small.body)] == ["shift"]
+    assert len(batch_source(shell.with_programs((small,)))) < \
+        len(batch_source(shell.with_programs((p,))))
+    run_model(shell.with_programs((small,)), small, x)
+
+
+def test_reproducer_is_a_standalone_script():
+    p = hand_program()
+    shell = Batch(ROW_COL, "nd", (p,))
+    x = {"X": np.arange(12, dtype=np.int32).reshape(4, 3)}
+    m = run_model(shell, p, x)
+    text = reproducer.reproducer_source(shell, [x], [m.tensors], [m.received], "title",
+                                        "detail")
+    compile(text, "<repro>", "exec")
+    assert "def main()" in text and "EXPECTED_COMM_RECEIVED" in text
+
+
+@pytest.mark.parametrize("name", ["mesh_fuzz.program", "mesh_fuzz.model",
+                                  "mesh_fuzz.generate", "mesh_fuzz.minimize"])
+def test_doctests(name):
+    mod = importlib.import_module(name)
+    runner_ = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    for t in doctest.DocTestFinder().find(mod, name):
+        runner_.run(t)
+    res = runner_.summarize(verbose=False)
+    assert res.failed == 0 and res.attempted > 0
+
+
+def test_cli_help_fits_80_columns_and_rejects_unknown_features():
+    cli = [sys.executable, str(ROOT / "tools" / "fuzz_kernels.py")]
+    out = subprocess.run(cli + ["--help"], capture_output=True, text=True, check=True)
+    assert max(map(len, out.stdout.splitlines())) <= 80
+    bad = subprocess.run(cli + ["--exclude", "pipelined,nonsense"], capture_output=True,
+                         text=True)
+    assert bad.returncode == 2 and "unknown feature(s) nonsense" in bad.stderr
+
+
+def test_summary_line_and_refusal_grouping():
+    s = runner.Summary([runner.Outcome(0, "equal"), runner.Outcome(1, "refused", "ValueError: "
+                        "let 'p1_t3' = p1_S2[0] is used"), runner.Outcome(2, "refused",
+                        "ValueError: let 'p2_t9' = T.max(p2_S4[1], 3) is used"),
+                        runner.Outcome(3, "wrong"), runner.Outcome(4, "crash")])
+    assert s.line() == "5 programs, 1 equal, 2 refused, 1 wrong, 1 crashed"
+    assert runner.refusal_table(s) == ["    2  ValueError: let '_' = ... is used"]
+    assert runner.normalise("LowerMeshComm: the launch grid {'blockIdx.x': 3} does not "
+                            "match the comm ops' mesh {'y': 2}") == \
+        "LowerMeshComm: the launch grid {..} does not match the comm ops' mesh {..}"
+
+
+@pytest.mark.parametrize("first, n, bs, want", [
+    (0, 5, 2, [(0, 0, 2), (1, 2, 2), (2, 4, 1)]),
+    (3, 4, 2, [(1, 3, 1), (2, 4, 2), (3, 6, 1)]),
+    (16, 16, 16, [(1, 16, 16)]),
+], ids=["from-0", "unaligned", "one-batch"])
+def test_batches_are_aligned_so_a_program_keeps_its_mesh(first, n, bs, want):
+    fz = runner.Fuzzer("s", n, "/nonexistent", batch_size=bs, first=first)
+    assert fz.batches() == want
+
+
+def test_program_is_the_same_whichever_run_it_is_in():
+    """Program 5 of a run of 8 and of a run that starts at 4 (batches of 4)."""
+    a, _, _ = make_batch("same", 1, 4, 4)
+    b, _, _ = make_batch("same", 1, 5, 3)
+    assert batch_source(a.with_programs(a.programs[1:2])) == \
+        batch_source(b.with_programs(b.programs[0:1]))
+
+
+class _FakeLayer:
+    """Answers ``Fuzzer.call`` without TileLang: refuses any kernel holding program
+    ``refuse`` (naming it in the message, as the layer does), crashes any kernel
+    holding both ``pair`` programs, gets program ``wrong``'s first output wrong, and
+    runs everything else exactly (the model's tensors)."""
+
+    def __init__(self, refuse, pair, wrong):
+        self.refuse, self.pair, self.wrong, self.calls = refuse, set(pair), wrong, []
+
+    def __call__(self, batch, cases, compile_=True):
+        idx = {c.program.index for c in cases}
+        self.calls.append(sorted(idx))
+        if self.refuse in idx:
+            return {"status": "refused", "phase": "compile", "type": "ValueError",
+                    "message": f"LowerMeshComm: let 'p{self.refuse}_t1' is used across"}
+        if self.pair <= idx:
+            return {"status": "crash", "phase": "compile", "type": "InternalError",
+                    "message": "Check failed", "traceback": ""}
+        outs = []
+        for c in cases:
+            for t in c.program.tensors:
+                a = c.expected[t.name].copy()
+                if c.program.index == self.wrong and t.role == "out" and t is \
+                        c.program.outputs[0]:
+                    a.flat[0] += 1
+                outs.append(a)
+        rep = {"names": batch.names, "shape": batch.shape,
+               "received": np.concatenate([c.received for c in cases])}
+        return {"status": "ok", "outputs": outs, "report": rep}
+
+
+def test_runner_attributes_refusals_crashes_and_wrong_values(tmp_path):
+    fz = runner.Fuzzer("fake", 8, str(tmp_path), batch_size=8, confirm=0,
+                       log=lambda s: None)
+    (tmp_path / "work").mkdir()
+    fake = _FakeLayer(refuse=2, pair=(4, 6), wrong=5)
+    fz.call = fake
+    outs = fz.run_batch(fz.batches()[0])
+    status = {o.index: o.status for o in outs}
+    assert status == {0: "equal", 1: "equal", 2: "refused", 3: "equal", 4: "equal",
+                      5: "wrong", 6: "crash", 7: "equal"}, status
+    # the named program was run alone at once, not found by halving
+    assert [2] in fake.calls
+    crash = next(o for o in outs if o.status == "crash")
+    assert "only together with programs" in crash.detail
+    assert Path(crash.reproducer).exists()
+    wrong = next(o for o in outs if o.status == "wrong")
+    assert "p5_Y" in wrong.detail and Path(wrong.reproducer).exists()
+
+
+# -- the fixed-seed slice ------------------------------------------------------------------
+SLICE_SEED, SLICE_PROGRAMS = "ci", 48
+
+
+@pytest.mark.slow
+def test_fixed_seed_slice_runs_equal_or_is_refused(tmp_path):
+    """48 random programs (3 kernels of 16) must each run equal to the model or be
+    refused with a ValueError; the failure message lists the reproducers."""
+    pytest.importorskip("tilelang")
+    fz = runner.Fuzzer(SLICE_SEED, SLICE_PROGRAMS, str(tmp_path), batch_size=16, jobs=1,
+                       confirm=4, log=lambda s: None)
+    summary = fz.run()
+    assert len(summary.outcomes) == SLICE_PROGRAMS
+    bad = summary.failed
+    assert not bad, summary.line() + "\n" + "\n".join(
+        f"program {o.index}: {o.status}: {o.detail[:200]}\n  {o.reproducer}" for o in bad)

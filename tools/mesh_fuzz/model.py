@@ -1,0 +1,426 @@
+"""The NumPy model of a mesh program: what every core's buffers and tiles hold.
+
+Every core runs the program on its own state (buffers, ``T.alloc_var`` variables, lets,
+its tiles of the global tensors); the cores run in lock-step so that a comm op sees all
+of them at once. A comm op takes every core's ``src`` region as that device's local
+array of a ``MeshArray`` and calls the host collective of ``meshtensor.collectives``;
+each core that receives something writes the result into the leading part of its
+``dst`` region (uneven pieces are smaller than ``dst``), a core that receives nothing
+(``shift`` without ``rotate``, ``permute``) keeps ``dst``.
+
+Values are computed in int64/float64 and must stay within ``LIMIT`` (so that float32
+and int32 are exact and no int32 overflows): a program that leaves it raises
+:class:`Unrepresentable` and the generator draws another one. Reading an element that
+no statement wrote, an index out of range, or a comm op that not every core reaches
+raises :class:`ModelError` (a generator bug, never a kernel bug).
+
+>>> from mesh_fuzz.program import Batch, Comm, Program, Region, Tensor, Copy, Const
+>>> X = Tensor("X", (1,), "int32", "linear", "in")
+>>> Y = Tensor("Y", (1,), "int32", "linear", "out")
+>>> from mesh_fuzz.program import BufDecl
+>>> S = BufDecl("S", (1,), "int32", "local")
+>>> whole = lambda n: Region(n, (Const(0, "int32"),), (1,))
+>>> body = (Copy(whole("X"), whole("S")),
+...         Comm("shift", whole("S"), whole("S"), (0,), (("offset", 1), ("rotate", True),
+...              ("shift_axis", 0))), Copy(whole("S"), whole("Y")))
+>>> p = Program(0, (X, Y), (S,), (), body)
+>>> out = run_model(Batch((("x", 3),), "nd", (p,)), p, {"X": np.array([[5], [6], [7]])})
+>>> out.tensors["Y"].ravel().tolist()
+[7, 5, 6]
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from meshtensor import Mesh, MeshArray, collectives
+
+from .program import (ARITH, CMP, MINMAX, Assign, Batch, Bin, Cast, Comm, Const, Copy,
+                      Core, CoreId, For, If, Let, Load, Name, Program, Region, Select,
+                      SetVar, comm_ops)
+
+LIMIT = 2 ** 24
+SENTINEL = -77  # what output tensors hold before the kernel runs
+
+
+class ModelError(Exception):
+    """The program is not what the generator promises (a generator bug)."""
+
+
+class Unrepresentable(Exception):
+    """A value leaves ``[-LIMIT, LIMIT]``: float32/int32 would not be exact."""
+
+
+def np_dtype(dtype: str) -> np.dtype:
+    return np.dtype(dtype)
+
+
+def _wide(dtype: str) -> type:
+    return np.float64 if dtype.startswith("float") else np.int64
+
+
+def ceil_pieces(n: int, k: int) -> np.ndarray:
+    """Piece sizes of ``n`` cut into ``k`` by the ceil rule (the last may be empty)."""
+    c = -(-n // k) if k else 0
+    starts = np.minimum(np.arange(k + 1) * c, n)
+    return np.diff(starts)
+
+
+@dataclass
+class _Core:
+    coords: tuple
+    lin: int
+    bufs: dict  # name -> array (buffers and tile views of global tensors)
+    defined: dict  # name -> bool array
+    vars: dict = field(default_factory=dict)
+    env: dict = field(default_factory=dict)  # loop vars and lets
+
+
+@dataclass
+class ModelResult:
+    """Final global tensors (inputs included: a core may write its own input tile),
+    per comm op execution the bytes each core receives and sends (the traffic model of
+    docs/traffic.md), and the number of executions per comm op."""
+
+    tensors: dict
+    received: np.ndarray  # (num comm ops, mesh size) bytes over the run
+    sent: np.ndarray
+    executions: np.ndarray
+
+
+class _Model:
+    def __init__(self, batch: Batch, program: Program, inputs: dict):
+        self.batch, self.p = batch, program
+        self.mesh = Mesh(dict(batch.mesh))
+        self.ops = comm_ops(program.body)
+        self.op_index = {id(c): i for i, c in enumerate(self.ops)}
+        n = len(self.ops)
+        self.received = np.zeros((n, self.mesh.size), dtype=np.int64)
+        self.sent = np.zeros((n, self.mesh.size), dtype=np.int64)
+        self.executions = np.zeros(n, dtype=np.int64)
+        self.tensors = {}
+        for t in program.tensors:
+            shape = t.global_shape(batch)
+            if t.role == "in":
+                a = np.array(inputs[t.name], dtype=np_dtype(t.dtype))
+                if a.shape != shape:
+                    raise ModelError(f"input {t.name} has shape {a.shape}, not {shape}")
+            else:
+                a = np.full(shape, SENTINEL, dtype=np_dtype(t.dtype))
+            self.tensors[t.name] = a
+        self.cores = []
+        for lin in range(self.mesh.size):
+            coords = self.mesh.multi_index(lin)
+            bufs, defined = {}, {}
+            for t in program.tensors:
+                bufs[t.name] = t.tile_of(self.tensors[t.name], coords, lin)
+                defined[t.name] = np.full(t.tile, t.role == "in")
+            for b in program.bufs:
+                bufs[b.name] = np.zeros(b.shape, dtype=np_dtype(b.dtype))
+                defined[b.name] = np.zeros(b.shape, dtype=bool)
+            self.cores.append(_Core(coords, lin, bufs, defined))
+        self.var_dtype = {v.name: v.dtype for v in program.vars}
+
+    # -- expressions ------------------------------------------------------------------
+    def ev(self, e, core: _Core, env: dict):
+        if isinstance(e, Const):
+            return _wide(e.dtype)(e.value)
+        if isinstance(e, Core):
+            return np.int64(core.coords[e.axis])
+        if isinstance(e, CoreId):
+            return np.int64(core.lin)
+        if isinstance(e, Name):
+            if e.name in env:
+                return env[e.name]
+            if e.name in core.vars:
+                return core.vars[e.name]
+            raise ModelError(f"{e.name} read before it is bound or assigned")
+        if isinstance(e, Load):
+            idx = self._index(e.buf, e.index, core, env)
+            if not core.defined[e.buf][idx].all():
+                raise ModelError(f"{e.buf} read where nothing was written")
+            return core.bufs[e.buf][idx].astype(_wide(e.dtype))
+        if isinstance(e, Cast):
+            v = self.ev(e.a, core, env)
+            if e.dtype.startswith("int"):
+                return _check(np.trunc(v).astype(np.int64))
+            return np.asarray(v, dtype=np.float64)
+        if isinstance(e, Select):
+            return np.where(self.ev(e.cond, core, env), self.ev(e.a, core, env),
+                            self.ev(e.b, core, env))
+        a, b = self.ev(e.a, core, env), self.ev(e.b, core, env)
+        if e.op in CMP:
+            return {"<": np.less, "<=": np.less_equal, ">": np.greater,
+                    ">=": np.greater_equal, "==": np.equal, "!=": np.not_equal}[e.op](a, b)
+        if e.op in MINMAX:
+            return np.maximum(a, b) if e.op == "max" else np.minimum(a, b)
+        if e.op not in ARITH:
+            raise ModelError(f"unknown operator {e.op!r}")
+        if e.op in ("//", "%"):
+            if np.any(b == 0):
+                raise ModelError("division by zero")
+            return _check(a // b if e.op == "//" else a % b)
+        return _check({"+": np.add, "-": np.subtract, "*": np.multiply}[e.op](a, b))
+
+    def _index(self, buf: str, index: tuple, core: _Core, env: dict) -> tuple:
+        shape = core.bufs[buf].shape
+        if len(index) != len(shape):
+            raise ModelError(f"{buf} indexed with {len(index)} indices, rank {len(shape)}")
+        idx = []
+        for i, n in zip(index, shape):
+            v = np.asarray(self.ev(i, core, env))
+            if v.dtype.kind not in "iu" or np.any(v < 0) or np.any(v >= n):
+                raise ModelError(f"{buf} index {v.tolist()} outside [0, {n})")
+            idx.append(v.astype(np.int64))
+        return tuple(np.broadcast_arrays(*idx)) if idx else ()
+
+    def _region(self, r: Region, core: _Core, env: dict) -> tuple:
+        shape = core.bufs[r.buf].shape
+        out = []
+        for s, e, n in zip(r.starts, r.extents, shape):
+            s = int(self.ev(s, core, env))
+            if s < 0 or s + e > n:
+                raise ModelError(f"region [{s}, {s + e}) of {r.buf} outside [0, {n})")
+            out.append(slice(s, s + e))
+        if len(out) != len(shape):
+            raise ModelError(f"region of {r.buf} has rank {len(out)}, buffer {len(shape)}")
+        return tuple(out)
+
+    def _store(self, core: _Core, buf: str, idx, value) -> None:
+        arr = core.bufs[buf]
+        value = np.asarray(value)
+        if value.dtype == bool:
+            raise ModelError(f"a condition stored into {buf}")
+        _check(value)
+        arr[idx] = value.astype(arr.dtype)
+        core.defined[buf][idx] = True
+
+    # -- statements -------------------------------------------------------------------
+    def block(self, body, active: list) -> None:
+        for s in body:
+            self.stmt(s, active)
+
+    def stmt(self, s, active: list) -> None:
+        if isinstance(s, Assign):
+            for c in active:
+                self.assign(s, c)
+        elif isinstance(s, Copy):
+            for c in active:
+                src = self._region(s.src, c, c.env)
+                if not c.defined[s.src.buf][src].all():
+                    raise ModelError(f"T.copy reads {s.src.buf} where nothing was written")
+                val = c.bufs[s.src.buf][src].copy()
+                dst = self._region(s.dst, c, c.env)
+                if val.shape != c.bufs[s.dst.buf][dst].shape:
+                    raise ModelError("T.copy extents differ")
+                self._store(c, s.dst.buf, dst, val)
+        elif isinstance(s, Let):
+            for c in active:
+                v = self.ev(s.value, c, c.env)
+                if np.ndim(v):
+                    raise ModelError(f"let {s.name} is not a scalar")
+                c.env[s.name] = v
+        elif isinstance(s, SetVar):
+            for c in active:
+                v = self.ev(s.value, c, c.env)
+                dt = self.var_dtype[s.name]
+                c.vars[s.name] = _check(np.asarray(v).astype(np.int64 if dt.startswith("int")
+                                                              else np.float64))[()]
+        elif isinstance(s, For):
+            for i in range(s.start, s.start + s.extent):
+                for c in active:
+                    c.env[s.var] = np.int64(i)
+                self.block(s.body, active)
+        elif isinstance(s, If):
+            taken = [bool(self.ev(s.cond, c, c.env)) for c in active]
+            then = [c for c, t in zip(active, taken) if t]
+            other = [c for c, t in zip(active, taken) if not t]
+            for branch, cores in ((s.then, then), (s.orelse, other)):
+                if cores and comm_ops(branch) and len(cores) != len(self.cores):
+                    raise ModelError("a comm op under a condition that depends on the core")
+                if cores:
+                    self.block(branch, cores)
+        elif isinstance(s, Comm):
+            if len(active) != len(self.cores):
+                raise ModelError(f"{s.op} not reached by every core")
+            self.comm(s)
+        else:
+            raise ModelError(f"unknown statement {s!r}")
+
+    def assign(self, s: Assign, core: _Core) -> None:
+        env = dict(core.env)
+        shape = tuple(e for _, e in s.nest)
+        for k, (name, ext) in enumerate(s.nest):
+            env[name] = np.arange(ext, dtype=np.int64).reshape(
+                (1,) * k + (ext,) + (1,) * (len(shape) - k - 1))
+        idx = self._index(s.buf, s.index, core, env)
+        value = self.ev(s.value, core, env)
+        idx = tuple(np.broadcast_to(i, shape) for i in idx)
+        value = np.broadcast_to(value, shape)
+        if shape:
+            flat = np.ravel_multi_index(tuple(i.ravel() for i in idx), core.bufs[s.buf].shape)
+            if len(np.unique(flat)) != flat.size:
+                raise ModelError(f"{s.buf}: one element written twice in one loop nest")
+        self._store(core, s.buf, idx, value)
+
+    # -- comm ops ---------------------------------------------------------------------
+    def comm(self, s: Comm) -> None:
+        i = self.op_index[id(s)]
+        self.executions[i] += 1
+        if s.op == "barrier":
+            return
+        locs, regions = [], []
+        for c in self.cores:
+            r = self._region(s.src, c, c.env)
+            if not c.defined[s.src.buf][r].all():
+                raise ModelError(f"{s.op} sends {s.src.buf} where nothing was written")
+            locs.append(c.bufs[s.src.buf][r].copy())
+            regions.append(self._region(s.dst, c, c.env))
+        x = MeshArray.from_locals(self.mesh, locs)
+        p, axes = s.param, list(s.axes or ())
+        receivers = range(self.mesh.size)
+        if s.op == "broadcast":
+            roots = {tuple(int(self.ev(r, c, c.env)) for r in s.root) for c in self.cores}
+            if len(roots) != 1:
+                raise ModelError("broadcast root depends on the core")
+            root = roots.pop()
+            y = collectives.broadcast(x, axes, list(root))
+        elif s.op == "all_gather":
+            y = collectives.all_gather(x, axes, p["gather_axis"])
+        elif s.op in ("all_reduce", "reduce_scatter"):
+            self._check_reduction(x, s)
+            if s.op == "all_reduce":
+                y = collectives.all_reduce(x, axes, p["reduction"])
+            else:
+                y = collectives.reduce_scatter(x, axes, p["scatter_axis"], p["reduction"])
+        elif s.op == "all_to_all":
+            y = collectives.all_to_all(x, axes, p["split_axis"], p["concat_axis"])
+        elif s.op == "shift":
+            y = collectives.shift(x, axes, p["shift_axis"], p["offset"], p["rotate"])
+            receivers = self._shift_receivers(s)
+        elif s.op == "permute":
+            pairs = [(self.mesh.linear_index(a), self.mesh.linear_index(b))
+                     for a, b in p["pairs"]]
+            y = collectives.permute(x, pairs)
+            receivers = sorted({b for _, b in pairs})
+        else:
+            raise ModelError(f"unknown comm op {s.op!r}")
+        for lin in receivers:
+            core, got = self.cores[lin], y.local(lin)
+            region = regions[lin]
+            exts = [sl.stop - sl.start for sl in region]
+            if got.ndim != len(exts) or any(g > e for g, e in zip(got.shape, exts)):
+                raise ModelError(f"{s.op}: result {got.shape} does not fit dst {exts}")
+            lead = tuple(slice(sl.start, sl.start + g) for sl, g in zip(region, got.shape))
+            self._store(core, s.dst.buf, lead, got)
+        rec, snt = traffic(s, self.mesh, locs[0].shape, locs[0].dtype.itemsize,
+                           root if s.op == "broadcast" else None)
+        self.received[i] += rec
+        self.sent[i] += snt
+
+    def _shift_receivers(self, s: Comm) -> list:
+        p = s.param
+        ax, size = p["shift_axis"], self.mesh.shape[p["shift_axis"]]
+        out = []
+        for c in self.cores:
+            src = c.coords[ax] - p["offset"]
+            if p["rotate"] or 0 <= src < size:
+                out.append(c.lin)
+        return out
+
+    def _check_reduction(self, x: MeshArray, s: Comm) -> None:
+        """Every partial result of the group reduction stays within LIMIT."""
+        kind = s.param["reduction"]
+        if kind in ("max", "min"):
+            return
+        mag = [np.abs(a.astype(np.float64)) for a in x.locals]
+        if kind == "prod":
+            mag = [np.maximum(m, 1.0) for m in mag]
+        bound = collectives.all_reduce(MeshArray.from_locals(self.mesh, mag), list(s.axes),
+                                       kind)
+        if max(float(b.max(initial=0)) for b in bound.locals) > LIMIT:
+            raise Unrepresentable(f"{s.op} {kind} leaves [-{LIMIT}, {LIMIT}]")
+
+
+def traffic(s: Comm, mesh: Mesh, ext: tuple, itemsize: int, root=None
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Bytes each core receives from and sends to other cores in one execution of a
+    comm op (``ext``: the src region's extents), by the conventions of docs/traffic.md:
+    direct one-shot collectives, ``all_reduce`` as reduce-scatter + all-gather of the
+    flattened region, a broadcast root sending to every member.
+
+    >>> from mesh_fuzz.program import Comm
+    >>> r, _ = traffic(Comm("all_gather", None, None, (0,), (("gather_axis", 0),)),
+    ...                Mesh([4]), (2,), 4)
+    >>> r.tolist()
+    [24, 24, 24, 24]
+    """
+    rec = np.zeros(mesh.size, dtype=np.int64)
+    sent = np.zeros(mesh.size, dtype=np.int64)
+    if s.op == "barrier":
+        return rec, sent
+    nbytes = int(np.prod(ext, dtype=np.int64)) * itemsize
+    p = s.param
+
+    def flow(a: int, b: int, n: int) -> None:
+        if a != b and n:
+            rec[b] += n
+            sent[a] += n
+
+    if s.op == "permute":
+        for a, b in p["pairs"]:
+            flow(mesh.linear_index(a), mesh.linear_index(b), nbytes)
+        return rec, sent
+    if s.op == "shift":
+        ax, size = p["shift_axis"], mesh.shape[p["shift_axis"]]
+        stride = int(np.prod(mesh.shape[ax + 1:], dtype=np.int64))
+        for lin in range(mesh.size):
+            c = mesh.multi_index(lin)[ax]
+            src = c - p["offset"]
+            if p["rotate"]:
+                src %= size
+            if 0 <= src < size:
+                flow(lin + (src - c) * stride, lin, nbytes)
+        return rec, sent
+    for g in mesh.device_groups(list(s.axes)):
+        k = len(g)
+        if s.op == "broadcast":
+            sizes = [mesh.shape[a] for a in s.axes]
+            r = int(np.ravel_multi_index(tuple(root), sizes)) if sizes else 0
+            for b in g:
+                flow(g[r], b, nbytes)
+        elif s.op == "all_gather":
+            for a in g:
+                for b in g:
+                    flow(a, b, nbytes)
+        elif s.op in ("reduce_scatter", "all_to_all"):
+            ax = p["scatter_axis" if s.op == "reduce_scatter" else "split_axis"]
+            row = nbytes // ext[ax] if ext[ax] else 0
+            pieces = ceil_pieces(ext[ax], k) * row
+            for a in g:
+                for j, b in enumerate(g):
+                    flow(a, b, int(pieces[j]))
+        elif s.op == "all_reduce":
+            pieces = ceil_pieces(int(np.prod(ext)), k) * itemsize
+            for i, a in enumerate(g):
+                for j, b in enumerate(g):
+                    flow(a, b, int(pieces[j] + pieces[i]))
+        else:
+            raise ModelError(f"unknown comm op {s.op!r}")
+    return rec, sent
+
+
+def _check(v):
+    v = np.asarray(v)
+    if v.size and float(np.max(np.abs(v))) > LIMIT:
+        raise Unrepresentable(f"a value of magnitude {float(np.max(np.abs(v)))} > {LIMIT}")
+    return v
+
+
+def run_model(batch: Batch, program: Program, inputs: dict) -> ModelResult:
+    """Run ``program`` (one of ``batch``'s, or alone on its mesh) on ``inputs`` (global
+    arrays by name); outputs start as ``SENTINEL``."""
+    m = _Model(batch, program, inputs)
+    m.block(program.body, m.cores)
+    return ModelResult(m.tensors, m.received, m.sent, m.executions)

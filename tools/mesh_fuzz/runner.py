@@ -1,0 +1,494 @@
+"""Run generated programs against the kernel layer and classify each one.
+
+Programs go to the workers in batches (one compiled kernel per batch). A batch that
+is refused or crashes is split in halves until each failure sits on one program (a
+refusal stops the compilation before the C compiler runs, so this is cheap); a wrong
+program is run again alone, so its reproducer holds only that program when the bug
+does not need the others. Each program ends with one :class:`Outcome`:
+
+- ``equal``: ran, every tensor equals the model, and ``analyze_mesh_communication``
+  counted the bytes the model counts;
+- ``refused``: a ``ValueError`` raised by meshtensor (build, compile or analysis);
+- ``wrong``: ran but a tensor differs from the model, or the analysis' comm bytes do;
+- ``crash``: anything else (another exception, a dead worker, a timeout).
+"""
+from __future__ import annotations
+
+import re
+import textwrap
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from .generate import make_batch
+from .minimize import merge, minimize
+from .model import SENTINEL, run_model
+from .program import Batch, Let, Load, Program, batch_source, children, comm_ops
+from .reproducer import reproducer_source
+from .worker import Worker
+
+STATUSES = ("equal", "refused", "wrong", "crash")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What happened to one program."""
+
+    index: int
+    status: str
+    detail: str = ""
+    phase: str = ""
+    features: frozenset = frozenset()
+    reproducer: str = ""
+
+
+@dataclass
+class _Case:
+    program: Program
+    inputs: dict
+    expected: dict  # tensor name -> array
+    received: np.ndarray  # (ops, cores)
+
+    @property
+    def nops(self) -> int:
+        return len(comm_ops(self.program.body))
+
+
+@dataclass
+class Summary:
+    """Counts and outcomes of a run."""
+
+    outcomes: list = field(default_factory=list)
+    seconds: float = 0.0
+    batch_refusals: list = field(default_factory=list)  # refused only in a batch
+    worker_cpu: float = 0.0  # CPU seconds of the workers (and their C compilers)
+    own_cpu: float = 0.0  # CPU seconds of this process (generation, model)
+
+    def count(self, status: str) -> int:
+        return sum(o.status == status for o in self.outcomes)
+
+    def line(self) -> str:
+        return (f"{len(self.outcomes)} programs, {self.count('equal')} equal, "
+                f"{self.count('refused')} refused, {self.count('wrong')} wrong, "
+                f"{self.count('crash')} crashed")
+
+    @property
+    def failed(self) -> list:
+        return [o for o in self.outcomes if o.status in ("wrong", "crash")]
+
+
+def normalise(message: str) -> str:
+    """A refusal message with its numbers and names blurred, to group refusals."""
+    first = message.strip().splitlines()[0] if message.strip() else ""
+    first = re.sub(r"(let '[^']*') = .*? (reads|is used)", r"\1 = ... \2", first)
+    first = re.sub(r"\{[^}]*\}", "{..}", first)
+    first = re.sub(r"'[^']*'", "'_'", first)
+    first = re.sub(r"\bp\d+_\w+", "p_", first)
+    first = re.sub(r"\d+", "N", first)
+    return first[:80]
+
+
+class Fuzzer:
+    """Generate, run and classify ``programs`` programs of run ``seed``.
+
+    ``out``: the folder for reproducers and the workers' scratch files; ``jobs``
+    workers run batches of ``batch_size`` programs; ``confirm`` is how many wrong
+    programs may be run again alone (each costs one compilation); ``log`` receives
+    progress lines; ``flags``: the C compiler flags (``None``: those of
+    ``compile_mesh_kernel``); ``minimize``: kernel tries spent shrinking each failing
+    program before its reproducer is written (0: none).
+    """
+
+    def __init__(self, seed: str, programs: int, out: str, batch_size: int = 16,
+                 jobs: int = 1, exclude: frozenset = frozenset(), confirm: int = 20,
+                 timeout: float = 300.0, log: Callable[[str], None] = print,
+                 progress_every: float = 15.0, first: int = 0,
+                 flags: list | None = None, minimize: int = 0):
+        self.seed, self.n, self.first = str(seed), programs, first
+        self.out = Path(out)
+        self.bs, self.jobs, self.ex = max(1, batch_size), max(1, jobs), exclude
+        self.confirm, self.timeout, self.log = confirm, timeout, log
+        self.every, self.flags, self.minimize = progress_every, flags, minimize
+        self.lock = threading.Lock()
+        self.summary = Summary()
+        self.local = threading.local()
+        self.workers: list[Worker] = []
+        self.files = 0
+        self.t0 = 0.0
+        self.last = 0.0
+
+    # -- workers ------------------------------------------------------------------------
+    def worker(self) -> Worker:
+        w = getattr(self.local, "w", None)
+        if w is None:
+            w = Worker(str(self.out / "work"), self.timeout)
+            self.local.w = w
+            with self.lock:
+                self.workers.append(w)
+        return w
+
+    def call(self, batch: Batch, cases: list, compile_: bool = True) -> dict:
+        with self.lock:
+            self.files += 1
+            path = self.out / "work" / f"kernel_{self.files}.py"
+        path.write_text(batch_source(batch.with_programs([c.program for c in cases])))
+        args = []
+        for c in cases:
+            for t in c.program.tensors:
+                args.append(c.inputs[t.name] if t.role == "in" else
+                            np.full(t.global_shape(batch), SENTINEL, dtype=t.dtype))
+        ans = self.worker().call({"path": str(path), "args": args, "compile": compile_,
+                                  "flags": self.flags})
+        with self.lock:
+            self.summary.worker_cpu += ans.get("cpu", 0.0)
+        path.unlink(missing_ok=True)
+        return ans
+
+    # -- one batch ------------------------------------------------------------------------
+    def batches(self) -> list:
+        """``(batch index, first program, count)``: batch ``k`` holds programs
+        ``k * batch_size ..`` whatever ``first`` is, so a program's mesh (drawn per
+        batch) depends only on the seed, its index and the batch size."""
+        lo, hi = self.first, self.first + self.n
+        return [(k, max(lo, k * self.bs), min(hi, (k + 1) * self.bs) - max(lo, k * self.bs))
+                for k in range(lo // self.bs, -(-hi // self.bs))]
+
+    def run_batch(self, spec: tuple) -> list:
+        b, first, count = spec
+        shell, inputs, results = make_batch(self.seed, b, first, count, self.ex)
+        cases = [_Case(p, x, m.tensors, m.received)
+                 for p, x, m in zip(shell.programs, inputs, results)]
+        # a top-level let stays in scope for the programs after it: those with lets
+        # of loaded data go last, so that one program's let does not span another's
+        # comm ops (which the layer may refuse)
+        cases.sort(key=lambda c: top_level_data_lets(c.program))
+        outs = self.check(shell, cases)
+        return sorted(outs, key=lambda o: o.index)
+
+    def check(self, shell: Batch, cases: list, ans: dict | None = None) -> list:
+        """The outcomes of ``cases`` run as one kernel (``ans``: its answer, if known)."""
+        ans = ans or self.call(shell, cases)
+        if ans["status"] != "ok":
+            if len(cases) == 1:
+                return [self.failure(shell, cases, ans)]
+            return self.split(shell, cases, ans)
+        outs = [self.compare(shell, cases, i, ans) for i in range(len(cases))]
+        outs = [o if o.status != "pending" else self.analyse_alone(shell, c)
+                for o, c in zip(outs, cases)]
+        return [self.confirm_wrong(shell, cases, i, o, ans) if o.status == "wrong" else o
+                for i, o in enumerate(outs)]
+
+    def split(self, shell: Batch, cases: list, ans: dict) -> list:
+        """Outcomes of a batch that was refused or crashed: the program its message
+        names is run alone and the rest again; without a name, halves."""
+        k = suspect(ans, cases)
+        if k is not None:
+            alone = self.call(shell, [cases[k]])
+            order = [cases[k]] + cases[:k] + cases[k + 1:]
+            outs = self.check(shell, order[:1], alone) + self.check(shell, order[1:])
+        else:
+            mid = len(cases) // 2
+            order = cases
+            outs = self.check(shell, cases[:mid]) + self.check(shell, cases[mid:])
+        if all(o.status in ("equal", "wrong") for o in outs):  # only together
+            if ans["status"] == "crash":  # a crash is a bug wherever it shows
+                group, ans = self.narrow(shell, order, ans)
+                blame = [o.index for o in outs].index(group[-1].program.index)
+                outs[blame] = self.failure(shell, group, ans, -1, combined=True)
+            else:  # each program is accepted alone: a note, not an outcome
+                self.note_combined(ans)
+        return outs
+
+    def narrow(self, shell: Batch, cases: list, ans: dict) -> tuple[list, dict]:
+        """A smallest group of ``cases`` whose kernel still crashes (one program left
+        out at a time); its last program takes the blame."""
+        group = list(cases)
+        for c in list(group):
+            if len(group) <= 2:
+                break
+            rest = [x for x in group if x is not c]
+            again = self.call(shell, rest)
+            if again["status"] == "crash":
+                group, ans = rest, again
+        return group, ans
+
+    def note_combined(self, ans: dict) -> None:
+        with self.lock:
+            self.summary.batch_refusals.append(_first_line(ans))
+
+    def compare(self, shell: Batch, cases: list, i: int, ans: dict) -> Outcome:
+        case = cases[i]
+        names = [t.name for c in cases for t in c.program.tensors]
+        got = dict(zip(names, ans["outputs"]))
+        bad = [n for n, want in case.expected.items() if not np.array_equal(got[n], want)]
+        feats = case.program.features
+        if bad:
+            return Outcome(case.program.index, "wrong", "differs from the model: " +
+                           ", ".join(bad), "run", feats)
+        rep = ans.get("report")
+        miscounted = rep is not None and rep["received"].shape[0] != sum(c.nops for c in cases)
+        if len(cases) > 1 and ("analysis" in ans or miscounted):
+            # which program the analysis trips on shows when each is analysed alone
+            return Outcome(case.program.index, "pending")
+        if "analysis" in ans:
+            a = ans["analysis"]
+            return Outcome(case.program.index, a["status"], _first_line(a), "analysis", feats)
+        why = self.report_diff(ans.get("report"), shell, cases, i)
+        if why:
+            return Outcome(case.program.index, "wrong", why, "analysis", feats)
+        return Outcome(case.program.index, "equal", features=feats)
+
+    def report_diff(self, rep: dict | None, shell: Batch, cases: list, i: int) -> str:
+        if rep is None:
+            return "analyze_mesh_communication returned None"
+        if rep["names"] != shell.names or rep["shape"] != shell.shape:
+            return (f"analysis: mesh {dict(zip(rep['names'], rep['shape']))}, "
+                    f"kernel mesh {dict(shell.mesh)}")
+        lo = sum(c.nops for c in cases[:i])
+        total = sum(c.nops for c in cases)
+        if rep["received"].shape[0] != total:
+            return f"analysis: {rep['received'].shape[0]} comm ops, the kernel has {total}"
+        got = rep["received"][lo:lo + cases[i].nops]
+        if not np.array_equal(got, cases[i].received):
+            return (f"analysis: comm bytes received per core {got.sum(0).tolist()}, "
+                    f"model {cases[i].received.sum(0).tolist()}")
+        return ""
+
+    def analyse_alone(self, shell: Batch, case: _Case) -> Outcome:
+        ans = self.call(shell, [case], compile_=False)
+        idx, feats = case.program.index, case.program.features
+        if ans["status"] != "ok":
+            return Outcome(idx, "crash", "built in a batch, not alone: " + _first_line(ans),
+                           ans["phase"], feats)
+        if "analysis" in ans:
+            a = ans["analysis"]
+            out = Outcome(idx, a["status"], _first_line(a), "analysis", feats)
+            if a["status"] == "crash":
+                out = self.with_repro(shell, [case], 0, out, a.get("traceback", ""))
+            return out
+        why = self.report_diff(ans.get("report"), shell, [case], 0)
+        return Outcome(idx, "wrong" if why else "equal", why, "analysis", feats)
+
+    def failure(self, shell: Batch, cases: list, ans: dict, blame: int = -1,
+                combined: bool = False) -> Outcome:
+        """The outcome of ``cases[blame]`` when the kernel of ``cases`` was refused or
+        crashed (``combined``: only together, each program passes alone)."""
+        blame %= len(cases)
+        case = cases[blame]
+        detail = _first_line(ans)
+        if combined:
+            detail = f"only together with programs {[c.program.index for c in cases]}: " \
+                     + detail
+        out = Outcome(case.program.index, ans["status"], detail, ans["phase"],
+                      case.program.features)
+        if out.status == "crash":
+            out = self.with_repro(shell, cases, blame, out, ans.get("traceback", ""))
+        return out
+
+    def confirm_wrong(self, shell: Batch, cases: list, i: int, out: Outcome, ans: dict
+                      ) -> Outcome:
+        """Run a wrong program alone; its reproducer holds it alone if it is still
+        wrong there, else the whole batch."""
+        with self.lock:
+            budget = self.confirm > 0
+            self.confirm -= 1
+        if len(cases) > 1 and budget:
+            ans = self.call(shell, [cases[i]])
+            if ans["status"] == "ok":
+                alone = self.compare(shell, [cases[i]], 0, ans)
+                if alone.status == "wrong":
+                    return self.with_repro(shell, [cases[i]], 0, alone,
+                                           _observed([cases[i]], 0, ans))
+                out = Outcome(out.index, out.status, out.detail + " (only in its batch; "
+                              "alone it is " + alone.status + ")", out.phase, out.features)
+                if self.minimize:  # shrink the whole batch as one program
+                    whole = self.merged(shell, cases, out.index)
+                    ans = self.call(shell, [whole])
+                    if self.classify_alone(shell, whole, ans).status == "wrong":
+                        return self.with_repro(shell, [whole], 0, out,
+                                               _observed([whole], 0, ans))
+        return self.with_repro(shell, cases, i, out, _observed(cases, i, ans))
+
+    def merged(self, shell: Batch, cases: list, index: int) -> _Case:
+        """The batch's programs as one program (numbered ``index``)."""
+        p = merge([c.program for c in cases], index)
+        x = {k: v for c in cases for k, v in c.inputs.items()}
+        m = run_model(shell.with_programs((p,)), p, x)
+        return _Case(p, x, m.tensors, m.received)
+
+    def classify_alone(self, shell: Batch, case: _Case, ans: dict) -> Outcome:
+        """The outcome of one program's own kernel run (``ans``)."""
+        if ans["status"] != "ok":
+            return Outcome(case.program.index, ans["status"], _first_line(ans), ans["phase"])
+        return self.compare(shell, [case], 0, ans)
+
+    def shrink(self, shell: Batch, case: _Case, out: Outcome, observed: str
+               ) -> tuple[_Case, str]:
+        """A smaller program failing like ``case`` does (see :mod:`.minimize`)."""
+        last = [observed]
+
+        def still(p: Program, m) -> bool:
+            c = _Case(p, case.inputs, m.tensors, m.received)
+            ans = self.call(shell, [c])
+            o = self.classify_alone(shell, c, ans)
+            if not same_failure(out, o):
+                return False
+            last[0] = (ans.get("traceback", "") if o.status == "crash"
+                       else _observed([c], 0, ans))
+            return True
+
+        p = minimize(shell, case.program, case.inputs, still, self.minimize)
+        m = run_model(shell.with_programs((p,)), p, case.inputs)
+        return _Case(p, case.inputs, m.tensors, m.received), last[0]
+
+    def with_repro(self, shell: Batch, cases: list, i: int, out: Outcome, observed: str
+                   ) -> Outcome:
+        if self.minimize and len(cases) == 1:
+            small, observed = self.shrink(shell, cases[0], out, observed)
+            cases = [small]
+            out = Outcome(out.index, out.status, out.detail + " (minimized)", out.phase,
+                          out.features)
+        kind = "wrong" if out.status == "wrong" else "crash"
+        path = self.out / f"{kind}_seed{_safe(self.seed)}_program{out.index}.py"
+        title = (f"meshtensor kernel fuzzer: seed {self.seed}, program {out.index}: "
+                 f"{out.status} ({out.phase})\nfeatures: {', '.join(sorted(out.features))}")
+        if len(cases) > 1:
+            title += f"; shown in its batch of {len(cases)}, look at p{out.index}_*"
+        text = reproducer_source(shell.with_programs([c.program for c in cases]),
+                                 [c.inputs for c in cases], [c.expected for c in cases],
+                                 [c.received for c in cases], title, out.detail, observed)
+        path.write_text(text)
+        return Outcome(out.index, out.status, out.detail, out.phase, out.features, str(path))
+
+    # -- the run ----------------------------------------------------------------------------
+    def run(self) -> Summary:
+        self.out.mkdir(parents=True, exist_ok=True)
+        (self.out / "work").mkdir(exist_ok=True)
+        self.t0 = self.last = time.monotonic()
+        cpu0 = time.process_time()
+
+        try:
+            with ThreadPoolExecutor(self.jobs) as pool:
+                for outs in pool.map(self._batch_logged, self.batches()):
+                    pass
+        finally:
+            for w in self.workers:
+                w.stop()
+        self.summary.seconds = time.monotonic() - self.t0
+        self.summary.own_cpu = time.process_time() - cpu0
+        self.summary.outcomes.sort(key=lambda o: o.index)
+        return self.summary
+
+    def _batch_logged(self, spec: tuple) -> list:
+        outs = self.run_batch(spec)
+        with self.lock:
+            self.summary.outcomes += outs
+            for o in outs:
+                if o.status in ("wrong", "crash"):
+                    self.log(textwrap.fill(f"{o.status}: program {o.index}: {o.detail[:240]}",
+                                           80, subsequent_indent="  ",
+                                           break_on_hyphens=False))
+                    if o.reproducer:
+                        self.log(f"  {o.reproducer}")
+            now = time.monotonic()
+            done = len(self.summary.outcomes)
+            if now - self.last >= self.every or done == self.n:
+                self.last = now
+                rate = (now - self.t0) / max(done, 1)
+                s = self.summary
+                self.log(f"[{done}/{self.n}] {s.count('equal')} equal, "
+                         f"{s.count('refused')} refused, {s.count('wrong')} wrong, "
+                         f"{s.count('crash')} crashed; {rate:.2f} s/program")
+        return outs
+
+
+def suspect(ans: dict, cases: list) -> int | None:
+    """The case a refusal or crash message names: by a ``p<index>_`` name, else by
+    ``comm op #<n>`` (numbered over the batch)."""
+    msg = ans.get("message", "")
+    where = {c.program.index: k for k, c in enumerate(cases)}
+    for m in re.finditer(r"\bp(\d+)_", msg):
+        if int(m.group(1)) in where:
+            return where[int(m.group(1))]
+    m = re.search(r"comm op #(\d+)", msg)
+    if m:
+        n = int(m.group(1))
+        for k, c in enumerate(cases):
+            if n < c.nops:
+                return k
+            n -= c.nops
+    return None
+
+
+def same_failure(a: Outcome, b: Outcome) -> bool:
+    """Whether ``b`` fails the way ``a`` does (status, phase, and for a crash or
+    refusal its message without numbers)."""
+    if a.status != b.status or a.phase != b.phase:
+        return False
+    if a.status in ("crash", "refused"):
+        return normalise(a.detail) == normalise(b.detail)
+    return True
+
+
+def top_level_data_lets(p: Program) -> int:
+    """How many top-level lets of ``p`` read a buffer or tensor."""
+    return sum(isinstance(s, Let) and _reads(s.value) for s in p.body)
+
+
+def _reads(e) -> bool:
+    return isinstance(e, Load) or any(_reads(c) for c in children(e))
+
+
+def _first_line(ans: dict) -> str:
+    """The exception's type and first line (a C compiler's first ``error:`` line)."""
+    msg = (ans.get("message") or "").strip()
+    lines = msg.splitlines() or [""]
+    errs = [ln.strip() for ln in lines if "error:" in ln]
+    return f"{ans.get('type', '')}: {errs[0] if errs else lines[0]}"[:500]
+
+
+def _observed(cases: list, i: int, ans: dict) -> str:
+    """What the kernel gave where it differs from the model (tensors, comm bytes)."""
+    names = [t.name for c in cases for t in c.program.tensors]
+    got = dict(zip(names, ans.get("outputs", [])))
+    lines = [f"{n} = {got[n].ravel().tolist()}" for n, want in cases[i].expected.items()
+             if n in got and not np.array_equal(got[n], want)]
+    rep = ans.get("report")
+    if rep is not None:
+        lo = sum(c.nops for c in cases[:i])
+        lines.append(f"analysis mesh {dict(zip(rep['names'], rep['shape']))}, comm bytes "
+                     f"received {rep['received'][lo:lo + cases[i].nops].tolist()}")
+    return "\n".join(lines)
+
+
+def _safe(seed: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "_", seed)
+
+
+def outcomes_json(summary: Summary) -> list:
+    """The outcomes as JSON-ready dicts."""
+    return [{"index": o.index, "status": o.status, "phase": o.phase, "detail": o.detail,
+             "features": sorted(o.features), "reproducer": o.reproducer}
+            for o in summary.outcomes]
+
+
+def refusal_table(summary: Summary, width: int = 80) -> list:
+    """The refusal messages, grouped, most frequent first."""
+    c = Counter(normalise(o.detail) for o in summary.outcomes if o.status == "refused")
+    return [f"{n:5d}  {msg}"[:width] for msg, n in c.most_common()]
+
+
+def feature_table(summary: Summary) -> list:
+    """Per feature: programs using it, and how many of them were wrong or crashed."""
+    use, bad = Counter(), Counter()
+    for o in summary.outcomes:
+        for f in o.features:
+            use[f] += 1
+            bad[f] += o.status in ("wrong", "crash")
+    return [(f, use[f], bad[f]) for f in sorted(use)]
