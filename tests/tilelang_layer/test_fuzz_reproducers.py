@@ -4,7 +4,12 @@ compile_mesh_kernel's default flags and equals the NumPy model (their scripts co
 - o3_loop_distribution.py: a promoted T.alloc_var lost its value at gcc -O3 (loop
   distribution into memset/memcpy patterns reordered the core loop's stores);
 - o3_strict_aliasing.py: a buffer written through float4* and read through float2* in
-  TileLang's C code, reordered by -O3's type-based alias analysis.
+  TileLang's C code, reordered by -O3's type-based alias analysis;
+- min_operand_reused_after_store.py: TVM's C code generator reused a min's operand,
+  loaded before a store to the same element (SelectMinMax);
+- unaligned_copy_between_core_views.py: a vectorised copy from a core's view at an
+  offset the C code generator could not prove aligned became a gather it cannot print
+  (per-core copies now start at aligned strides).
 """
 import pathlib
 import runpy

@@ -535,3 +535,44 @@ def test_malloc_and_argument_workspaces_agree():
     want = np.stack([col[1], col[0]] * 2)  # then each core takes its row neighbour's
     assert np.array_equal(y1.numpy(), want) and np.array_equal(y2.numpy(), want)
 
+
+
+# -- TVM C code generator hazards ------------------------------------------------------------
+def test_select_min_max_before_after():
+    """min/max of loaded values become selects (TVM's C code generator bound a min's
+    operand to a variable and reused it after a store to the same element); min/max of
+    index arithmetic stay."""
+    from tvm import tirx
+
+    from meshtensor.tilelang.transform.select_min_max import select_min_max
+
+    @T.prim_func
+    def before(Y: T.Tensor((4,), "float32"), I: T.Tensor((4,), "int32")):
+        with T.Kernel(1, threads=1) as bx:
+            Y[0] = T.min(Y[1], Y[2])
+            I[0] = T.max(I[1], 3) + T.min(bx, 2)
+
+    got = select_min_max(before)
+    loads = {"Min": [], "Max": [], "Select": []}
+    tirx.stmt_functor.post_order_visit(got.body, lambda n: loads[type(n).__name__].append(n)
+                                       if type(n).__name__ in loads else None)
+    assert len(loads["Select"]) == 2 and len(loads["Min"]) == 1 and not loads["Max"]
+    s0, s1 = loads["Select"]
+    tvm.ir.assert_structural_equal(s0.condition, s0.true_value < s0.false_value)
+    tvm.ir.assert_structural_equal(s1.condition, s1.true_value > s1.false_value)
+
+
+@pytest.mark.slow
+def test_min_of_an_element_written_just_before_reads_the_new_value():
+    @T.prim_func
+    def k(X: T.Tensor((4, 6), "float32"), Y: T.Tensor((4, 6), "float32")):
+        with T.Kernel(4, threads=1) as bx:
+            Y[bx, 4] = 2.0 + T.min(T.float32(0), Y[bx, 4])
+            Y[bx, 4] = T.max(X[bx, 3], Y[bx, 4]) + T.min(X[bx, 3], Y[bx, 4])
+    x = torch.tensor([[1.0, -3.0, 0.0, 2.0, 2.0, 0.0], [1.0, -3.0, -2.0, 2.0, 0.0, 0.0],
+                      [3.0, -1.0, 3.0, -2.0, -3.0, -1.0], [1.0, 2.0, -1.0, -3.0, 2.0, 2.0]])
+    y = x.clone()
+    compile_mesh_kernel(k)(x, y)
+    first = 2.0 + torch.clamp(x[:, 4], max=0.0)
+    want = torch.maximum(x[:, 3], first) + torch.minimum(x[:, 3], first)
+    assert y[:, 4].tolist() == want.tolist()

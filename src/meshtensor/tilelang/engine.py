@@ -6,8 +6,9 @@ Pass order: ``PrepareTilelangMesh`` (a kernel written for Tilelang-Mesh: its
 ``T.MeshTensor`` parameters become per-core stacks, its on-chip buffers core-private
 memory; any other kernel is unchanged), ``VerifyMeshTensors`` (copies of annotated
 tensors stay in whole blocks and one core's shard), then ``LowerMeshComm`` (comm ops
-become supersteps over the cores' buffers, in one workspace argument), then TileLang's
-own pipeline.
+become supersteps over the cores' buffers, in one workspace argument), ``SelectMinMax``
+on target ``c`` (min/max of loaded values as selects: TVM's C code generator reuses such
+an operand across a store), then TileLang's own pipeline.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from .ir.comm_op import find_comm_ops
 from .ir.scope import find_calls
 from .logs import quiet_tilelang
 from .transform.lower_comm import WORKSPACE_ATTR, LowerMeshComm
+from .transform.select_min_max import select_min_max
 from .transform.tilelang_mesh import prepare_tilelang_mesh
 
 __all__ = ["CPU_FLAGS", "MeshKernel", "compile_mesh_kernel", "guard_stock_compile"]
@@ -115,8 +117,10 @@ def compile_mesh_kernel(func: tirx.PrimFunc, target: str = "c", **kw: Any) -> Me
     """Check (``VerifyMeshTensors``), lower the comm ops (``LowerMeshComm``) and
     ``tilelang.compile`` a mesh kernel; ``kw`` goes to ``tilelang.compile``
     (``compile_flags`` defaults to :data:`CPU_FLAGS` on ``"c"``; ``out_idx`` counts the
-    kernel's own parameters). A kernel without comm ops compiles exactly as
-    ``tilelang.compile`` would. TileLang's INFO lines are off while it compiles (see
+    kernel's own parameters). A kernel without comm ops compiles as ``tilelang.compile``
+    would, but for target ``"c"`` its ``min``/``max`` of loaded values become selects
+    (``SelectMinMax``: TVM's C code generator reuses such an operand across a store).
+    TileLang's INFO lines are off while it compiles (see
     :func:`~meshtensor.tilelang.quiet_tilelang`).
 
     Example::
@@ -137,22 +141,25 @@ def compile_mesh_kernel(func: tirx.PrimFunc, target: str = "c", **kw: Any) -> Me
     work = prepared.func
     mod = VerifyMeshTensors()(tvm.IRModule({"main": work}))
     lowered = LowerMeshComm(workspace="argument")(mod)["main"]
-    if str(target).split()[0] == "c" and find_calls(lowered, _is_loop_break):
+    on_c = str(target).split()[0] == "c"
+    if on_c and find_calls(lowered, _is_loop_break):
         # TileLang 0.1.15's C code generator has no break: its error names no statement
         raise ValueError("compile_mesh_kernel: T.loop_break() cannot be compiled for target "
                          "'c' (TileLang's C code generator has no break); end the loop with "
                          "an `if` around its remaining work instead")
     if target == "c" and kw.get("compile_flags") is None:
         kw["compile_flags"] = list(CPU_FLAGS)
+    # TVM's C code generator reuses a min/max operand's load across a store
+    source = select_min_max(lowered) if on_c else lowered
     with quiet_tilelang():
         if not find_comm_ops(work):
-            return MeshKernel(func, lowered, tilelang.compile(work, target=target, **kw),
+            return MeshKernel(func, lowered, tilelang.compile(source, target=target, **kw),
                               mesh_tensors=prepared.params)
         # buffers filled only by exchanges look uninitialised to TileLang's check
         configs = dict(kw.pop("pass_configs", None) or {})
         configs.setdefault(tilelang.PassConfigKey.TL_DISABLE_BUFFER_INIT_CHECK, True)
         kw["pass_configs"] = configs
-        jit = tilelang.compile(lowered, target=target, **kw)
+        jit = tilelang.compile(source, target=target, **kw)
     import torch
     nbytes = int(lowered.attrs[WORKSPACE_ATTR])
     device = "cuda" if str(target).startswith("cuda") else "cpu"

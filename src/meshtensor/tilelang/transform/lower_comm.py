@@ -321,21 +321,34 @@ class _Planner:
 
 
 # -- buffers -------------------------------------------------------------------------------
+def _slice_stride(numel: int) -> int:
+    """Elements between two cores' copies of a buffer of ``numel``: rounded up to a
+    multiple of 64, or of the next power of two for smaller buffers, so that core
+    ``c``'s copy starts where a vector access of the buffer's own alignment stays
+    aligned (TVM's C code generator emits a vector load only where it can prove the
+    index aligned; otherwise an element-wise gather that TileLang's vector types cannot
+    build)."""
+    align = min(64, 1 << max(numel - 1, 0).bit_length())
+    return -(-numel // align) * align
+
+
 @dataclass
 class _Store:
-    """Every core's copy of a promoted per-core buffer, in one heap array."""
+    """Every core's copy of a promoted per-core buffer, in one heap array: core ``c``'s
+    copy at element ``c * stride``."""
 
     buf: tirx.Buffer       # the original per-core buffer
-    flat: tirx.Buffer      # (ncores * numel,) over the malloc'd pointer
+    flat: tirx.Buffer      # (ncores * stride,) over the malloc'd pointer
     numel: int
     private: bool          # copied in/out around its single segment
+    stride: int = 0        # elements from one core's copy to the next (_slice_stride)
 
     def strides(self) -> list[int]:
         shape = [int(static_int(n)) for n in self.buf.shape]
         return [int(np.prod(shape[d + 1:], dtype=np.int64)) for d in range(len(shape))]
 
     def load(self, core: Any, idx: Sequence[Any]) -> tirx.BufferLoad:
-        off = core * self.numel
+        off = core * self.stride
         for i, s in zip(idx, self.strides()):
             off = off + i * s
         return tirx.BufferLoad(self.flat, [off])
@@ -559,9 +572,11 @@ class _Lowering:
                                  f"{list(b.shape)}; buffers live across comm ops need static "
                                  f"shapes")
             ptr = tirx.Var(f"{b.name}_all", ir.PointerType(ir.PrimType(str(b.dtype)), "global"))
-            flat = tirx.decl_buffer((n * self.ncores,), str(b.dtype), f"{b.name}_all", data=ptr)
-            self.stores[b.data] = _Store(b, flat, n, private)
-            self.ptrs.append((ptr, n * self.ncores * _itemsize(b)))
+            stride = _slice_stride(n)
+            flat = tirx.decl_buffer((stride * self.ncores,), str(b.dtype), f"{b.name}_all",
+                                    data=ptr)
+            self.stores[b.data] = _Store(b, flat, n, private, stride)
+            self.ptrs.append((ptr, stride * self.ncores * _itemsize(b)))
         for o in self.ops:
             for side, r in (("src", o.src), ("dst", o.dst)):
                 if r is not None and r.buffer.data not in self.stores:
@@ -674,10 +689,10 @@ class _Lowering:
             # the core's copy is a view of the shared array at the core's offset (a
             # pointer to the slice instead makes TVM's StorageRewrite retype it as one
             # vector of numel lanes when every access is vectorized: past 32767 lanes
-            # it fails with "scalable vector")
+            # it fails with "scalable vector"); the stride keeps vector accesses aligned
             b = st.buf
             bmap[data] = tirx.decl_buffer(b.shape, str(b.dtype), b.name, data=st.flat.data,
-                                          strides=b.strides, elem_offset=lin * st.numel,
+                                          strides=b.strides, elem_offset=lin * st.stride,
                                           scope=st.flat.scope())
             pre.append(tirx.DeclBuffer(bmap[data]))
             vmap[data] = st.flat.data
