@@ -96,6 +96,12 @@ CASES = {
                   "from (x, y+1)"),
     "shift-1d": ({"x": 4}, lambda b, s: ((b + 3) % 4, 0), 1, "grid", "shift",
                  "A[(bx + 3) % 4, 0] -> shift along x by 1 (rotate): core (x) receives from (x-1)"),
+    # a 1-D launch: the sender's load composes the linear id with the mod (found by the
+    # fuzzer's spmdize mode; TileLang's copy lowering folded the nest wrongly)
+    "shift-4x2-linear-launch": ({"x": 4, "y": 2}, lambda b, s: ((b // 2 + 3) % 4, b % 2), 1,
+                                "linear", "shift", None),
+    "carried-4x2-linear-ring": ({"x": 4, "y": 2}, lambda b, s: ((b // 2 + s + 1) % 4, b % 2),
+                                4, "linear", "carried", None),
     "permute-2x2-transpose": ({"x": 2, "y": 2}, lambda x, y, s: (y, x), 1, "grid", "permute",
                               "A[by, bx] -> permute of 2 tiles ((0, 1)->(1, 0), (1, 0)->(0, 1))"),
     "permute-4x4-transpose": ({"x": 4, "y": 4}, lambda x, y, s: (y, x), 2, "grid", "permute",
@@ -456,7 +462,8 @@ def _run(kernel, *arrays):
     return [t.numpy() for t in ts]
 
 
-RUN = ["broadcast-2x2-linear-launch", "shift-2x4", "permute-4x4-transpose", "carried-1d-ring",
+RUN = ["broadcast-2x2-linear-launch", "shift-2x4", "shift-4x2-linear-launch",
+       "carried-4x2-linear-ring", "permute-4x4-transpose", "carried-1d-ring",
        "carried-2x4-skew", "carried-2x4-broadcast-first"]
 
 

@@ -677,16 +677,21 @@ def _fold_mods(call: tirx.Call, ana: arith.Analyzer) -> tirx.Call:
     """Rewrite ``(a + (b mod m)) mod n`` to ``(a + b) mod n`` where ``n`` divides ``m``,
     then simplify: the core substitution composes modular coordinates, and TileLang
     0.1.15's copy lowering mis-simplifies such nests (measured: ``((y + 3) % 4 + 1) % 4``
-    became ``(y + 3) & 3``)."""
+    became ``(y + 3) & 3``). Each mod is simplified before it is folded, since a 1-D
+    launch hides the nest under the linear id until then: ``(((c + 1) % 4 * 2 + y) // 2
+    + 3) % 4`` is ``((c + 1) % 4 + 3) % 4`` only once simplified."""
     def post(node):
         if not isinstance(node, tirx.FloorMod) or not isinstance(node.b, tirx.IntImm):
             return None
+        node = ana.simplify(node)
+        if not isinstance(node, tirx.FloorMod) or not isinstance(node.b, tirx.IntImm):
+            return node
         n = int(node.b.value)
         terms = _terms(node.a)
         flat = [(sg, t.a if isinstance(t, tirx.FloorMod) and isinstance(t.b, tirx.IntImm)
                  and int(t.b.value) % n == 0 else t) for sg, t in terms]
         if all(a is b for (_, a), (_, b) in zip(flat, terms)):
-            return None
+            return node
         e: tirx.PrimExpr = tirx.IntImm(node.a.dtype, 0)
         for sg, t in flat:
             e = e + t if sg > 0 else e - t
