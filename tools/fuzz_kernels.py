@@ -1,9 +1,13 @@
 """Random mesh-kernel fuzzer for meshtensor.tilelang (see docs/fuzzing.md).
 
 Every generated program must run equal to its NumPy model or be refused with a
-ValueError; a wrong result or a crash gets a standalone reproducer script.
+ValueError; a wrong result or a crash gets a standalone reproducer script. With
+``--mode spmdize`` the programs are global-view kernels, and ``spmdize`` must refuse
+each one or return a kernel that passes the owner-only check, runs equal to the model
+and the global view, and receives the comm bytes docs/spmdize.md promises.
 
     PYTHONPATH=src python tools/fuzz_kernels.py --programs 3000 --seed 1
+    PYTHONPATH=src python tools/fuzz_kernels.py --mode spmdize --programs 300 --seed 1
 """
 import argparse
 import json
@@ -15,8 +19,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from mesh_fuzz import global_view  # noqa: E402
 from mesh_fuzz.generate import FEATURES, OPS, known_feature  # noqa: E402
-from mesh_fuzz.runner import (Fuzzer, feature_table, outcomes_json,  # noqa: E402
+from mesh_fuzz.runner import (MODES, Fuzzer, feature_table, outcomes_json,  # noqa: E402
                               refusal_table)
 
 #: features that hit known bugs of the kernel layer, for --exclude-known
@@ -28,8 +33,12 @@ def parse_args(argv=None) -> argparse.Namespace:
         prog="fuzz_kernels.py",
         description="Run random mesh kernels against their NumPy model.",
         epilog="Exit status 1 when a program was wrong or crashed. Feature names "
-               "for --exclude: " + ", ".join(list(FEATURES) + list(OPS)) + ".",
+               "for --exclude: " + ", ".join(list(FEATURES) + list(OPS)) + "; with "
+               "--mode spmdize: " + ", ".join(global_view.FEATURES) + ".",
         formatter_class=lambda prog: argparse.HelpFormatter(prog, width=80))
+    ap.add_argument("--mode", choices=MODES, default="kernels",
+                    help="kernels: mesh programs with comm ops (default); spmdize: "
+                         "global-view programs through spmdize")
     ap.add_argument("--programs", type=int, default=200, metavar="N",
                     help="how many programs (default 200)")
     ap.add_argument("--seed", default="0", metavar="S",
@@ -50,7 +59,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                     help="features or comm ops never generated (default: "
                          "$MESH_FUZZ_EXCLUDE)")
     ap.add_argument("--exclude-known", action="store_true",
-                    help="also exclude " + ", ".join(KNOWN_BUGS))
+                    help="also exclude " + ", ".join(KNOWN_BUGS) + " (kernels mode)")
     ap.add_argument("--confirm", type=int, default=20, metavar="M",
                     help="wrong programs re-run alone for a smaller reproducer "
                          "(default 20)")
@@ -64,10 +73,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--quiet", action="store_true", help="no progress lines")
     args = ap.parse_args(argv)
     ex = {f.strip() for f in args.exclude.split(",") if f.strip()}
-    unknown = sorted(f for f in ex if not known_feature(f))
+    known = (lambda f: f in global_view.FEATURES) if args.mode == "spmdize" \
+        else known_feature
+    unknown = sorted(f for f in ex if not known(f))
     if unknown:
-        ap.error(f"--exclude: unknown feature(s) {', '.join(unknown)}")
-    if args.exclude_known:
+        ap.error(f"--exclude: unknown feature(s) {', '.join(unknown)}"
+                 f"{' for --mode spmdize' if args.mode == 'spmdize' else ''}")
+    if args.exclude_known and args.mode == "kernels":
         ex |= set(KNOWN_BUGS)
     args.exclude_set = frozenset(ex)
     if args.programs < 1 or args.batch < 1 or args.jobs < 1:
@@ -79,7 +91,8 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     out = args.out or tempfile.mkdtemp(prefix="mesh-fuzz-")
     log = (lambda s: None) if args.quiet else (lambda s: print(s, flush=True))
-    print(f"seed {args.seed}, programs {args.first}..{args.first + args.programs - 1}, "
+    print(f"{'spmdize mode, ' if args.mode == 'spmdize' else ''}seed {args.seed}, "
+          f"programs {args.first}..{args.first + args.programs - 1}, "
           f"batches of {args.batch}, {args.jobs} job(s)", flush=True)
     print(f"reproducers in {out}", flush=True)
     if args.exclude_set:
@@ -91,12 +104,13 @@ def main(argv=None) -> int:
                 exclude=args.exclude_set, confirm=args.confirm, timeout=args.timeout,
                 log=log, first=args.first,
                 flags=None if args.cflags is None else args.cflags.split(),
-                minimize=args.minimize)
+                minimize=args.minimize, mode=args.mode)
     summary = fz.run()
     dt = time.monotonic() - t0
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"seed": args.seed, "seconds": dt, "summary": summary.line(),
+            json.dump({"seed": args.seed, "mode": args.mode, "seconds": dt,
+                       "summary": summary.line(),
                        "outcomes": outcomes_json(summary)}, f, indent=1)
     refusals = refusal_table(summary)
     if refusals:

@@ -90,9 +90,12 @@ def draw_mesh(r: random.Random, exclude: frozenset = frozenset()) -> tuple:
 
 
 def make_batch(seed: str, batch_index: int, first: int, count: int,
-               exclude: frozenset = frozenset()) -> tuple[Batch, list, list]:
+               exclude: frozenset = frozenset(), gen: type | None = None
+               ) -> tuple[Batch, list, list]:
     """Batch ``batch_index`` of a run: programs ``first .. first + count - 1``, their
-    inputs (one dict of arrays per program) and model results."""
+    inputs (one dict of arrays per program) and model results; ``gen`` draws the
+    programs (default: mesh programs with comm ops; the spmdize mode passes
+    :class:`~.global_view.GlobalGen`)."""
     r = random.Random(f"{seed}:batch:{batch_index}")
     mesh = draw_mesh(r, exclude)
     launch = "1d" if "launch-1d" not in exclude and r.random() < 0.35 else "nd"
@@ -101,21 +104,21 @@ def make_batch(seed: str, batch_index: int, first: int, count: int,
                   else "dict")
     programs, inputs, results = [], [], []
     for i in range(first, first + count):
-        p, x, m = make_program(shell, i, seed, exclude)
+        p, x, m = make_program(shell, i, seed, exclude, gen)
         programs.append(p)
         inputs.append(x)
         results.append(m)
     return shell.with_programs(programs), inputs, results
 
 
-def make_program(shell: Batch, index: int, seed: str, exclude: frozenset = frozenset()
-                 ) -> tuple[Program, dict, ModelResult]:
+def make_program(shell: Batch, index: int, seed: str, exclude: frozenset = frozenset(),
+                 gen: type | None = None) -> tuple[Program, dict, ModelResult]:
     """Program ``index`` of run ``seed`` on ``shell``'s mesh, its inputs and its model
     result; drawn again (up to ``MAX_ATTEMPTS`` times) until the model runs it
     exactly."""
     for attempt in range(MAX_ATTEMPTS):
         text = f"{seed}:{index}" + (f":{attempt}" if attempt else "")
-        g = _Gen(random.Random(text), shell, index, exclude)
+        g = (gen or _Gen)(random.Random(text), shell, index, exclude)
         p = g.program(text)
         inputs = g.inputs()
         try:

@@ -19,7 +19,7 @@ from typing import Callable, Iterator
 
 from .model import ModelError, Unrepresentable, run_model
 from .program import (Assign, Batch, Bin, Cast, Comm, Const, Copy, For, If, Let, Load,
-                      Name, Program, Region, Select, SetVar, children)
+                      MeshCopy, Name, Program, Region, Select, SetVar, children)
 
 
 def subst(e, name: str, value):
@@ -54,7 +54,8 @@ def subst_stmt(s, name: str, value):
     if isinstance(s, (Let, SetVar)):
         return replace(s, value=f(s.value))
     if isinstance(s, For):
-        return replace(s, body=tuple(subst_stmt(t, name, value) for t in s.body))
+        ext = s.extent if isinstance(s.extent, int) else f(s.extent)
+        return replace(s, extent=ext, body=tuple(subst_stmt(t, name, value) for t in s.body))
     if isinstance(s, If):
         return If(f(s.cond), tuple(subst_stmt(t, name, value) for t in s.then),
                   tuple(subst_stmt(t, name, value) for t in s.orelse))
@@ -62,6 +63,8 @@ def subst_stmt(s, name: str, value):
         root = None if s.root is None else tuple(map(f, s.root))
         return replace(s, src=_subst_region(s.src, name, value),
                        dst=_subst_region(s.dst, name, value), root=root)
+    if isinstance(s, MeshCopy):
+        return replace(s, coord=tuple(map(f, s.coord)), buf=_subst_region(s.buf, name, value))
     return s
 
 
@@ -78,7 +81,7 @@ def candidates(body: tuple) -> Iterator[tuple]:
             yield body[:i] + one + body[i + 1:]
             if s.kind != "serial":
                 yield body[:i] + (replace(s, kind="serial"),) + body[i + 1:]
-            if s.extent > 1:
+            if isinstance(s.extent, int) and s.extent > 1:
                 yield body[:i] + (replace(s, extent=s.extent - 1),) + body[i + 1:]
         for attr in ("then", "orelse", "body"):
             inner = getattr(s, attr, None)
@@ -111,11 +114,14 @@ def _names(x, out: set) -> None:
         out.add(x.name)
         _names(x.value, out)
     elif isinstance(x, For):
-        _names(x.body, out)
+        _names((x.extent, x.body), out)
     elif isinstance(x, If):
         _names((x.cond, x.then, x.orelse), out)
     elif isinstance(x, Comm):
         _names((x.src, x.dst, x.root or ()), out)
+    elif isinstance(x, MeshCopy):
+        out.add(x.tensor)
+        _names((x.coord, x.buf), out)
 
 
 def prune(p: Program) -> Program:

@@ -6,7 +6,10 @@ of them at once. A comm op takes every core's ``src`` region as that device's lo
 array of a ``MeshArray`` and calls the host collective of ``meshtensor.collectives``;
 each core that receives something writes the result into the leading part of its
 ``dst`` region (uneven pieces are smaller than ``dst``), a core that receives nothing
-(``shift`` without ``rotate``, ``permute``) keeps ``dst``.
+(``shift`` without ``rotate``, ``permute``) keeps ``dst``. A global-view read
+(``MeshCopy``) copies a block of the global tensor, zeros past its edge; a write
+stores the block's in-tensor part; both record which core owns the block
+(:class:`Accesses`).
 
 Values are computed in int64/float64 and must stay within ``LIMIT`` (so that float32
 and int32 are exact and no int32 overflows): a program that leaves it raises
@@ -37,8 +40,8 @@ import numpy as np
 from meshtensor import Mesh, MeshArray, collectives
 
 from .program import (ARITH, CMP, MINMAX, Assign, Batch, Bin, Cast, Comm, Const, Copy,
-                      Core, CoreId, For, If, Let, Load, Name, Program, Region, Select,
-                      SetVar, comm_ops)
+                      Core, CoreId, For, If, Layout, Let, Load, MeshCopy, Name, Program,
+                      Region, Select, SetVar, comm_ops)
 
 LIMIT = 2 ** 24
 SENTINEL = -77  # what output tensors hold before the kernel runs
@@ -77,16 +80,41 @@ class _Core:
     env: dict = field(default_factory=dict)  # loop vars and lets
 
 
+@dataclass(frozen=True)
+class Accesses:
+    """Every execution of one global-view copy (``MeshCopy`` of ``tensor`` into
+    ``buf``, or from ``buf`` with ``write``): the executing ``core``, the ``owner`` of
+    the block (linear ids; -1 when the block spans several shards), the bytes of the
+    block (``stage``: what a comm op moves) and of its part inside the tensor
+    (``inside``: what the analysis counts), and ``first``: 1 at the first iteration of
+    the innermost loop around the copy, 0 at a later one, -1 outside loops."""
+
+    tensor: str
+    buf: str
+    write: bool
+    core: np.ndarray
+    owner: np.ndarray
+    stage: np.ndarray
+    inside: np.ndarray
+    first: np.ndarray
+
+    @property
+    def remote(self) -> np.ndarray:
+        return self.owner != self.core
+
+
 @dataclass
 class ModelResult:
     """Final global tensors (inputs included: a core may write its own input tile),
     per comm op execution the bytes each core receives and sends (the traffic model of
-    docs/traffic.md), and the number of executions per comm op."""
+    docs/traffic.md), the number of executions per comm op, and the global-view copies
+    (one :class:`Accesses` per ``MeshCopy``, in the order they first run)."""
 
     tensors: dict
     received: np.ndarray  # (num comm ops, mesh size) bytes over the run
     sent: np.ndarray
     executions: np.ndarray
+    accesses: tuple = ()
 
 
 class _Model:
@@ -115,12 +143,15 @@ class _Model:
             bufs, defined = {}, {}
             for t in program.tensors:
                 bufs[t.name] = t.tile_of(self.tensors[t.name], coords, lin)
-                defined[t.name] = np.full(t.tile, t.role == "in")
+                defined[t.name] = np.full(bufs[t.name].shape, t.role == "in")
             for b in program.bufs:
                 bufs[b.name] = np.zeros(b.shape, dtype=np_dtype(b.dtype))
                 defined[b.name] = np.zeros(b.shape, dtype=bool)
             self.cores.append(_Core(coords, lin, bufs, defined))
         self.var_dtype = {v.name: v.dtype for v in program.vars}
+        self.loops: list = []  # (var, start) of the enclosing loops, innermost last
+        self.accesses: dict = {}  # id(MeshCopy) -> list of per-execution rows
+        self.access_order: list = []
 
     # -- expressions ------------------------------------------------------------------
     def ev(self, e, core: _Core, env: dict):
@@ -228,10 +259,17 @@ class _Model:
                 c.vars[s.name] = _check(np.asarray(v).astype(np.int64 if dt.startswith("int")
                                                               else np.float64))[()]
         elif isinstance(s, For):
-            for i in range(s.start, s.start + s.extent):
-                for c in active:
+            if isinstance(s.extent, int):
+                ext = [s.extent] * len(active)
+            else:  # a trip count that depends on the core
+                ext = [int(self.ev(s.extent, c, c.env)) for c in active]
+            self.loops.append((s.var, s.start))
+            for i in range(s.start, s.start + max(ext, default=0)):
+                run = [c for c, e in zip(active, ext) if i < s.start + e]
+                for c in run:
                     c.env[s.var] = np.int64(i)
-                self.block(s.body, active)
+                self.block(s.body, run)
+            self.loops.pop()
         elif isinstance(s, If):
             taken = [bool(self.ev(s.cond, c, c.env)) for c in active]
             then = [c for c, t in zip(active, taken) if t]
@@ -245,8 +283,56 @@ class _Model:
             if len(active) != len(self.cores):
                 raise ModelError(f"{s.op} not reached by every core")
             self.comm(s)
+        elif isinstance(s, MeshCopy):
+            for c in active:
+                self.mesh_copy(s, c)
         else:
             raise ModelError(f"unknown statement {s!r}")
+
+    # -- global-view copies -------------------------------------------------------------
+    def mesh_copy(self, s: MeshCopy, core: _Core) -> None:
+        t = self.p.tensor(s.tensor)
+        if t is None or t.mesh is None:
+            raise ModelError(f"{s.tensor} is not an annotated global tensor")
+        arr, block = self.tensors[t.name], np.asarray(t.mesh.block)
+        coord = np.array([int(self.ev(e, core, core.env)) for e in s.coord])
+        lo = coord * block
+        hi = lo + block * (np.asarray(s.span) if s.span else 1)
+        n = np.asarray(arr.shape)
+        if len(coord) != arr.ndim or np.any(lo < 0) or np.any(lo >= n):
+            raise ModelError(f"block {coord.tolist()} of {t.name} outside {arr.shape}")
+        inside = tuple(slice(a, b) for a, b in zip(lo, np.minimum(hi, n)))
+        region = self._region(s.buf, core, core.env)
+        if [r.stop - r.start for r in region] != (hi - lo).tolist():
+            raise ModelError(f"{s.buf.buf} region differs from the block of {t.name}")
+        if s.write:
+            if not core.defined[s.buf.buf][region].all():
+                raise ModelError(f"{s.buf.buf} written to {t.name} where nothing was written")
+            part = tuple(slice(r.start, r.start + (x.stop - x.start))
+                         for r, x in zip(region, inside))
+            self._store(core, t.name, inside, core.bufs[s.buf.buf][part])
+        else:
+            val = np.zeros(hi - lo, dtype=arr.dtype)  # TileLang's guarded copy: zeros past
+            val[tuple(slice(0, x.stop - x.start) for x in inside)] = arr[inside]  # the edge
+            self._store(core, s.buf.buf, region, val)
+        item = arr.dtype.itemsize
+        owner = owner_of(t.mesh, arr.shape, self.mesh.shape, core.coords, lo, hi)
+        first = -1
+        if self.loops:
+            var, start = self.loops[-1]
+            first = int(core.env[var] == start)
+        if id(s) not in self.accesses:
+            self.accesses[id(s)] = []
+            self.access_order.append(s)
+        self.accesses[id(s)].append((core.lin, owner, int(np.prod(hi - lo)) * item,
+                                     int(np.prod(np.minimum(hi, n) - lo)) * item, first))
+
+    def access_records(self) -> tuple:
+        out = []
+        for s in self.access_order:
+            rows = np.array(self.accesses[id(s)], dtype=np.int64).reshape(-1, 5)
+            out.append(Accesses(s.tensor, s.buf.buf, s.write, *rows.T))
+        return tuple(out)
 
     def assign(self, s: Assign, core: _Core) -> None:
         env = dict(core.env)
@@ -411,6 +497,31 @@ def traffic(s: Comm, mesh: Mesh, ext: tuple, itemsize: int, root=None
     return rec, sent
 
 
+def owner_of(layout: Layout, shape: tuple, mesh_shape: tuple, coords: tuple,
+             lo: np.ndarray, hi: np.ndarray) -> int:
+    """The linear id of the core owning the box ``[lo, hi)`` of a tensor of ``shape``
+    read by the core at ``coords``: on every split dim, the shard holding the box's
+    in-tensor part (tiles of ``ceil(n / shards)``); along the axes that split nothing,
+    the reader itself (the nearest replica). -1 when the box spans several shards.
+
+    >>> owner_of(Layout(((1,), ()), (2, 2)), (6, 4), (2, 3), (1, 0), np.array([4, 0]),
+    ...          np.array([6, 2]))
+    5
+    """
+    own = list(coords)
+    for d, axes in enumerate(layout.split):
+        if not axes:
+            continue
+        sizes = [mesh_shape[a] for a in axes]
+        tile = -(-shape[d] // int(np.prod(sizes)))
+        first, last = lo[d] // tile, (min(hi[d], shape[d]) - 1) // tile
+        if first != last:
+            return -1
+        for a, v in zip(axes, np.unravel_index(int(first), sizes)):
+            own[a] = int(v)
+    return int(np.ravel_multi_index(own, mesh_shape)) if mesh_shape else 0
+
+
 def _check(v):
     v = np.asarray(v)
     if v.size and float(np.max(np.abs(v))) > LIMIT:
@@ -423,4 +534,4 @@ def run_model(batch: Batch, program: Program, inputs: dict) -> ModelResult:
     arrays by name); outputs start as ``SENTINEL``."""
     m = _Model(batch, program, inputs)
     m.block(program.body, m.cores)
-    return ModelResult(m.tensors, m.received, m.sent, m.executions)
+    return ModelResult(m.tensors, m.received, m.sent, m.executions, m.access_records())

@@ -14,6 +14,9 @@ its own *tile* (``Tensor.tile``); the layout says where that tile lies in the te
 - ``grid``: shape ``(*mesh shape, *tile)``, the tile at ``X[c0, c1, ...]``;
 - ``linear``: shape ``(mesh size, *tile)``, the tile at ``X[core id]``;
 - ``blocked``: shape ``(mesh size * tile[0], *tile[1:])``, rows ``core id * tile[0]``...
+- ``sharded``: a global-view tensor of shape ``shape`` annotated with a
+  :class:`Layout` (``annotate_mesh_tensor_info``); a program reads any of its blocks
+  with :class:`MeshCopy` and sees the whole tensor (``tile`` is the per-core tile).
 
 >>> p = Program(0, (Tensor("p0_X", (2,), "int32", "linear", "in"),), (), (), ())
 >>> p.tensors[0].global_shape(Batch((("x", 2),), "nd", (p,)))
@@ -193,11 +196,12 @@ class SetVar:
 @dataclass(frozen=True)
 class For:
     """``for var in T.serial(start, start + extent)`` (``kind``: ``serial``,
-    ``pipelined`` with ``stages``, ``unroll``)."""
+    ``pipelined`` with ``stages``, ``unroll``); ``extent`` is an int, or an expression
+    of the core (a core-dependent trip count)."""
 
     var: str
     start: int
-    extent: int
+    extent: "int | Expr"
     kind: str
     body: tuple
     stages: int = 2
@@ -234,22 +238,57 @@ class Comm:
         return dict(self.params)
 
 
-Stmt = Union[Assign, Copy, Let, SetVar, For, If, Comm]
+@dataclass(frozen=True)
+class MeshCopy:
+    """``mcopy(tensor, buf, src_coord=coord)`` (a read of the block at block
+    coordinates ``coord``) or, with ``write``, ``mcopy(buf, tensor, dst_coord=coord)``.
+    ``span``: blocks per dim of a read written as a region of the tensor
+    (``mcopy(X[lo:lo + 2 * b, ...], buf)``); ``()`` is one block."""
+
+    tensor: str
+    coord: tuple
+    buf: Region
+    write: bool = False
+    span: tuple = ()
+
+
+Stmt = Union[Assign, Copy, Let, SetVar, For, If, Comm, MeshCopy]
 
 
 # -- programs ------------------------------------------------------------------------
 @dataclass(frozen=True)
+class Layout:
+    """A global-view tensor's ``mesh_tensor_info``: ``split[d]`` the mesh axes (indices)
+    splitting dim ``d``, outer to inner; ``block`` the copy granule; ``form`` how the
+    sharding is written: ``dict`` (``{"x": 0, "y": None}``), ``tuple`` (``(0, None)``)
+    or ``axes`` (``Sharding(M, [["y", "x"], []])``, any axis order)."""
+
+    split: tuple
+    block: tuple
+    form: str = "axes"
+
+    def shards(self, d: int, mesh_shape: tuple) -> int:
+        """How many shards dim ``d`` is cut into."""
+        return int(np.prod([mesh_shape[a] for a in self.split[d]], dtype=np.int64))
+
+
+@dataclass(frozen=True)
 class Tensor:
-    """A global tensor: the core's ``tile`` placed by ``layout``; ``role`` in/out."""
+    """A global tensor: the core's ``tile`` placed by ``layout``; ``role`` in/out.
+    A ``sharded`` tensor has its global ``shape`` and its annotation ``mesh``."""
 
     name: str
     tile: tuple
     dtype: str
     layout: str
     role: str
+    shape: tuple = ()
+    mesh: Layout | None = None
 
     def global_shape(self, batch: "Batch") -> tuple:
         shape, size = batch.shape, int(np.prod(batch.shape))
+        if self.layout == "sharded":
+            return tuple(self.shape)
         if self.layout == "grid":
             return (*shape, *self.tile)
         if self.layout == "linear":
@@ -257,7 +296,10 @@ class Tensor:
         return (size * self.tile[0], *self.tile[1:])
 
     def tile_of(self, arr: np.ndarray, coords: tuple, lin: int) -> np.ndarray:
-        """The core's tile as a view of the global array ``arr``."""
+        """The core's tile as a view of the global array ``arr`` (a ``sharded`` tensor:
+        the whole array, indexed globally)."""
+        if self.layout == "sharded":
+            return arr
         if self.layout == "grid":
             return arr[coords]
         if self.layout == "linear":
@@ -416,6 +458,8 @@ class _Writer:
         return f"{name}[{', '.join(self._tile_prefix(t, index))}]"
 
     def _tile_prefix(self, t: Tensor, index: list[str]) -> list[str]:
+        if t.layout == "sharded":
+            return index
         if t.layout == "grid":
             return [self.core(a) for a in range(len(self.batch.shape))] + index
         if t.layout == "linear":
@@ -458,7 +502,11 @@ class _Writer:
         elif isinstance(s, (Let, SetVar)):
             self.emit(f"{s.name} = {self.expr(s.value)}", depth)
         elif isinstance(s, For):
-            rng = f"{s.extent}" if s.start == 0 else f"{s.start}, {s.start + s.extent}"
+            if not isinstance(s.extent, int):  # a trip count that depends on the core
+                ext = self.expr(s.extent)
+                rng = ext if s.start == 0 else f"{s.start}, {s.start} + {ext}"
+            else:
+                rng = f"{s.extent}" if s.start == 0 else f"{s.start}, {s.start + s.extent}"
             if s.kind == "pipelined":
                 head = f"T.Pipelined({rng}, num_stages={s.stages})"
             else:
@@ -473,8 +521,48 @@ class _Writer:
                 self.stmts(s.orelse, depth + 1)
         elif isinstance(s, Comm):
             self.emit(self.comm(s), depth)
+        elif isinstance(s, MeshCopy):
+            self.emit(self.mesh_copy(s), depth)
         else:
             raise TypeError(f"unknown statement {s!r}")
+
+    def mesh_copy(self, s: MeshCopy) -> str:
+        t = self.tensors[s.tensor]
+        coord = [self.expr(c) for c in s.coord]
+        tup = f"({coord[0]},)" if len(coord) == 1 else f"({', '.join(coord)})"
+        buf = self.region(s.buf)
+        if s.write:
+            return f"mcopy({buf}, {t.name}, dst_coord={tup})"
+        if not s.span:
+            return f"mcopy({t.name}, {buf}, src_coord={tup})"
+        parts = []
+        for c, b, n in zip(coord, t.mesh.block, s.span):
+            lo = f"{_paren(c)} * {b}"
+            parts.append(f"{lo}:{lo} + {n * b}")
+        return f"mcopy({t.name}[{', '.join(parts)}], {buf})"
+
+    def annotation(self) -> str:
+        """``annotate({X: init(sharding, block), ...})`` for every sharded tensor."""
+        names = self.batch.names
+        items = []
+        for t in self.tensors.values():
+            if t.layout != "sharded":
+                continue
+            lay = t.mesh
+            if lay.form == "axes":
+                spec = "Sharding(M, [" + ", ".join(
+                    "[" + ", ".join(f'"{names[a]}"' for a in axes) + "]"
+                    for axes in lay.split) + "])"
+            else:
+                dim = {a: d for d, axes in enumerate(lay.split) for a in axes}
+                if lay.form == "tuple":
+                    spec = "(" + ", ".join(str(dim.get(a)) for a in range(len(names))) + \
+                        ("," if len(names) == 1 else "") + ")"
+                else:
+                    spec = "{" + ", ".join(f'"{names[a]}": {dim.get(a)}'
+                                           for a in range(len(names))) + "}"
+            items.append(f"{t.name}: init({spec}, {tuple(lay.block)})")
+        return "annotate({" + ", ".join(items) + "})"
 
     def assign(self, s: Assign, depth: int) -> None:
         target = self.element(s.buf, [self.expr(i) for i in s.index])
@@ -576,15 +664,27 @@ def batch_source(batch: Batch, header: str = "") -> str:
     w = _Writer(batch)
     mesh = "{" + ", ".join(f'"{n}": {s}' for n, s in batch.mesh) + "}"
     out = [f'"""{header}"""' if header else None,
-           "import tilelang.language as T", "",
-           "from meshtensor.tilelang import mesh_comm"]
-    if batch.mesh_form == "mesh":
-        out += ["from meshtensor import Mesh", "", f"mc = mesh_comm(Mesh({mesh}))"]
+           "import tilelang.language as T", ""]
+    sharded = any(t.layout == "sharded" for t in batch.params())
+    if sharded:  # a global-view kernel: the mesh-tensor helpers on one Mesh
+        form = "M" if batch.mesh_form == "mesh" else mesh
+        out += ["from meshtensor import Mesh, Sharding",
+                "from meshtensor.tilelang import mesh_tensor_functions", "",
+                f"M = Mesh({mesh})", f"_F = mesh_tensor_functions({form})",
+                'annotate = _F["annotate_mesh_tensor_info"]',
+                'init = _F["init_mesh_tensor_info"]',
+                'mcopy = _F["mesh_tensor_copy"]']
     else:
-        out += ["", f"mc = mesh_comm({mesh})"]
+        out.append("from meshtensor.tilelang import mesh_comm")
+        if batch.mesh_form == "mesh":
+            out += ["from meshtensor import Mesh", "", f"mc = mesh_comm(Mesh({mesh}))"]
+        else:
+            out += ["", f"mc = mesh_comm({mesh})"]
     params = ", ".join(f'{t.name}: T.Tensor({t.global_shape(batch)}, "{t.dtype}")'
                        for t in batch.params())
     kernel = ["", "", "@T.prim_func", f"def {KERNEL}({params}):"]
+    if sharded:
+        w.emit(w.annotation(), 1)
     if batch.launch == "1d":
         w.emit(f"with T.Kernel({batch.size}, threads=1) as bx:", 1)
         if batch.coord_lets and len(batch.shape) > 1:

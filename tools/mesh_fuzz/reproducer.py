@@ -6,11 +6,18 @@ inputs, the model's expected tensors and comm bytes, what the fuzzer observed, a
 with ``analyze_mesh_communication`` and prints every difference. It exits 0 when the
 kernel now matches the model (or is refused with a ``ValueError``), 1 otherwise. Run
 it as ``PYTHONPATH=src python <file>`` from the repository root.
+
+A reproducer of the spmdize mode (``accesses`` given) checks the global-view kernel
+against the model and then ``spmdize``'s output: the owner-only check, its values, and
+the comm bytes docs/spmdize.md promises (:func:`~.spmd_check.promise`, copied in).
 """
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
+from . import spmd_check
 from .model import SENTINEL
 from .program import Batch, batch_source
 
@@ -74,26 +81,122 @@ if __name__ == "__main__":
 '''
 
 
+_SPMD_MAIN = '''
+
+# -- data (written by tools/fuzz_kernels.py --mode spmdize) --------------------------
+SENTINEL = {sentinel}
+PARAMS = {params}
+INPUTS = {inputs}
+EXPECTED = {expected}
+EXPECTED_REMOTE = {remote}  # bytes the global view reads or writes on other cores
+BYTES = {table}  # per read (tensor, buffer): remote, first_remote and later bytes
+OBSERVED = {observed!r}
+
+
+{promise}
+
+def main() -> int:
+    import numpy as np
+    import torch
+    from meshtensor.tilelang import (analyze_mesh_communication, compile_mesh_kernel,
+                                     verify_mesh_tensors)
+    from meshtensor.tilelang.transform.spmdize import plan_mesh_copies, spmdize
+
+    def check(kernel, label):
+        arrays = {{name: (np.array(INPUTS[name], dtype=dtype) if name in INPUTS
+                          else np.full(shape, SENTINEL, dtype=dtype))
+                  for name, shape, dtype in PARAMS}}
+        args = [torch.from_numpy(arrays[name]) for name, _, _ in PARAMS]
+        kernel(*args)
+        bad = 0
+        for (name, shape, dtype), arg in zip(PARAMS, args):
+            got = arg.numpy()
+            want = np.array(EXPECTED[name], dtype=dtype).reshape(shape)
+            if not np.array_equal(got, want):
+                bad += 1
+                where = np.argwhere(got != want)
+                print(f"{{label}}: {{name}}: {{len(where)}} of {{got.size}} elements differ, "
+                      f"first at {{tuple(int(i) for i in where[0])}}")
+                print("  expected", want.ravel().tolist())
+                print("  got     ", got.ravel().tolist())
+        return bad
+
+    bad = 0
+    try:
+        gv = compile_mesh_kernel(fuzz_kernel)
+    except ValueError as e:
+        print(f"global view refused: {{e}}")
+        gv = None
+    if gv is not None:
+        bad += check(gv, "global view")
+        remote = analyze_mesh_communication(fuzz_kernel).remote_bytes
+        if remote != EXPECTED_REMOTE:
+            bad += 1
+            print(f"global view: {{remote}} remote bytes, the model {{EXPECTED_REMOTE}}")
+    try:
+        out = spmdize(fuzz_kernel)
+    except ValueError as e:
+        print(f"spmdize refused: {{e}}")
+        print("WRONG" if bad else "OK: refused")
+        return 1 if bad else 0
+    for issue in verify_mesh_tensors(out, owner_only=True):
+        bad += 1
+        print(f"verify_mesh_tensors(owner_only=True): {{issue.message}}")
+    for p in plan_mesh_copies(fuzz_kernel):
+        print(f"plan: {{p}}")
+    try:
+        kernel = compile_mesh_kernel(out)
+    except ValueError as e:
+        print(f"spmdize's output refused: {{e}}")
+        bad += gv is not None
+    else:
+        bad += check(kernel, "spmdized")
+        kinds = {{(p.copy.src.buffer.name, p.copy.dst.buffer.name): p.kind
+                 for p in plan_mesh_copies(fuzz_kernel)}}
+        comm, want = analyze_mesh_communication(out).comm_bytes, promise(BYTES, kinds)
+        if comm != want:
+            bad += 1
+            print(f"spmdized: comm ops receive {{comm}} bytes, promised {{want}}")
+    print("WRONG" if bad else "OK: equal to the model")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+'''
+
+
 def _lit(a: np.ndarray) -> str:
     return repr(np.asarray(a).tolist())
 
 
 def reproducer_source(batch: Batch, inputs: list, expected: list, received: list,
-                      title: str, detail: str, observed: str = "") -> str:
+                      title: str, detail: str, observed: str = "",
+                      accesses: list | None = None) -> str:
     """The script for ``batch`` (its programs' ``inputs`` and model ``expected``
-    tensors, ``received`` the model's comm bytes per op and core)."""
+    tensors, ``received`` the model's comm bytes per op and core); with ``accesses``
+    (each program's ``model.Accesses``), the spmdize mode's script."""
     header = (f"{title}\n\n{detail.strip()}\n\nRun from the repository root: "
               f"PYTHONPATH=src python <this file>\n")
     src = batch_source(batch, header=header.replace('"""', "'''"))
     params = [(t.name, t.global_shape(batch), t.dtype) for t in batch.params()]
     ins = {k: v for x in inputs for k, v in x.items()}
     exp = {k: v for x in expected for k, v in x.items()}
-    data = _MAIN.format(
+    common = dict(
         sentinel=SENTINEL,
-        mesh="{" + ", ".join(f"{n!r}: {v}" for n, v in batch.mesh) + "}",
         params="[\n" + "".join(f"    {p!r},\n" for p in params) + "]",
         inputs="{\n" + "".join(f"    {k!r}: {_lit(v)},\n" for k, v in ins.items()) + "}",
         expected="{\n" + "".join(f"    {k!r}: {_lit(v)},\n" for k, v in exp.items()) + "}",
-        received=_lit(np.concatenate(received) if received else np.zeros((0, batch.size))),
         observed=observed[-4000:])
+    if accesses is not None:
+        flat = [a for acc in accesses for a in acc]
+        table = spmd_check.byte_table(flat)
+        return src + _SPMD_MAIN.format(
+            remote=spmd_check.global_remote(flat), promise=inspect.getsource(spmd_check.promise),
+            table="{\n" + "".join(f"    {k!r}: {v!r},\n" for k, v in table.items()) + "}",
+            **common)
+    data = _MAIN.format(
+        mesh="{" + ", ".join(f"{n!r}: {v}" for n, v in batch.mesh) + "}",
+        received=_lit(np.concatenate(received) if received else np.zeros((0, batch.size))),
+        **common)
     return src + data

@@ -11,6 +11,9 @@ does not need the others. Each program ends with one :class:`Outcome`:
 - ``refused``: a ``ValueError`` raised by meshtensor (build, compile or analysis);
 - ``wrong``: ran but a tensor differs from the model, or the analysis' comm bytes do;
 - ``crash``: anything else (another exception, a dead worker, a timeout).
+
+In the ``spmdize`` mode the programs are global-view kernels (:mod:`.global_view`) and
+the worker also runs ``spmdize`` on them; :mod:`.spmd_check` judges each program.
 """
 from __future__ import annotations
 
@@ -26,7 +29,9 @@ from typing import Callable
 
 import numpy as np
 
+from . import spmd_check
 from .generate import make_batch
+from .global_view import GlobalGen
 from .minimize import merge, minimize
 from .model import SENTINEL, run_model
 from .program import Batch, Let, Load, Program, batch_source, children, comm_ops
@@ -34,6 +39,7 @@ from .reproducer import reproducer_source
 from .worker import Worker
 
 STATUSES = ("equal", "refused", "wrong", "crash")
+MODES = ("kernels", "spmdize")
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,12 @@ class _Case:
     inputs: dict
     expected: dict  # tensor name -> array
     received: np.ndarray  # (ops, cores)
+    accesses: tuple = ()  # model.Accesses of the global-view copies
+
+    @classmethod
+    def of(cls, program: Program, inputs: dict, result) -> "_Case":
+        """A case from the model's ``result`` for ``program`` on ``inputs``."""
+        return cls(program, inputs, result.tensors, result.received, result.accesses)
 
     @property
     def nops(self) -> int:
@@ -102,14 +114,18 @@ class Fuzzer:
     programs may be run again alone (each costs one compilation); ``log`` receives
     progress lines; ``flags``: the C compiler flags (``None``: those of
     ``compile_mesh_kernel``); ``minimize``: kernel tries spent shrinking each failing
-    program before its reproducer is written (0: none).
+    program before its reproducer is written (0: none); ``mode``: ``kernels`` (mesh
+    programs with comm ops) or ``spmdize`` (global-view programs through ``spmdize``).
     """
 
     def __init__(self, seed: str, programs: int, out: str, batch_size: int = 16,
                  jobs: int = 1, exclude: frozenset = frozenset(), confirm: int = 20,
                  timeout: float = 300.0, log: Callable[[str], None] = print,
                  progress_every: float = 15.0, first: int = 0,
-                 flags: list | None = None, minimize: int = 0):
+                 flags: list | None = None, minimize: int = 0, mode: str = "kernels"):
+        if mode not in MODES:
+            raise ValueError(f"Fuzzer: mode must be one of {list(MODES)}, got {mode!r}")
+        self.mode, self.spmd = mode, mode == "spmdize"
         self.seed, self.n, self.first = str(seed), programs, first
         self.out = Path(out)
         self.bs, self.jobs, self.ex = max(1, batch_size), max(1, jobs), exclude
@@ -134,20 +150,27 @@ class Fuzzer:
         return w
 
     def call(self, batch: Batch, cases: list, compile_: bool = True) -> dict:
-        with self.lock:
-            self.files += 1
-            path = self.out / "work" / f"kernel_{self.files}.py"
-        path.write_text(batch_source(batch.with_programs([c.program for c in cases])))
+        batch = batch.with_programs([c.program for c in cases])
         args = []
         for c in cases:
             for t in c.program.tensors:
                 args.append(c.inputs[t.name] if t.role == "in" else
                             np.full(t.global_shape(batch), SENTINEL, dtype=t.dtype))
-        ans = self.worker().call({"path": str(path), "args": args, "compile": compile_,
-                                  "flags": self.flags})
+        req = {"args": args, "compile": compile_, "flags": self.flags}
+        path = None
+        if self.spmd:  # the worker writes the kernels (the batch, each program alone)
+            req.update(mode="spmdize", batch=batch)
+        else:
+            with self.lock:
+                self.files += 1
+                path = self.out / "work" / f"kernel_{self.files}.py"
+            path.write_text(batch_source(batch))
+            req["path"] = str(path)
+        ans = self.worker().call(req)
         with self.lock:
             self.summary.worker_cpu += ans.get("cpu", 0.0)
-        path.unlink(missing_ok=True)
+        if path is not None:
+            path.unlink(missing_ok=True)
         return ans
 
     # -- one batch ------------------------------------------------------------------------
@@ -161,9 +184,9 @@ class Fuzzer:
 
     def run_batch(self, spec: tuple) -> list:
         b, first, count = spec
-        shell, inputs, results = make_batch(self.seed, b, first, count, self.ex)
-        cases = [_Case(p, x, m.tensors, m.received)
-                 for p, x, m in zip(shell.programs, inputs, results)]
+        shell, inputs, results = make_batch(self.seed, b, first, count, self.ex,
+                                            GlobalGen if self.spmd else None)
+        cases = [_Case.of(p, x, m) for p, x, m in zip(shell.programs, inputs, results)]
         # a top-level let stays in scope for the programs after it: those with lets
         # of loaded data go last, so that one program's let does not span another's
         # comm ops (which the layer may refuse)
@@ -196,7 +219,7 @@ class Fuzzer:
             mid = len(cases) // 2
             order = cases
             outs = self.check(shell, cases[:mid]) + self.check(shell, cases[mid:])
-        if all(o.status in ("equal", "wrong") for o in outs):  # only together
+        if not any(self.explains(o) for o in outs):  # only together
             if ans["status"] == "crash":  # a crash is a bug wherever it shows
                 group, ans = self.narrow(shell, order, ans)
                 blame = [o.index for o in outs].index(group[-1].program.index)
@@ -204,6 +227,13 @@ class Fuzzer:
             else:  # each program is accepted alone: a note, not an outcome
                 self.note_combined(ans)
         return outs
+
+    def explains(self, o: Outcome) -> bool:
+        """Whether a program's own outcome explains its batch's refusal or crash
+        (spmdize's refusals do not: its kernel holds only the programs it accepts)."""
+        if self.spmd and o.status == "refused" and o.phase == "spmdize":
+            return False
+        return o.status not in ("equal", "wrong")
 
     def narrow(self, shell: Batch, cases: list, ans: dict) -> tuple[list, dict]:
         """A smallest group of ``cases`` whose kernel still crashes (one program left
@@ -223,6 +253,8 @@ class Fuzzer:
             self.summary.batch_refusals.append(_first_line(ans))
 
     def compare(self, shell: Batch, cases: list, i: int, ans: dict) -> Outcome:
+        if self.spmd:
+            return self.compare_spmd(shell, cases, i, ans)
         case = cases[i]
         names = [t.name for c in cases for t in c.program.tensors]
         got = dict(zip(names, ans["outputs"]))
@@ -243,6 +275,21 @@ class Fuzzer:
         if why:
             return Outcome(case.program.index, "wrong", why, "analysis", feats)
         return Outcome(case.program.index, "equal", features=feats)
+
+    def compare_spmd(self, shell: Batch, cases: list, i: int, ans: dict) -> Outcome:
+        """The spmdize mode's outcome of ``cases[i]`` (see :mod:`.spmd_check`); an
+        analysis that failed in a batch leaves it ``pending`` (analysed alone)."""
+        case = cases[i]
+        idx, feats = case.program.index, case.program.features
+        names = [t.name for c in cases for t in c.program.tensors]
+        got = spmd_check.judge(idx, case.expected, case.accesses, ans, names)
+        if got is None:
+            if len(cases) > 1:
+                return Outcome(idx, "pending")
+            a = ans.get("analysis") or ans["sp_analysis"]
+            return Outcome(idx, a["status"], _first_line(a), a["phase"], feats)
+        status, detail, phase = got
+        return Outcome(idx, status, detail, phase, feats)
 
     def report_diff(self, rep: dict | None, shell: Batch, cases: list, i: int) -> str:
         if rep is None:
@@ -266,6 +313,11 @@ class Fuzzer:
         if ans["status"] != "ok":
             return Outcome(idx, "crash", "built in a batch, not alone: " + _first_line(ans),
                            ans["phase"], feats)
+        if self.spmd:
+            out = self.compare_spmd(shell, [case], 0, ans)
+            if out.status == "crash":
+                out = self.with_repro(shell, [case], 0, out, _observed([case], 0, ans))
+            return out
         if "analysis" in ans:
             a = ans["analysis"]
             out = Outcome(idx, a["status"], _first_line(a), "analysis", feats)
@@ -281,14 +333,17 @@ class Fuzzer:
         crashed (``combined``: only together, each program passes alone)."""
         blame %= len(cases)
         case = cases[blame]
-        detail = _first_line(ans)
+        detail, status = _first_line(ans), ans["status"]
+        if self.spmd and len(cases) == 1:
+            status, detail = spmd_check.judge_refused(case.program.index, case.expected, ans)
         if combined:
             detail = f"only together with programs {[c.program.index for c in cases]}: " \
                      + detail
-        out = Outcome(case.program.index, ans["status"], detail, ans["phase"],
+        out = Outcome(case.program.index, status, detail, ans["phase"],
                       case.program.features)
-        if out.status == "crash":
-            out = self.with_repro(shell, cases, blame, out, ans.get("traceback", ""))
+        if out.status in ("crash", "wrong"):
+            seen = ans.get("traceback", "") if status == "crash" else _observed(cases, blame, ans)
+            out = self.with_repro(shell, cases, blame, out, seen)
         return out
 
     def confirm_wrong(self, shell: Batch, cases: list, i: int, out: Outcome, ans: dict
@@ -320,12 +375,16 @@ class Fuzzer:
         p = merge([c.program for c in cases], index)
         x = {k: v for c in cases for k, v in c.inputs.items()}
         m = run_model(shell.with_programs((p,)), p, x)
-        return _Case(p, x, m.tensors, m.received)
+        return _Case.of(p, x, m)
 
     def classify_alone(self, shell: Batch, case: _Case, ans: dict) -> Outcome:
         """The outcome of one program's own kernel run (``ans``)."""
         if ans["status"] != "ok":
-            return Outcome(case.program.index, ans["status"], _first_line(ans), ans["phase"])
+            status, detail = ans["status"], _first_line(ans)
+            if self.spmd:
+                status, detail = spmd_check.judge_refused(case.program.index, case.expected,
+                                                          ans)
+            return Outcome(case.program.index, status, detail, ans["phase"])
         return self.compare(shell, [case], 0, ans)
 
     def shrink(self, shell: Batch, case: _Case, out: Outcome, observed: str
@@ -334,7 +393,7 @@ class Fuzzer:
         last = [observed]
 
         def still(p: Program, m) -> bool:
-            c = _Case(p, case.inputs, m.tensors, m.received)
+            c = _Case.of(p, case.inputs, m)
             ans = self.call(shell, [c])
             o = self.classify_alone(shell, c, ans)
             if not same_failure(out, o):
@@ -345,7 +404,7 @@ class Fuzzer:
 
         p = minimize(shell, case.program, case.inputs, still, self.minimize)
         m = run_model(shell.with_programs((p,)), p, case.inputs)
-        return _Case(p, case.inputs, m.tensors, m.received), last[0]
+        return _Case.of(p, case.inputs, m), last[0]
 
     def with_repro(self, shell: Batch, cases: list, i: int, out: Outcome, observed: str
                    ) -> Outcome:
@@ -362,7 +421,8 @@ class Fuzzer:
             title += f"; shown in its batch of {len(cases)}, look at p{out.index}_*"
         text = reproducer_source(shell.with_programs([c.program for c in cases]),
                                  [c.inputs for c in cases], [c.expected for c in cases],
-                                 [c.received for c in cases], title, out.detail, observed)
+                                 [c.received for c in cases], title, out.detail, observed,
+                                 [c.accesses for c in cases] if self.spmd else None)
         path.write_text(text)
         return Outcome(out.index, out.status, out.detail, out.phase, out.features, str(path))
 
@@ -459,6 +519,17 @@ def _observed(cases: list, i: int, ans: dict) -> str:
     got = dict(zip(names, ans.get("outputs", [])))
     lines = [f"{n} = {got[n].ravel().tolist()}" for n, want in cases[i].expected.items()
              if n in got and not np.array_equal(got[n], want)]
+    if "plans" in ans:  # the spmdize mode
+        idx = cases[i].program.index
+        sp = ans.get("sp_outputs", {})
+        lines += [f"spmdized {n} = {sp[n].ravel().tolist()}"
+                  for n, want in cases[i].expected.items()
+                  if n in sp and not np.array_equal(sp[n], want)]
+        lines += ans.get("issues", {}).get(idx, [])
+        lines += [f"plan: {c['text']}" for c in ans["plans"].get(idx, {}).get("copies", [])]
+        lines.append(f"analysis per program: global view {ans.get('report', {}).get(idx)}, "
+                     f"spmdized {ans.get('sp_report', {}).get(idx)}")
+        return "\n".join(lines)
     rep = ans.get("report")
     if rep is not None:
         lo = sum(c.nops for c in cases[:i])

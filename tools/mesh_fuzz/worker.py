@@ -1,5 +1,7 @@
 """The worker process: imports a generated kernel module, compiles it with
-``compile_mesh_kernel``, runs it and analyses it with ``analyze_mesh_communication``.
+``compile_mesh_kernel``, runs it and analyses it with ``analyze_mesh_communication``;
+in the spmdize mode (:func:`handle_spmdize`) it also runs ``spmdize`` on each program
+and compiles, runs, verifies and analyses what it returns.
 
 It runs in its own process (started by :class:`Worker`) so that a native crash of the
 compiled code, or a hang, costs the worker and not the fuzzer; TileLang is imported
@@ -10,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import multiprocessing as mp
 import os
+import re
 import shutil
 import signal
 import sys
@@ -66,6 +69,154 @@ def _report(rep) -> dict | None:
 
 
 _COUNT = [0]
+_PREFIX = re.compile(r"\bp(\d+)_")
+
+
+def _program_of(name: str) -> int | None:
+    """The program a buffer, tensor or statement name belongs to (``p<i>_...``)."""
+    m = _PREFIX.search(name)
+    return int(m.group(1)) if m else None
+
+
+def _build(batch, workdir: str):
+    """The ``fuzz_kernel`` of ``batch``, from its source written under ``workdir``."""
+    from .program import batch_source
+
+    _COUNT[0] += 1
+    path = Path(workdir) / f"spmd_{os.getpid()}_{_COUNT[0]}.py"
+    path.write_text(batch_source(batch))
+    try:
+        return _import(str(path), f"fuzz_kernel_{os.getpid()}_{_COUNT[0]}").fuzz_kernel
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def _compile(func, flags):
+    from meshtensor.tilelang import compile_mesh_kernel
+    return (compile_mesh_kernel(func) if flags is None else
+            compile_mesh_kernel(func, compile_flags=list(flags)))
+
+
+def _run(kernel, arrays: list) -> list:
+    import torch
+    args = [torch.from_numpy(np.array(a)) for a in arrays]
+    kernel(*args)
+    return [a.numpy().copy() for a in args]
+
+
+def _plan(program_batch, workdir: str) -> dict:
+    """``spmdize``'s verdict on one program alone: ``status`` ok / refused / crash, the
+    ``message``, and the plan of each copy (``src``, ``dst``, ``kind``, ``first``: the
+    kind of a carried copy's first iteration)."""
+    from meshtensor.tilelang.transform.spmdize import plan_mesh_copies, spmdize
+
+    phase = "build"
+    try:
+        func = _build(program_batch, workdir)
+        phase = "spmdize"
+        spmdize(func)
+        plans = [{"src": p.copy.src.buffer.name, "dst": p.copy.dst.buffer.name,
+                  "kind": p.kind, "first": p.first.kind if p.first is not None else "",
+                  "text": str(p)} for p in plan_mesh_copies(func)]
+    except Exception as e:  # noqa: BLE001 (every failure is classified)
+        return error_info(e, phase)
+    return {"status": "ok", "copies": plans}
+
+
+def _per_program(rep) -> dict:
+    """Per program: the bytes its global-view copies move between cores
+    (``remote``) and the bytes its comm ops deliver (``comm``), from a
+    ``CommReport``."""
+    out: dict = {}
+    if rep is None:
+        return out
+    far = rep.core != rep.peer
+    for ci, name in enumerate(rep.copies):
+        i = _program_of(name)
+        rows = (rep.copy == ci) & far
+        out.setdefault(i, {"remote": 0, "comm": 0})["remote"] += int(rep.nbytes[rows].sum())
+    for oi, name in enumerate(rep.comm_ops):
+        i = _program_of(name)
+        rows = rep.op == oi
+        out.setdefault(i, {"remote": 0, "comm": 0})["comm"] += int(rep.nbytes[rows].sum())
+    return out
+
+
+def handle_spmdize(req: dict, workdir: str) -> dict:
+    """The spmdize mode: ``req`` has ``batch`` (a :class:`~.program.Batch`), ``args``
+    (arrays in parameter order), ``compile`` and ``flags`` as for :func:`handle`.
+
+    Compiles and runs the global-view kernel (``outputs``), analyses it (``report``:
+    per program ``remote`` bytes), runs ``spmdize`` on each program alone (``plans``),
+    then on the programs it accepts together: their
+    ``verify_mesh_tensors(owner_only=True)`` issues (``issues``), the outputs of the
+    compiled result (``sp_outputs``, by tensor name) and its analysis (``sp_report``:
+    per program ``comm`` bytes). A failure of either kernel is the answer's
+    ``status`` and ``phase`` (``spmdize...`` for the second), as in :func:`handle`; a
+    ``ValueError`` compiling spmdize's output of an accepted global view is a crash
+    (spmdize returned a kernel the layer refuses). When the layer refuses the global
+    view of a batch of one program, the answer is that refusal, with what spmdize
+    made of the program (``plans``, ``issues``, ``sp_outputs``, ``sp_error``)."""
+    from meshtensor.tilelang import analyze_mesh_communication, verify_mesh_tensors
+    from meshtensor.tilelang.transform.spmdize import spmdize
+
+    batch, flags, compile_ = req["batch"], req.get("flags"), req.get("compile", True)
+    names = [t.name for t in batch.params()]
+    pristine = dict(zip(names, req["args"]))
+    out: dict = {"status": "ok"}
+    phase = "build"
+    try:
+        func = _build(batch, workdir)
+        if compile_:
+            phase = "compile"
+            kernel = _compile(func, flags)
+            phase = "run"
+            out["outputs"] = _run(kernel, req["args"])
+    except Exception as e:  # noqa: BLE001
+        out = error_info(e, phase)
+        if len(batch.programs) > 1 or phase != "compile" or out["status"] != "refused":
+            return out
+    if out["status"] == "ok":
+        try:
+            out["report"] = _per_program(analyze_mesh_communication(func))
+        except Exception as e:  # noqa: BLE001
+            out["analysis"] = error_info(e, "analysis")
+    plans = {p.index: _plan(batch.with_programs((p,)), workdir) for p in batch.programs}
+    out["plans"] = plans
+    ok = tuple(p for p in batch.programs if plans[p.index]["status"] == "ok")
+    if not ok:
+        return out
+    sub = batch.with_programs(ok)
+    phase = "spmdize"
+    try:
+        sp = spmdize(_build(sub, workdir))
+        phase = "spmdize-verify"
+        issues: dict = {}
+        for i in verify_mesh_tensors(sp, owner_only=True):
+            issues.setdefault(_program_of(i.buffer), []).append(f"{i.kind}: {i.message}")
+        out["issues"] = issues
+        if compile_:
+            phase = "spmdize-compile"
+            kernel = _compile(sp, flags)
+            phase = "spmdize-run"
+            sp_names = [t.name for t in sub.params()]
+            got = _run(kernel, [pristine[n] for n in sp_names])
+            out["sp_outputs"] = dict(zip(sp_names, got))
+    except Exception as e:  # noqa: BLE001
+        err = error_info(e, phase)
+        if out["status"] != "ok":  # the global view is refused: a note on the refusal
+            out["sp_error"] = err
+            return out
+        if phase != "spmdize" and err["status"] == "refused":
+            err["status"] = "crash"  # spmdize returned a kernel the layer refuses
+            err["message"] = "the layer refuses spmdize's output: " + err["message"]
+        err["plans"] = plans
+        return err
+    try:
+        out["sp_report"] = _per_program(analyze_mesh_communication(sp))
+    except Exception as e:  # noqa: BLE001
+        out["sp_analysis"] = error_info(e, "spmdize-analysis")
+    return out
 
 
 def handle(req: dict) -> dict:
@@ -126,7 +277,8 @@ def _serve(conn, workdir: str) -> None:
         start = os.lseek(log, 0, os.SEEK_END)
         t0 = _cpu()
         try:
-            ans = handle(req)
+            ans = handle_spmdize(req, str(tmp)) if req.get("mode") == "spmdize" \
+                else handle(req)
         except BaseException as e:  # noqa: BLE001
             ans = error_info(e, "worker")
         ans["cpu"] = _cpu() - t0
