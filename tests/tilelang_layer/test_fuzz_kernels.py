@@ -1,6 +1,7 @@
 """The random mesh-kernel fuzzer (tools/fuzz_kernels.py, tools/mesh_fuzz): its model on
-hand-written programs, its generator and source writer against the model, and a
-fixed-seed slice of random kernels that must run equal to the model or be refused."""
+hand-written programs, its generator and source writer against the model, the spmdize
+mode's oracle, and fixed-seed slices of random kernels (comm-op programs, and global-view
+programs through spmdize) that must run equal to the model or be refused."""
 import doctest
 import importlib
 import itertools
@@ -12,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mesh_fuzz import generate, minimize, model, program, reproducer, runner
+from mesh_fuzz import (generate, global_view, minimize, model, program, reproducer, runner,
+                       spmd_check)
 from mesh_fuzz.generate import FEATURES, OPS, make_batch, make_program, result_extents
 from mesh_fuzz.model import SENTINEL, ModelError, run_model, traffic
 from mesh_fuzz.program import (Assign, Batch, Bin, BufDecl, Comm, Const, Copy, Core,
@@ -296,7 +298,8 @@ def test_reproducer_is_a_standalone_script():
 
 
 @pytest.mark.parametrize("name", ["mesh_fuzz.program", "mesh_fuzz.model",
-                                  "mesh_fuzz.generate", "mesh_fuzz.minimize"])
+                                  "mesh_fuzz.generate", "mesh_fuzz.minimize",
+                                  "mesh_fuzz.global_view", "mesh_fuzz.spmd_check"])
 def test_doctests(name):
     mod = importlib.import_module(name)
     runner_ = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
@@ -313,6 +316,11 @@ def test_cli_help_fits_80_columns_and_rejects_unknown_features():
     bad = subprocess.run(cli + ["--exclude", "pipelined,nonsense"], capture_output=True,
                          text=True)
     assert bad.returncode == 2 and "unknown feature(s) nonsense" in bad.stderr
+    # a comm op is no feature of the global-view generator
+    bad = subprocess.run(cli + ["--mode", "spmdize", "--exclude", "shift,all_gather"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and \
+        "unknown feature(s) all_gather for --mode spmdize" in bad.stderr
 
 
 def test_summary_line_and_refusal_grouping():
@@ -395,7 +403,70 @@ def test_runner_attributes_refusals_crashes_and_wrong_values(tmp_path):
     assert "p5_Y" in wrong.detail and Path(wrong.reproducer).exists()
 
 
-# -- the fixed-seed slice ------------------------------------------------------------------
+# -- the spmdize mode's oracle -------------------------------------------------------------
+def _global_view_case():
+    """A generated global-view program without spanning reads (which spmdize must
+    refuse), its model result, and the worker's answer for a spmdize that is right."""
+    batch, inputs, results = make_batch("oracle", 0, 0, 8, frozenset({"span"}),
+                                        gen=global_view.GlobalGen)
+    for p, m in zip(batch.programs, results):
+        reads = [a for a in m.accesses if not a.write]
+        if any(a.remote.any() for a in reads):
+            break
+    else:
+        pytest.fail("no program of the batch reads a remote block")
+    names = [t.name for t in p.tensors]
+    kinds = {(a.tensor, a.buf): "broadcast" for a in reads}
+    plan = {"status": "ok", "copies": [{"src": t, "dst": b, "kind": k, "first": "",
+                                        "text": ""} for (t, b), k in kinds.items()]}
+    ans = {"status": "ok", "outputs": [m.tensors[n] for n in names],
+           "report": {p.index: {"remote": spmd_check.global_remote(m.accesses)}},
+           "plans": {p.index: plan}, "issues": {},
+           "sp_outputs": dict(m.tensors),
+           "sp_report": {p.index: {"comm": spmd_check.promise(
+               spmd_check.byte_table(m.accesses), kinds)}}}
+    return p, m, names, ans
+
+
+def _judge(p, m, names, ans):
+    return spmd_check.judge(p.index, m.tensors, m.accesses, ans, names)[:2]
+
+
+def test_spmdize_oracle_accepts_a_right_answer_and_flags_each_wrong_one():
+    p, m, names, ans = _global_view_case()
+    assert _judge(p, m, names, ans) == ("equal", "")
+    out = next(t.name for t in p.tensors if t.role == "out")
+
+    def changed(**kw):
+        a = dict(ans, **kw)
+        return _judge(p, m, names, a)
+
+    sp = {n: v.copy() for n, v in m.tensors.items()}
+    sp[out].flat[0] += 1
+    assert changed(sp_outputs=sp) == (
+        "wrong", f"spmdize's kernel differs from the model and the global view: {out}")
+    gv = [v.copy() for v in ans["outputs"]]
+    gv[names.index(out)].flat[0] += 1
+    assert changed(outputs=gv)[0] == "wrong"
+    assert changed(issues={p.index: ["remote-read: ..."]})[0] == "wrong"
+    comm = ans["sp_report"][p.index]["comm"]
+    status, detail = changed(sp_report={p.index: {"comm": comm + 4}})
+    assert status == "wrong" and f"receive {comm + 4} bytes" in detail
+    remote = ans["report"][p.index]["remote"]
+    assert changed(report={p.index: {"remote": remote + 4}})[0] == "wrong"
+    refused = {"status": "refused", "type": "ValueError", "message": "SpmdizeMeshCopies: x"}
+    assert changed(plans={p.index: refused}) == ("refused", "ValueError: SpmdizeMeshCopies: x")
+
+
+def test_spmdize_promise_counts_what_each_plan_kind_receives():
+    table = {("A", "S"): {"remote": 64, "first_remote": 16, "later": 96},
+             ("B", "T"): {"remote": 32, "first_remote": 32, "later": 0}}
+    assert spmd_check.promise(table, {("A", "S"): "shift", ("B", "T"): "local"}) == 64
+    assert spmd_check.promise(table, {("A", "S"): "carried", ("B", "T"): "permute"}) == \
+        16 + 96 + 32
+
+
+# -- the fixed-seed slices -----------------------------------------------------------------
 SLICE_SEED, SLICE_PROGRAMS = "ci", 48
 
 
@@ -408,6 +479,22 @@ def test_fixed_seed_slice_runs_equal_or_is_refused(tmp_path):
                        confirm=4, log=lambda s: None)
     summary = fz.run()
     assert len(summary.outcomes) == SLICE_PROGRAMS
+    bad = summary.failed
+    assert not bad, summary.line() + "\n" + "\n".join(
+        f"program {o.index}: {o.status}: {o.detail[:200]}\n  {o.reproducer}" for o in bad)
+
+
+@pytest.mark.slow
+def test_spmdize_fixed_seed_slice_is_equal_or_refused(tmp_path):
+    """16 random global-view programs through spmdize (one kernel): each is refused, or
+    spmdize's kernel passes the owner-only check, runs equal to the model and the
+    global view, and receives the bytes docs/spmdize.md promises."""
+    pytest.importorskip("tilelang")
+    fz = runner.Fuzzer(SLICE_SEED, 16, str(tmp_path), batch_size=16, jobs=1, confirm=2,
+                       log=lambda s: None, mode="spmdize")
+    summary = fz.run()
+    assert len(summary.outcomes) == 16
+    assert any(o.status == "equal" for o in summary.outcomes), summary.line()
     bad = summary.failed
     assert not bad, summary.line() + "\n" + "\n".join(
         f"program {o.index}: {o.status}: {o.detail[:200]}\n  {o.reproducer}" for o in bad)

@@ -9,7 +9,10 @@ compile_mesh_kernel's default flags and equals the NumPy model (their scripts co
   loaded before a store to the same element (SelectMinMax);
 - unaligned_copy_between_core_views.py: a vectorised copy from a core's view at an
   offset the C code generator could not prove aligned became a gather it cannot print
-  (per-core copies now start at aligned strides).
+  (per-core copies now start at aligned strides);
+- spmdize_shift_in_a_1d_launch.py (from ``--mode spmdize``): spmdize's load for a
+  shift read in a 1-D launch reached TileLang's copy lowering as a mod nest it folded
+  wrongly (spmdize now simplifies each mod before folding it).
 """
 import pathlib
 import runpy
