@@ -6,6 +6,7 @@ import doctest
 import importlib
 import itertools
 import math
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -295,6 +296,26 @@ def test_reproducer_is_a_standalone_script():
                                         "detail")
     compile(text, "<repro>", "exec")
     assert "def main()" in text and "EXPECTED_COMM_RECEIVED" in text
+
+
+@pytest.mark.slow
+def test_reproducer_main_passes_on_the_model_and_fails_on_a_difference(capsys, tmp_path):
+    pytest.importorskip("tilelang")
+    p = hand_program()
+    shell = Batch(ROW_COL, "nd", (p,))
+    x = {"X": np.arange(12, dtype=np.int32).reshape(4, 3)}
+    m = run_model(shell, p, x)
+    off = {k: v.copy() for k, v in m.tensors.items()}
+    off["YD"].flat[0] += 1
+    codes = []
+    for i, want in enumerate((m.tensors, off)):
+        path = tmp_path / f"repro_{i}.py"  # TileLang parses the kernel from its file
+        path.write_text(reproducer.reproducer_source(shell, [x], [want], [m.received],
+                                                     "t", "d"))
+        codes.append(runpy.run_path(str(path))["main"]())
+    out = capsys.readouterr().out
+    assert codes == [0, 1], out
+    assert "kernel: YD: 1 of" in out and out.rstrip().endswith("WRONG")
 
 
 @pytest.mark.parametrize("name", ["mesh_fuzz.program", "mesh_fuzz.model",

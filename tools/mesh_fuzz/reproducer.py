@@ -21,6 +21,33 @@ from . import spmd_check
 from .model import SENTINEL
 from .program import Batch, batch_source
 
+_CHECK = '''
+
+def check(kernel, label: str) -> int:
+    """Run ``kernel`` on INPUTS (outputs start as SENTINEL); print and count the
+    tensors that differ from EXPECTED."""
+    import numpy as np
+    import torch
+
+    arrays = {{name: (np.array(INPUTS[name], dtype=dtype) if name in INPUTS
+                      else np.full(shape, SENTINEL, dtype=dtype))
+              for name, shape, dtype in PARAMS}}
+    args = [torch.from_numpy(arrays[name]) for name, _, _ in PARAMS]
+    kernel(*args)
+    bad = 0
+    for (name, shape, dtype), arg in zip(PARAMS, args):
+        got = arg.numpy()
+        want = np.array(EXPECTED[name], dtype=dtype).reshape(shape)
+        if not np.array_equal(got, want):
+            bad += 1
+            where = np.argwhere(got != want)
+            print(f"{{label}}: {{name}}: {{len(where)}} of {{got.size}} elements differ, "
+                  f"first at {{tuple(int(i) for i in where[0])}}")
+            print("  expected", want.ravel().tolist())
+            print("  got     ", got.ravel().tolist())
+    return bad
+'''
+
 _MAIN = '''
 
 # -- data (written by tools/fuzz_kernels.py) -----------------------------------------
@@ -31,34 +58,18 @@ EXPECTED = {expected}
 EXPECTED_MESH = {mesh}
 EXPECTED_COMM_RECEIVED = {received}
 OBSERVED = {observed!r}
-
+''' + _CHECK + '''
 
 def main() -> int:
     import numpy as np
-    import torch
     from meshtensor.tilelang import analyze_mesh_communication, compile_mesh_kernel
 
-    arrays = {{name: (np.array(INPUTS[name], dtype=dtype) if name in INPUTS
-                      else np.full(shape, SENTINEL, dtype=dtype))
-              for name, shape, dtype in PARAMS}}
     try:
         kernel = compile_mesh_kernel(fuzz_kernel)
     except ValueError as e:
         print(f"refused: {{e}}")
         return 0
-    args = [torch.from_numpy(arrays[name]) for name, _, _ in PARAMS]
-    kernel(*args)
-    bad = 0
-    for (name, shape, dtype), arg in zip(PARAMS, args):
-        got = arg.numpy()
-        want = np.array(EXPECTED[name], dtype=dtype).reshape(shape)
-        if not np.array_equal(got, want):
-            bad += 1
-            where = np.argwhere(got != want)
-            print(f"{{name}}: {{len(where)}} of {{got.size}} elements differ, first at "
-                  f"{{tuple(int(i) for i in where[0])}}")
-            print("  expected", want.ravel().tolist())
-            print("  got     ", got.ravel().tolist())
+    bad = check(kernel, "kernel")
     report = analyze_mesh_communication(kernel)
     mesh = dict(zip(report.mesh.axis_names, report.mesh.shape))
     if list(mesh.items()) != list(EXPECTED_MESH.items()):
@@ -93,33 +104,12 @@ BYTES = {table}  # per read (tensor, buffer): remote, first_remote and later byt
 OBSERVED = {observed!r}
 
 
-{promise}
+{promise}''' + _CHECK + '''
 
 def main() -> int:
-    import numpy as np
-    import torch
     from meshtensor.tilelang import (analyze_mesh_communication, compile_mesh_kernel,
                                      verify_mesh_tensors)
     from meshtensor.tilelang.transform.spmdize import plan_mesh_copies, spmdize
-
-    def check(kernel, label):
-        arrays = {{name: (np.array(INPUTS[name], dtype=dtype) if name in INPUTS
-                          else np.full(shape, SENTINEL, dtype=dtype))
-                  for name, shape, dtype in PARAMS}}
-        args = [torch.from_numpy(arrays[name]) for name, _, _ in PARAMS]
-        kernel(*args)
-        bad = 0
-        for (name, shape, dtype), arg in zip(PARAMS, args):
-            got = arg.numpy()
-            want = np.array(EXPECTED[name], dtype=dtype).reshape(shape)
-            if not np.array_equal(got, want):
-                bad += 1
-                where = np.argwhere(got != want)
-                print(f"{{label}}: {{name}}: {{len(where)}} of {{got.size}} elements differ, "
-                      f"first at {{tuple(int(i) for i in where[0])}}")
-                print("  expected", want.ravel().tolist())
-                print("  got     ", got.ravel().tolist())
-        return bad
 
     bad = 0
     try:
