@@ -9,29 +9,40 @@ a store in between changed the memory it read::
     Y[i] = T.min(X[i], Y[i])           Y[i] = (X[i] < v_ ? X[i] : v_);   // stale v_
 
 (found by the random mesh-kernel fuzzer; stock ``tilelang.compile`` does the same).
-``select(a < b, a, b)`` is what ``min`` means in C and is printed inline, operands
-read where they stand, so the rewrite changes no value and takes the reuse away.
-Operands that read no memory keep ``min``/``max``.
+``select(a < b, a, b)`` is what ``min`` means in C (the code generator prints ``min`` as
+exactly that, NaN included) and is printed inline, operands read where they stand, so
+the rewrite changes no value and takes the reuse away. Each operand is printed twice,
+so only small pure operands are rewritten (at most ``MAX_NODES`` nodes, no calls): a
+chain ``max(max(max(a, b), c), d)`` then grows by a bounded amount, and a call is never
+evaluated twice. A ``min``/``max`` whose operands read no memory, or are larger, is kept,
+and so are those TileLang's own lowering creates later (in its reductions, for
+example): the bug stays possible there.
 """
 
 from typing import Any
 
 from tvm import tirx
 
-__all__ = ["SelectMinMax", "select_min_max"]
+__all__ = ["SelectMinMax", "select_min_max", "MAX_NODES"]
+
+#: the largest operand (in expression nodes) that is printed twice
+MAX_NODES = 24
 
 
-def _reads_memory(expr: Any) -> bool:
-    hit: list = []
-    tirx.stmt_functor.post_order_visit(
-        tirx.Evaluate(expr), lambda n: hit.append(n) if isinstance(n, tirx.BufferLoad) else None)
-    return bool(hit)
+def _nodes(expr: Any) -> list:
+    out: list = []
+    tirx.stmt_functor.post_order_visit(tirx.Evaluate(expr), out.append)
+    return out[:-1]  # without the Evaluate
 
 
 def _rewrite(node: Any) -> Any:
     if not isinstance(node, (tirx.Min, tirx.Max)):
         return None
-    if not (_reads_memory(node.a) or _reads_memory(node.b)):
+    a, b = _nodes(node.a), _nodes(node.b)
+    if not any(isinstance(n, tirx.BufferLoad) for n in a + b):
+        return None
+    if len(a) > MAX_NODES or len(b) > MAX_NODES or \
+            any(isinstance(n, tirx.Call) for n in a + b):
         return None
     cond = node.a < node.b if isinstance(node, tirx.Min) else node.a > node.b
     return tirx.Select(cond, node.a, node.b)
