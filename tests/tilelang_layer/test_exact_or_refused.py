@@ -86,6 +86,29 @@ def test_core_dependent_let_keeps_the_value_it_read_before_a_write():
     assert y.tolist() == (np.roll(x, 1) + x).tolist() and xo.tolist() == [0, 0, 0, 0]
 
 
+def test_core_independent_let_after_the_last_comm_op_keeps_a_per_core_let_in_scope():
+    """After the last comm op, a per-core let (``v``) and then a let every core shares
+    (``w``): the code after them is one segment (found by the fuzzer: the shared let
+    split it, and the C code used ``v`` outside its scope)."""
+    mc = mesh_comm({"x": 4})
+
+    @T.prim_func
+    def k(X: T.Tensor((4,), "float32"), G: T.Tensor((1,), "float32"),
+          Y: T.Tensor((4,), "float32")):
+        with T.Kernel(4, threads=1) as bx:
+            S = T.alloc_local((1,), "float32")
+            R = T.alloc_local((1,), "float32")
+            S[0] = X[bx]
+            mc.shift(S, R, ["x"], "x", 1, rotate=True)
+            v = X[bx]
+            X[bx] = 0.0
+            w = G[0]
+            Y[bx] = v + w + R[0]
+    x = np.array([1, 2, 3, 4], np.float32)
+    xo, _, y = run(k, x, np.array([10], np.float32), np.zeros(4, np.float32))
+    assert y.tolist() == (x + 10 + np.roll(x, 1)).tolist() and xo.tolist() == [0, 0, 0, 0]
+
+
 # -- comm ops called from a plain Python helper ---------------------------------------------
 def test_comm_op_in_a_plain_helper_is_emitted():
     mc = mesh_comm({"x": 4})

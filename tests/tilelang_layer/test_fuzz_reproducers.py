@@ -10,6 +10,8 @@ compile_mesh_kernel's default flags and equals the NumPy model (their scripts co
 - unaligned_copy_between_core_views.py: a vectorised copy from a core's view at an
   offset the C code generator could not prove aligned became a gather it cannot print
   (per-core copies now start at aligned strides);
+- let_scope_after_the_last_comm_op.py: a let every core shares split the code after
+  the last comm op, ending a per-core let's scope (the C code did not compile);
 - spmdize_shift_in_a_1d_launch.py (from ``--mode spmdize``): spmdize's load for a
   shift read in a 1-D launch reached TileLang's copy lowering as a mod nest it folded
   wrongly (spmdize now simplifies each mod before folding it).

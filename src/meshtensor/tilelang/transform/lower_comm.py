@@ -299,6 +299,11 @@ class _Planner:
                 self._rebind(stmts[i + 1:], rest)  # substitution rebuilt the comm calls
                 return out + self._plan_seq(rest, in_loop)
             if isinstance(s, tirx.Bind):
+                if not any(_contains_comm(t) for t in stmts[i + 1:]):
+                    # the rest is one segment: splitting it here would end the scope of
+                    # a per-core let before it (found by the fuzzer)
+                    run.append(s)
+                    continue
                 flush()  # a core-independent let stays where it is, visible to all segments
                 out.append(("keep", s))
                 continue
