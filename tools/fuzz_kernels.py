@@ -78,7 +78,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     unknown = sorted(f for f in ex if not known(f))
     if unknown:
         ap.error(f"--exclude: unknown feature(s) {', '.join(unknown)}"
-                 f"{' for --mode spmdize' if args.mode == 'spmdize' else ''}")
+                 f"{' (spmdize mode)' if args.mode == 'spmdize' else ''}")
     if args.exclude_known and args.mode == "kernels":
         ex |= set(KNOWN_BUGS)
     args.exclude_set = frozenset(ex)

@@ -341,7 +341,8 @@ def test_cli_help_fits_80_columns_and_rejects_unknown_features():
     bad = subprocess.run(cli + ["--mode", "spmdize", "--exclude", "shift,all_gather"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and \
-        "unknown feature(s) all_gather for --mode spmdize" in bad.stderr
+        "unknown feature(s) all_gather (spmdize mode)" in bad.stderr
+    assert max(map(len, bad.stderr.splitlines())) <= 80
 
 
 def test_summary_line_and_refusal_grouping():
@@ -475,8 +476,40 @@ def test_spmdize_oracle_accepts_a_right_answer_and_flags_each_wrong_one():
     assert status == "wrong" and f"receive {comm + 4} bytes" in detail
     remote = ans["report"][p.index]["remote"]
     assert changed(report={p.index: {"remote": remote + 4}})[0] == "wrong"
-    refused = {"status": "refused", "type": "ValueError", "message": "SpmdizeMeshCopies: x"}
+    refused = {"status": "refused", "type": "ValueError",
+               "message": "SpmdizeMeshCopies: x\n  more"}
     assert changed(plans={p.index: refused}) == ("refused", "ValueError: SpmdizeMeshCopies: x")
+    # a kernel that did not run, or an output it lacks, is no pass
+    no_run = {k: v for k, v in ans.items() if k != "sp_outputs"}
+    assert _judge(p, m, names, no_run)[0] == "crash"
+    assert changed(sp_outputs={})[0] == "wrong"
+    # a failed analysis defers only the byte counts, never a wrong value
+    failed = {"status": "refused", "phase": "analysis", "type": "ValueError", "message": "x"}
+    assert spmd_check.judge(p.index, m.tensors, m.accesses, dict(ans, analysis=failed),
+                            names) is None
+    assert changed(analysis=failed, sp_outputs=sp)[0] == "wrong"
+    assert changed(sp_analysis=failed, sp_outputs=sp)[0] == "wrong"
+
+
+def test_spmdize_oracle_when_the_layer_refuses_the_global_view():
+    p, m, names, ans = _global_view_case()
+    out = next(t.name for t in p.tensors if t.role == "out")
+    gv_refused = {"status": "refused", "phase": "compile", "type": "ValueError",
+                  "message": "VerifyMeshTensors: ..."}
+
+    def verdict(**kw):
+        a = dict(ans, **gv_refused, **kw)
+        return spmd_check.judge_refused(p.index, m.tensors, m.accesses, a)[0]
+
+    assert verdict() == "refused"  # spmdize's kernel runs equal: the refusal stands
+    sp = {n: v.copy() for n, v in m.tensors.items()}
+    sp[out].flat[0] += 1
+    assert verdict(sp_outputs=sp) == "wrong"
+    assert verdict(issues={p.index: ["remote-read: ..."]}) == "wrong"
+    assert verdict(sp_error={"status": "crash", "phase": "spmdize-compile",
+                             "type": "InternalError", "message": "x"}) == "crash"
+    assert verdict(sp_error={"status": "refused", "phase": "spmdize-compile",
+                             "type": "ValueError", "message": "x"}) == "refused"
 
 
 def test_spmdize_promise_counts_what_each_plan_kind_receives():

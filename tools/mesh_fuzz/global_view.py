@@ -72,6 +72,8 @@ FEATURES = {
     "core-if": "conditions on the core around local work",
     "select": "T.if_then_else",
     "parallel": "T.Parallel loops (shared buffers)",
+    "loop-region": "T.copy regions whose start is a loop variable",
+    "core-region": "T.copy regions whose start depends on the core",
 }
 
 #: features of the comm-op generator that this one never uses

@@ -101,6 +101,8 @@ INPUTS = {inputs}
 EXPECTED = {expected}
 EXPECTED_REMOTE = {remote}  # bytes the global view reads or writes on other cores
 BYTES = {table}  # per read (tensor, buffer): remote, first_remote and later bytes
+SPANS = {spans}  # reads of a block over several shards (spmdize must refuse them)
+PROGRAMS = {programs}  # programs in the kernel
 OBSERVED = {observed!r}
 
 
@@ -127,8 +129,15 @@ def main() -> int:
         out = spmdize(fuzz_kernel)
     except ValueError as e:
         print(f"spmdize refused: {{e}}")
+        if PROGRAMS > 1:  # the fuzzer ran spmdize on the programs it accepts only
+            print("WRONG: the kernel holds several programs; run each alone "
+                  "(fuzz_kernels.py --first I --programs 1)")
+            return 1
         print("WRONG" if bad else "OK: refused")
         return 1 if bad else 0
+    if SPANS:
+        bad += 1
+        print(f"spmdize accepts reads of a block over several shards: {{SPANS}}")
     for issue in verify_mesh_tensors(out, owner_only=True):
         bad += 1
         print(f"verify_mesh_tensors(owner_only=True): {{issue.message}}")
@@ -183,6 +192,7 @@ def reproducer_source(batch: Batch, inputs: list, expected: list, received: list
         table = spmd_check.byte_table(flat)
         return src + _SPMD_MAIN.format(
             remote=spmd_check.global_remote(flat), promise=inspect.getsource(spmd_check.promise),
+            spans=repr(spmd_check.spans(flat)), programs=len(batch.programs),
             table="{\n" + "".join(f"    {k!r}: {v!r},\n" for k, v in table.items()) + "}",
             **common)
     data = _MAIN.format(

@@ -286,8 +286,12 @@ class Fuzzer:
         if got is None:
             if len(cases) > 1:
                 return Outcome(idx, "pending")
-            a = ans.get("analysis") or ans["sp_analysis"]
-            return Outcome(idx, a["status"], _first_line(a), a["phase"], feats)
+            if "analysis" in ans:  # the analysis may refuse a global view
+                a = ans["analysis"]
+                return Outcome(idx, a["status"], _first_line(a), a["phase"], feats)
+            a = ans["sp_analysis"]  # but not what spmdize returned
+            return Outcome(idx, "crash", "the analysis fails on spmdize's output: " +
+                           _first_line(a), a["phase"], feats)
         status, detail, phase = got
         return Outcome(idx, status, detail, phase, feats)
 
@@ -308,7 +312,8 @@ class Fuzzer:
         return ""
 
     def analyse_alone(self, shell: Batch, case: _Case) -> Outcome:
-        ans = self.call(shell, [case], compile_=False)
+        # the spmdize mode runs both kernels again: its judgement checks values first
+        ans = self.call(shell, [case], compile_=self.spmd)
         idx, feats = case.program.index, case.program.features
         if ans["status"] != "ok":
             return Outcome(idx, "crash", "built in a batch, not alone: " + _first_line(ans),
@@ -335,7 +340,8 @@ class Fuzzer:
         case = cases[blame]
         detail, status = _first_line(ans), ans["status"]
         if self.spmd and len(cases) == 1:
-            status, detail = spmd_check.judge_refused(case.program.index, case.expected, ans)
+            status, detail = spmd_check.judge_refused(case.program.index, case.expected,
+                                                      case.accesses, ans)
         if combined:
             detail = f"only together with programs {[c.program.index for c in cases]}: " \
                      + detail
@@ -383,7 +389,7 @@ class Fuzzer:
             status, detail = ans["status"], _first_line(ans)
             if self.spmd:
                 status, detail = spmd_check.judge_refused(case.program.index, case.expected,
-                                                          ans)
+                                                          case.accesses, ans)
             return Outcome(case.program.index, status, detail, ans["phase"])
         return self.compare(shell, [case], 0, ans)
 

@@ -77,44 +77,56 @@ def kinds_of(plan: dict) -> dict:
 
 
 def _differ(expected: dict, got: dict) -> list:
-    return [n for n, want in expected.items() if n in got and
+    """The tensors of ``expected`` that ``got`` lacks or holds other values of."""
+    return [n for n, want in expected.items() if n not in got or
             not np.array_equal(got[n], want)]
+
+
+def _line(info: dict) -> str:
+    first = (info.get("message") or "").strip().splitlines()
+    return f"{info.get('type', '')}: {first[0] if first else ''}"
 
 
 def judge(index: int, expected: dict, accesses, ans: dict, gv_names: list) -> tuple:
     """``(status, detail, phase)`` of program ``index`` from the worker's ``ans`` for
     a kernel that ran (``gv_names``: its tensors in parameter order); ``None`` when
-    an analysis failed (the runner then analyses the program alone)."""
-    gv = dict(zip(gv_names, ans.get("outputs", [])))
-    bad = _differ(expected, gv)
+    an analysis failed and every value checked out (the runner then runs the program
+    alone). Values come first, so that a failed analysis never hides a wrong value."""
+    if "outputs" not in ans:
+        return CRASH, "the worker ran no global-view kernel", "run"
+    bad = _differ(expected, dict(zip(gv_names, ans["outputs"])))
     if bad:
         return WRONG, "the global view differs from the model: " + ", ".join(bad), "run"
-    if "analysis" in ans:
+    plan = ans.get("plans", {}).get(index)
+    if plan is None:
+        return CRASH, "the worker gave no spmdize plan for the program", "spmdize"
+    accepted = plan["status"] == "ok"
+    if not accepted and plan["status"] != REFUSED:
+        return plan["status"], _line(plan), "spmdize"
+    if accepted:
+        multi = spans(accesses)
+        if multi:
+            return (WRONG, "spmdize accepts a block spanning several shards: " +
+                    ", ".join(multi), "spmdize")
+        issues = ans.get("issues", {}).get(index)
+        if issues:
+            return (WRONG, "verify_mesh_tensors(owner_only=True) on spmdize's output: " +
+                    "; ".join(issues), "spmdize-verify")
+        if "sp_outputs" not in ans:
+            return CRASH, "the worker ran no kernel of spmdize's output", "spmdize-run"
+        bad = _differ(expected, ans["sp_outputs"])
+        if bad:
+            return (WRONG, "spmdize's kernel differs from the model and the global view: "
+                    + ", ".join(bad), "spmdize-run")
+    if "analysis" in ans or (accepted and "sp_analysis" in ans):
         return None
     got = ans.get("report", {}).get(index, {}).get("remote", 0)
     want = global_remote(accesses)
     if got != want:
         return (WRONG, f"analysis of the global view: {got} remote bytes, the model "
                 f"{want}", "analysis")
-    plan = ans.get("plans", {}).get(index)
-    if plan is None:
-        return CRASH, "the worker gave no spmdize plan for the program", "spmdize"
-    if plan["status"] != "ok":
-        return plan["status"], f"{plan['type']}: {plan['message']}", "spmdize"
-    multi = spans(accesses)
-    if multi:
-        return (WRONG, "spmdize accepts a block spanning several shards: " +
-                ", ".join(multi), "spmdize")
-    issues = ans.get("issues", {}).get(index)
-    if issues:
-        return (WRONG, "verify_mesh_tensors(owner_only=True) on spmdize's output: " +
-                "; ".join(issues), "spmdize-verify")
-    bad = _differ(expected, ans.get("sp_outputs", {}))
-    if bad:
-        return (WRONG, "spmdize's kernel differs from the model and the global view: " +
-                ", ".join(bad), "spmdize-run")
-    if "sp_analysis" in ans:
-        return None
+    if not accepted:
+        return REFUSED, _line(plan), "spmdize"
     got = ans.get("sp_report", {}).get(index, {}).get("comm", 0)
     want = promise(byte_table(accesses), kinds_of(plan))
     if got != want:
@@ -124,22 +136,30 @@ def judge(index: int, expected: dict, accesses, ans: dict, gv_names: list) -> tu
     return EQUAL, "", ""
 
 
-def judge_refused(index: int, expected: dict, ans: dict) -> tuple:
+def judge_refused(index: int, expected: dict, accesses, ans: dict) -> tuple:
     """``(status, detail)`` of a program whose global-view kernel the layer refused
     or crashed on (``ans`` for the program alone). A refusal stands when ``spmdize``
-    refuses the program too, or when what it returns is refused as well or runs equal
-    to the model; a ``spmdize`` crash, or a result that differs, is a failure."""
-    first = (ans.get("message") or "").strip().splitlines()
-    detail = f"{ans.get('type', '')}: {first[0] if first else ''}"
+    refuses the program too, or when what it returns is refused as well, or passes the
+    owner-only check, reads no block spanning shards and runs equal to the model; a
+    ``spmdize`` crash, or a result that fails one of those, is a failure."""
+    detail = _line(ans)
     plan = ans.get("plans", {}).get(index)
-    if ans["status"] != "refused" or plan is None or plan["status"] == "refused":
+    if ans["status"] != REFUSED or plan is None or plan["status"] == REFUSED:
         return ans["status"], detail
     if plan["status"] != "ok":
-        return plan["status"], f"spmdize: {plan['type']}: {plan['message']}"
+        return plan["status"], f"spmdize: {_line(plan)}"
     err = ans.get("sp_error")
-    if err is not None and err["status"] != "refused":
-        return err["status"], f"spmdize's output ({err['phase']}): {err['type']}: " \
-            f"{err['message']}"
+    if err is not None:
+        if err["status"] != REFUSED:
+            return err["status"], f"spmdize's output ({err['phase']}): {_line(err)}"
+        return REFUSED, detail
+    multi = spans(accesses)
+    if multi:
+        return WRONG, "spmdize accepts a block spanning several shards: " + ", ".join(multi)
+    issues = ans.get("issues", {}).get(index)
+    if issues:
+        return (WRONG, "verify_mesh_tensors(owner_only=True) on spmdize's output: " +
+                "; ".join(issues))
     bad = _differ(expected, ans.get("sp_outputs", {}))
     if bad:
         return WRONG, ("the layer refuses the global view, spmdize accepts it and its "
