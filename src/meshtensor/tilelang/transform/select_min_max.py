@@ -12,11 +12,13 @@ a store in between changed the memory it read::
 ``select(a < b, a, b)`` is what ``min`` means in C (the code generator prints ``min`` as
 exactly that, NaN included) and is printed inline, operands read where they stand, so
 the rewrite changes no value and takes the reuse away. Each operand is printed twice,
-so only small pure operands are rewritten (at most ``MAX_NODES`` nodes, no calls): a
-chain ``max(max(max(a, b), c), d)`` then grows by a bounded amount, and a call is never
-evaluated twice. A ``min``/``max`` whose operands read no memory, or are larger, is kept,
-and so are those TileLang's own lowering creates later (in its reductions, for
-example): the bug stays possible there.
+so only small flat operands are rewritten: at most ``MAX_NODES`` nodes, and no call,
+``select``, ``min``, ``max`` or ``let`` inside. In a chain ``max(min(a, b), c)`` only the
+innermost becomes a select: nested selects over shared operands made TVM's simplifier
+(which TileLang runs after this pass) take exponential time, and a call is never
+evaluated twice. A ``min``/``max`` whose operands read no memory, or are larger or
+nested, is kept, and so are those TileLang's own lowering creates later (in its
+reductions, for example): the bug stays possible there.
 """
 
 from typing import Any
@@ -41,8 +43,8 @@ def _rewrite(node: Any) -> Any:
     a, b = _nodes(node.a), _nodes(node.b)
     if not any(isinstance(n, tirx.BufferLoad) for n in a + b):
         return None
-    if len(a) > MAX_NODES or len(b) > MAX_NODES or \
-            any(isinstance(n, tirx.Call) for n in a + b):
+    if len(a) > MAX_NODES or len(b) > MAX_NODES or any(isinstance(
+            n, (tirx.Call, tirx.Select, tirx.Min, tirx.Max, tirx.Let)) for n in a + b):
         return None
     cond = node.a < node.b if isinstance(node, tirx.Min) else node.a > node.b
     return tirx.Select(cond, node.a, node.b)
