@@ -1,5 +1,6 @@
 """Kernels the random-kernel fuzzer found wrong, kept as they were shrunk: each runs with
-compile_mesh_kernel's default flags and equals the NumPy model (their scripts compare).
+compile_mesh_kernel's default flags and equals the NumPy model, or is refused with a
+ValueError (their scripts compare).
 
 - o3_loop_distribution.py: a promoted T.alloc_var lost its value at gcc -O3 (loop
   distribution into memset/memcpy patterns reordered the core loop's stores);
@@ -12,6 +13,8 @@ compile_mesh_kernel's default flags and equals the NumPy model (their scripts co
   (per-core copies now start at aligned strides);
 - let_scope_after_the_last_comm_op.py: a let every core shares split the code after
   the last comm op, ending a per-core let's scope (the C code did not compile);
+- unaligned_copy_from_global_memory.py: a T.copy TileLang vectorizes into a gather its
+  C vector type cannot build (stock TileLang too): refused, saying what to change;
 - spmdize_shift_in_a_1d_launch.py (from ``--mode spmdize``): spmdize's load for a
   shift read in a 1-D launch reached TileLang's copy lowering as a mod nest it folded
   wrongly (spmdize now simplifies each mod before folding it).

@@ -13,6 +13,7 @@ an operand across a store), then TileLang's own pipeline.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -153,18 +154,46 @@ def compile_mesh_kernel(func: tirx.PrimFunc, target: str = "c", **kw: Any) -> Me
     source = select_min_max(lowered) if on_c else lowered
     with quiet_tilelang():
         if not find_comm_ops(work):
-            return MeshKernel(func, lowered, tilelang.compile(source, target=target, **kw),
+            return MeshKernel(func, lowered, _compile(source, target, kw),
                               mesh_tensors=prepared.params)
         # buffers filled only by exchanges look uninitialised to TileLang's check
         configs = dict(kw.pop("pass_configs", None) or {})
         configs.setdefault(tilelang.PassConfigKey.TL_DISABLE_BUFFER_INIT_CHECK, True)
         kw["pass_configs"] = configs
-        jit = tilelang.compile(source, target=target, **kw)
+        jit = _compile(source, target, kw)
     import torch
     nbytes = int(lowered.attrs[WORKSPACE_ATTR])
     device = "cuda" if str(target).startswith("cuda") else "cpu"
     return MeshKernel(func, lowered, jit, torch.empty(nbytes, dtype=torch.uint8, device=device),
                       prepared.params)
+
+
+#: a gather in TileLang's C source: a vector of loads at the lanes of an index vector
+_GATHER = re.compile(r"\(\w+\[(\w+)\.s0\],\s*\w+\[\1\.s1\]")
+
+
+def _compile(source: tirx.PrimFunc, target: str, kw: dict) -> Any:
+    """``tilelang.compile``, with the one C compile error of TileLang 0.1.15's ``c``
+    target that valid kernels reach as a ``ValueError`` that says what to change."""
+    import tilelang
+
+    try:
+        return tilelang.compile(source, target=target, **kw)
+    except Exception as e:  # noqa: BLE001 (TileLang wraps the compiler's error)
+        text = str(e)  # TileLang's message holds the C source, not the compiler's error
+        hit = _GATHER.search(text) if text.startswith("Compilation Failed") else None
+        if hit is None:
+            raise
+        # a vector access at an offset TVM cannot prove aligned becomes a gather whose
+        # lanes TileLang's vec_type has no constructor for (stock tilelang.compile too)
+        line = next((ln for ln in text.splitlines() if hit.group(0) in ln), "")
+        raise ValueError(
+            "compile_mesh_kernel: TileLang's C back end cannot compile a vectorized copy "
+            "or loop whose start it cannot prove aligned (a T.copy of a few elements "
+            "from an offset that depends on the core or on data, here); it builds a "
+            "vector from separate lanes, which its vec_type cannot. Copy element by "
+            "element in a T.serial loop, or make the start a multiple of the copy's "
+            f"width. The C line: {line.strip()[:300]}") from None
 
 
 def _refuse_comm_ops(func_or_mod: Any) -> None:
