@@ -366,6 +366,29 @@ def test_refuses_a_remote_read_under_a_core_dependent_condition():
         spmdize(k)
 
 
+def test_refuses_a_remote_read_whose_comm_op_would_break_the_collective_rule():
+    """Every core runs the read (the mesh axis of ``b0`` has size 1), but its comm op
+    would sit under ``if b0 == 0``, which the lowering refuses: spmdize refuses it
+    itself (found by the fuzzer's spmdize mode: it returned a kernel that did not
+    compile)."""
+    F = mesh_tensor_functions({"tp": 1, "w": 2})
+    annotate, mcopy, init = (F["annotate_mesh_tensor_info"], F["mesh_tensor_copy"],
+                             F["init_mesh_tensor_info"])
+
+    @T.prim_func
+    def k(X: T.Tensor((2, 4), "float32"), Y: T.Tensor((2, 4), "float32")):
+        annotate({X: init({"tp": None, "w": 1}, (2, 2)), Y: init({"tp": None, "w": 1}, (2, 2))})
+        with T.Kernel(1, 2, threads=1) as (b0, b1):
+            S = T.alloc_local((2, 2), "float32")
+            T.clear(S)
+            if b0 == 0:
+                mcopy(X, S, src_coord=(0, 0))
+            mcopy(S, Y, dst_coord=(0, b1))
+    with pytest.raises(ValueError, match="SpmdizeMeshCopies: a remote read sits where its "
+                                         "comm op cannot go: .*broadcast.*if bx == 0"):
+        spmdize(k)
+
+
 def test_refuses_a_tile_that_spans_two_shards():
     @T.prim_func
     def k(A: T.Tensor((8, 8), "float32"), B: T.Tensor((8, 8), "float32")):

@@ -44,6 +44,7 @@ from ..ir.launch import Launch, row_major
 from ..ir.metadata import MeshTensorEntry
 from ..ir.scope import COPY_OP, CopyCall, CopyRegion, direct_accesses
 from ..language.comm import mesh_comm
+from .lower_comm import check_collective_rule
 
 __all__ = ["CopyPlan", "plan_mesh_copies", "spmdize", "SpmdizeMeshCopies"]
 
@@ -741,7 +742,16 @@ def spmdize(func: tirx.PrimFunc) -> tirx.PrimFunc:
     if not any(b.same_as(rw.buffers[0]) for b in _allocated(body)):
         raise ValueError(f"{WHERE}: the kernel has no 'tilelang_root' block to hold the "
                          f"staging buffers (was it written with T.Kernel?)")
-    return func.with_body(body)
+    out = func.with_body(body)
+    try:
+        # a read that every core runs equally often may still sit in a loop or under an
+        # `if` that depends on the core: its comm op would break the collective rule
+        check_collective_rule(out)
+    except ValueError as e:
+        raise ValueError(f"{WHERE}: a remote read sits where its comm op cannot go: {e} "
+                         f"(move the copy out of core-dependent conditions and loop "
+                         f"bounds)") from None
+    return out
 
 
 def _allocated(body: tirx.Stmt) -> list[tirx.Buffer]:
