@@ -530,7 +530,7 @@ def test_fixed_seed_slice_runs_equal_or_is_refused(tmp_path):
     refused with a ValueError; the failure message lists the reproducers."""
     pytest.importorskip("tilelang")
     fz = runner.Fuzzer(SLICE_SEED, SLICE_PROGRAMS, str(tmp_path), batch_size=16, jobs=1,
-                       confirm=4, log=lambda s: None)
+                       confirm=4, log=lambda s: None, cache=True)
     summary = fz.run()
     assert len(summary.outcomes) == SLICE_PROGRAMS
     bad = summary.failed
@@ -545,7 +545,7 @@ def test_spmdize_fixed_seed_slice_is_equal_or_refused(tmp_path):
     global view, and receives the bytes docs/spmdize.md promises."""
     pytest.importorskip("tilelang")
     fz = runner.Fuzzer(SLICE_SEED, 16, str(tmp_path), batch_size=16, jobs=1, confirm=2,
-                       log=lambda s: None, mode="spmdize")
+                       log=lambda s: None, mode="spmdize", cache=True)
     summary = fz.run()
     assert len(summary.outcomes) == 16
     assert any(o.status == "equal" for o in summary.outcomes), summary.line()

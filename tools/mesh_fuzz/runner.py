@@ -115,17 +115,20 @@ class Fuzzer:
     progress lines; ``flags``: the C compiler flags (``None``: those of
     ``compile_mesh_kernel``); ``minimize``: kernel tries spent shrinking each failing
     program before its reproducer is written (0: none); ``mode``: ``kernels`` (mesh
-    programs with comm ops) or ``spmdize`` (global-view programs through ``spmdize``).
+    programs with comm ops) or ``spmdize`` (global-view programs through ``spmdize``);
+    ``cache``: compile through TileLang's kernel cache (the tests' fixed slices do, so
+    that a second run is fast; a long run should not fill the cache).
     """
 
     def __init__(self, seed: str, programs: int, out: str, batch_size: int = 16,
                  jobs: int = 1, exclude: frozenset = frozenset(), confirm: int = 20,
                  timeout: float = 300.0, log: Callable[[str], None] = print,
                  progress_every: float = 15.0, first: int = 0,
-                 flags: list | None = None, minimize: int = 0, mode: str = "kernels"):
+                 flags: list | None = None, minimize: int = 0, mode: str = "kernels",
+                 cache: bool = False):
         if mode not in MODES:
             raise ValueError(f"Fuzzer: mode must be one of {list(MODES)}, got {mode!r}")
-        self.mode, self.spmd = mode, mode == "spmdize"
+        self.mode, self.spmd, self.cache = mode, mode == "spmdize", cache
         self.seed, self.n, self.first = str(seed), programs, first
         self.out = Path(out)
         self.bs, self.jobs, self.ex = max(1, batch_size), max(1, jobs), exclude
@@ -143,7 +146,7 @@ class Fuzzer:
     def worker(self) -> Worker:
         w = getattr(self.local, "w", None)
         if w is None:
-            w = Worker(str(self.out / "work"), self.timeout)
+            w = Worker(str(self.out / "work"), self.timeout, self.cache)
             self.local.w = w
             with self.lock:
                 self.workers.append(w)

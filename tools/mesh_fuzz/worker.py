@@ -253,8 +253,9 @@ def handle(req: dict) -> dict:
     return out
 
 
-def _serve(conn, workdir: str) -> None:
-    os.environ["TILELANG_DISABLE_CACHE"] = "1"
+def _serve(conn, workdir: str, cache: bool = False) -> None:
+    if not cache:  # a long run would fill TileLang's kernel cache with one-off kernels
+        os.environ["TILELANG_DISABLE_CACHE"] = "1"
     tmp = Path(workdir) / f"tmp-{os.getpid()}"
     tmp.mkdir(parents=True, exist_ok=True)
     os.environ["TMPDIR"] = str(tmp)
@@ -305,17 +306,19 @@ def _cpu() -> float:
 
 class Worker:
     """A worker process; :meth:`call` sends one request and waits for the answer, or
-    reports the worker's death (a native crash) or a timeout as a crash."""
+    reports the worker's death (a native crash) or a timeout as a crash; ``cache``:
+    whether its compilations use TileLang's kernel cache (off by default)."""
 
-    def __init__(self, workdir: str, timeout: float = 300.0):
-        self.workdir, self.timeout = workdir, timeout
+    def __init__(self, workdir: str, timeout: float = 300.0, cache: bool = False):
+        self.workdir, self.timeout, self.cache = workdir, timeout, cache
         self.proc = None
         self.conn = None
 
     def _start(self) -> None:
         ctx = mp.get_context("spawn")
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_serve, args=(child, self.workdir), daemon=True)
+        self.proc = ctx.Process(target=_serve, args=(child, self.workdir, self.cache),
+                                daemon=True)
         self.proc.start()
         child.close()
         if not self.conn.poll(STARTUP_TIMEOUT):
