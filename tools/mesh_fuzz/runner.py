@@ -36,7 +36,7 @@ from .minimize import merge, minimize
 from .model import SENTINEL, run_model
 from .program import Batch, Let, Load, Program, batch_source, children, comm_ops
 from .reproducer import reproducer_source
-from .worker import Worker
+from .worker import Worker, first_line
 
 STATUSES = ("equal", "refused", "wrong", "crash")
 MODES = ("kernels", "spmdize")
@@ -253,7 +253,7 @@ class Fuzzer:
 
     def note_combined(self, ans: dict) -> None:
         with self.lock:
-            self.summary.batch_refusals.append(_first_line(ans))
+            self.summary.batch_refusals.append(first_line(ans))
 
     def compare(self, shell: Batch, cases: list, i: int, ans: dict) -> Outcome:
         if self.spmd:
@@ -273,7 +273,7 @@ class Fuzzer:
             return Outcome(case.program.index, "pending")
         if "analysis" in ans:
             a = ans["analysis"]
-            return Outcome(case.program.index, a["status"], _first_line(a), "analysis", feats)
+            return Outcome(case.program.index, a["status"], first_line(a), "analysis", feats)
         why = self.report_diff(ans.get("report"), shell, cases, i)
         if why:
             return Outcome(case.program.index, "wrong", why, "analysis", feats)
@@ -291,10 +291,10 @@ class Fuzzer:
                 return Outcome(idx, "pending")
             if "analysis" in ans:  # the analysis may refuse a global view
                 a = ans["analysis"]
-                return Outcome(idx, a["status"], _first_line(a), a["phase"], feats)
+                return Outcome(idx, a["status"], first_line(a), a["phase"], feats)
             a = ans["sp_analysis"]  # but not what spmdize returned
             return Outcome(idx, "crash", "the analysis fails on spmdize's output: " +
-                           _first_line(a), a["phase"], feats)
+                           first_line(a), a["phase"], feats)
         status, detail, phase = got
         return Outcome(idx, status, detail, phase, feats)
 
@@ -319,7 +319,7 @@ class Fuzzer:
         ans = self.call(shell, [case], compile_=self.spmd)
         idx, feats = case.program.index, case.program.features
         if ans["status"] != "ok":
-            return Outcome(idx, "crash", "built in a batch, not alone: " + _first_line(ans),
+            return Outcome(idx, "crash", "built in a batch, not alone: " + first_line(ans),
                            ans["phase"], feats)
         if self.spmd:
             out = self.compare_spmd(shell, [case], 0, ans)
@@ -328,7 +328,7 @@ class Fuzzer:
             return out
         if "analysis" in ans:
             a = ans["analysis"]
-            out = Outcome(idx, a["status"], _first_line(a), "analysis", feats)
+            out = Outcome(idx, a["status"], first_line(a), "analysis", feats)
             if a["status"] == "crash":
                 out = self.with_repro(shell, [case], 0, out, a.get("traceback", ""))
             return out
@@ -341,7 +341,7 @@ class Fuzzer:
         crashed (``combined``: only together, each program passes alone)."""
         blame %= len(cases)
         case = cases[blame]
-        detail, status = _first_line(ans), ans["status"]
+        detail, status = first_line(ans), ans["status"]
         if self.spmd and len(cases) == 1:
             status, detail = spmd_check.judge_refused(case.program.index, case.expected,
                                                       case.accesses, ans)
@@ -389,7 +389,7 @@ class Fuzzer:
     def classify_alone(self, shell: Batch, case: _Case, ans: dict) -> Outcome:
         """The outcome of one program's own kernel run (``ans``)."""
         if ans["status"] != "ok":
-            status, detail = ans["status"], _first_line(ans)
+            status, detail = ans["status"], first_line(ans)
             if self.spmd:
                 status, detail = spmd_check.judge_refused(case.program.index, case.expected,
                                                           case.accesses, ans)
@@ -513,13 +513,6 @@ def top_level_data_lets(p: Program) -> int:
 def _reads(e) -> bool:
     return isinstance(e, Load) or any(_reads(c) for c in children(e))
 
-
-def _first_line(ans: dict) -> str:
-    """The exception's type and first line (a C compiler's first ``error:`` line)."""
-    msg = (ans.get("message") or "").strip()
-    lines = msg.splitlines() or [""]
-    errs = [ln.strip() for ln in lines if "error:" in ln]
-    return f"{ans.get('type', '')}: {errs[0] if errs else lines[0]}"[:500]
 
 
 def _observed(cases: list, i: int, ans: dict) -> str:

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .worker import first_line
+
 #: the statuses a judgement may end in (as the runner's outcomes)
 WRONG, CRASH, REFUSED, EQUAL = "wrong", "crash", "refused", "equal"
 
@@ -82,11 +84,6 @@ def _differ(expected: dict, got: dict) -> list:
             not np.array_equal(got[n], want)]
 
 
-def _line(info: dict) -> str:
-    first = (info.get("message") or "").strip().splitlines()
-    return f"{info.get('type', '')}: {first[0] if first else ''}"
-
-
 def judge(index: int, expected: dict, accesses, ans: dict, gv_names: list) -> tuple:
     """``(status, detail, phase)`` of program ``index`` from the worker's ``ans`` for
     a kernel that ran (``gv_names``: its tensors in parameter order); ``None`` when
@@ -102,7 +99,7 @@ def judge(index: int, expected: dict, accesses, ans: dict, gv_names: list) -> tu
         return CRASH, "the worker gave no spmdize plan for the program", "spmdize"
     accepted = plan["status"] == "ok"
     if not accepted and plan["status"] != REFUSED:
-        return plan["status"], _line(plan), "spmdize"
+        return plan["status"], first_line(plan), "spmdize"
     if accepted:
         multi = spans(accesses)
         if multi:
@@ -126,7 +123,7 @@ def judge(index: int, expected: dict, accesses, ans: dict, gv_names: list) -> tu
         return (WRONG, f"analysis of the global view: {got} remote bytes, the model "
                 f"{want}", "analysis")
     if not accepted:
-        return REFUSED, _line(plan), "spmdize"
+        return REFUSED, first_line(plan), "spmdize"
     got = ans.get("sp_report", {}).get(index, {}).get("comm", 0)
     want = promise(byte_table(accesses), kinds_of(plan))
     if got != want:
@@ -142,16 +139,16 @@ def judge_refused(index: int, expected: dict, accesses, ans: dict) -> tuple:
     refuses the program too, or when what it returns is refused as well, or passes the
     owner-only check, reads no block spanning shards and runs equal to the model; a
     ``spmdize`` crash, or a result that fails one of those, is a failure."""
-    detail = _line(ans)
+    detail = first_line(ans)
     plan = ans.get("plans", {}).get(index)
     if ans["status"] != REFUSED or plan is None or plan["status"] == REFUSED:
         return ans["status"], detail
     if plan["status"] != "ok":
-        return plan["status"], f"spmdize: {_line(plan)}"
+        return plan["status"], f"spmdize: {first_line(plan)}"
     err = ans.get("sp_error")
     if err is not None:
         if err["status"] != REFUSED:
-            return err["status"], f"spmdize's output ({err['phase']}): {_line(err)}"
+            return err["status"], f"spmdize's output ({err['phase']}): {first_line(err)}"
         return REFUSED, detail
     multi = spans(accesses)
     if multi:

@@ -44,6 +44,15 @@ def error_info(e: BaseException, phase: str) -> dict:
             "message": str(e), "traceback": text[-6000:]}
 
 
+def first_line(info: dict) -> str:
+    """The type and first line of an :func:`error_info` message (a C compiler's first
+    ``error:`` line, when it has one), at most 500 characters."""
+    msg = (info.get("message") or "").strip()
+    lines = msg.splitlines() or [""]
+    errs = [ln.strip() for ln in lines if "error:" in ln]
+    return f"{info.get('type', '')}: {errs[0] if errs else lines[0]}"[:500]
+
+
 def _import(path: str, name: str):
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
@@ -78,15 +87,25 @@ def _program_of(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def _fresh() -> int:
+    """A number not used before in this process (module and file names)."""
+    _COUNT[0] += 1
+    return _COUNT[0]
+
+
+def _load(path: str):
+    """The ``fuzz_kernel`` of the kernel module at ``path``, under a fresh name."""
+    return _import(path, f"fuzz_kernel_{os.getpid()}_{_fresh()}").fuzz_kernel
+
+
 def _build(batch, workdir: str):
     """The ``fuzz_kernel`` of ``batch``, from its source written under ``workdir``."""
     from .program import batch_source
 
-    _COUNT[0] += 1
-    path = Path(workdir) / f"spmd_{os.getpid()}_{_COUNT[0]}.py"
+    path = Path(workdir) / f"spmd_{os.getpid()}_{_fresh()}.py"
     path.write_text(batch_source(batch))
     try:
-        return _import(str(path), f"fuzz_kernel_{os.getpid()}_{_COUNT[0]}").fuzz_kernel
+        return _load(str(path))
     finally:
         path.unlink(missing_ok=True)
 
@@ -225,25 +244,18 @@ def handle(req: dict) -> dict:
     compiler flags, ``None`` for ``compile_mesh_kernel``'s). Answer:
     ``status`` ok/refused/crash, ``outputs`` (the arrays after the call), ``report``
     (comm bytes per op and core) or ``analysis`` (the analysis' error)."""
-    from meshtensor.tilelang import analyze_mesh_communication, compile_mesh_kernel
+    from meshtensor.tilelang import analyze_mesh_communication
 
-    _COUNT[0] += 1
     phase = "build"
     out: dict = {"status": "ok"}
     try:
-        func = _import(req["path"], f"fuzz_kernel_{os.getpid()}_{_COUNT[0]}").fuzz_kernel
+        func = _load(req["path"])
         target = func
         if req.get("compile", True):
             phase = "compile"
-            flags = req.get("flags")
-            kernel = (compile_mesh_kernel(func) if flags is None else
-                      compile_mesh_kernel(func, compile_flags=list(flags)))
-            target = kernel
+            kernel = target = _compile(func, req.get("flags"))
             phase = "run"
-            import torch
-            args = [torch.from_numpy(np.array(a)) for a in req["args"]]
-            kernel(*args)
-            out["outputs"] = [a.numpy().copy() for a in args]
+            out["outputs"] = _run(kernel, req["args"])
     except Exception as e:  # noqa: BLE001 (every failure is classified)
         return error_info(e, phase)
     try:
