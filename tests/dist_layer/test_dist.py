@@ -5,6 +5,7 @@ deprecated torch API (the jobs run with warnings as errors); no accumulation dty
 wraps."""
 import collections
 import multiprocessing
+import os
 import re
 import time
 import types
@@ -61,7 +62,7 @@ def sim_collectives(m):
 # One job per mesh runs every check (W.everything); `run` watches the 2x2 job through a
 # clock SPEEDUP times fast, so that job looks far longer to it than the old whole-job
 # limit of 60 s + 5 x timeout.
-TIMEOUT, SHORT_TIMEOUT, LATE, SPEEDUP = 60.0, 2.0, 9.0, 100
+TIMEOUT, SHORT_TIMEOUT, LATE, SPEEDUP = 60.0, 2.0, 6.5, 100
 # The one torch.distributed call each collective step makes (its data; the batched
 # point-to-point calls of all_to_all and transfer steps are counted apart).
 TORCH_CALL = {"all_gather": "all_gather_single", "all_reduce": "all_reduce",
@@ -217,13 +218,13 @@ def test_a_job_longer_than_the_old_whole_job_limit_completes(job_2x2):
 def test_an_explicit_deadline_stops_a_hung_job():
     t0 = time.monotonic()
     with pytest.raises(DistRunError) as e:
-        run(W.hangs_on_rank_0, (2,), deadline=6)
+        run(W.hangs_on_rank_0, (2,), deadline=3)
     elapsed = time.monotonic() - t0
-    stopped = "stopped: no result within the deadline of 6 s"
+    stopped = "stopped: no result within the deadline of 3 s"
     assert e.value.outcomes[0] == stopped
     assert e.value.outcomes[1] in ("finished", stopped)  # finished unless start-up was slow
     assert f"rank 0 (0,) {stopped}" in str(e.value)
-    assert 6 <= elapsed < 6 + 12  # the deadline, then terminate and join
+    assert 3 <= elapsed < 3 + 12  # the deadline, then terminate and join
     assert not [p for p in multiprocessing.active_children() if p.is_alive()]
 
 
@@ -263,6 +264,32 @@ def test_a_rank_raising_is_reported_without_cpp_backtraces(capfd, monkeypatch):
         run(W.raises_on_rank_0, (2, 2), timeout=10)
     err = capfd.readouterr().err  # the ranks write to this process's stderr (fd 2)
     assert "frame #" not in err and "Exception raised from" not in err, err
+
+
+@pytest.mark.slow
+def test_ranks_fork_from_the_server_and_see_the_callers_environment(monkeypatch):
+    """Every job after the first forks its ranks from the fork server (torch imported
+    there once), yet each rank sees the caller's environment as it is at that run."""
+    for value in ("one", "two"):
+        monkeypatch.setenv("MESHTENSOR_TEST_VALUE", value)
+        got = run(W.environment, (2,), "MESHTENSOR_TEST_VALUE")
+        assert [v for v, _ in got] == [value, value]
+        parents = {p for _, p in got}
+        assert len(parents) == 1 and os.getpid() not in parents  # the server's children
+
+
+@pytest.mark.slow
+def test_a_job_wanting_other_import_time_settings_spawns(monkeypatch):
+    """torch reads TORCH_CPP_LOG_LEVEL when it is imported: a job that wants another
+    level than the fork server started with gets freshly spawned ranks."""
+    run(W.environment, (1,), "TORCH_CPP_LOG_LEVEL")  # the server runs, started by us
+    environ = {**os.environ, **launch._child_env()}
+    assert launch._context(environ).get_start_method() == "forkserver"
+    level = "WARNING" if launch._server_env["TORCH_CPP_LOG_LEVEL"] != "WARNING" else "INFO"
+    assert launch._context({**environ, "TORCH_CPP_LOG_LEVEL": level}
+                           ).get_start_method() == "spawn"
+    monkeypatch.setenv("TORCH_CPP_LOG_LEVEL", level)
+    assert run(W.environment, (2,), "TORCH_CPP_LOG_LEVEL") == [(level, os.getpid())] * 2
 
 
 @pytest.mark.parametrize("env, want", [

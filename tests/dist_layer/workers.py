@@ -275,3 +275,8 @@ def hangs_on_rank_0(dm):
     if dm.rank == 0:
         time.sleep(3600)
     return dm.rank
+
+
+def environment(dm, name):
+    """This rank's value of the environment variable ``name`` and its parent's pid."""
+    return os.environ.get(name), os.getppid()

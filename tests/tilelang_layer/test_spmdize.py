@@ -81,6 +81,17 @@ def expected(mesh_shape, coord, steps, launch, tile=(4, 4)):
     return a, b
 
 
+def _table(i, values):
+    """``values[i]`` as nested ``T.if_then_else`` (a table of a launch variable, in TIR;
+    plain ints in the NumPy model)."""
+    if isinstance(i, int):
+        return values[i]
+    e = values[-1]
+    for k in reversed(range(len(values) - 1)):
+        e = T.if_then_else(i == k, values[k], e)
+    return e
+
+
 # name: (mesh, coord, steps, launch, kind, [(op, mesh_axes, params or root)])
 CASES = {
     "broadcast-2x2-row": ({"x": 2, "y": 2}, lambda x, y, s: (x, 0), 1, "grid", "broadcast",
@@ -107,6 +118,13 @@ CASES = {
     "permute-4x4-transpose": ({"x": 4, "y": 4}, lambda x, y, s: (y, x), 2, "grid", "permute",
                               "A[by, bx] -> permute of 12 tiles ((0, 1)->(1, 0), (0, 2)->(2, 0), "
                               "(0, 3)->(3, 0), ...)"),
+    # the reader picks its tile through tables of its coordinates (branches): found
+    # timing the fuzzer's spmdize mode, see test_a_permute_sender_loads_its_own_tile
+    "permute-4x3-table": ({"row": 4, "col": 3}, lambda x, y, s: (_table(x, (0, 2, 1, 3)),
+                                                                 _table(y, (2, 0, 1))),
+                          1, "grid", "permute", None),
+    "permute-4x3-table-linear-launch": ({"row": 4, "col": 3}, lambda b, s: (
+        _table(b // 3, (0, 2, 1, 3)), _table(b % 3, (2, 0, 1))), 1, "linear", "permute", None),
     "local-2x4": ({"x": 2, "y": 4}, lambda x, y, s: (x, y), 2, "grid", "local",
                   "A[bx, by] -> local (own shard)"),
     "carried-1d-ring": ({"x": 4}, lambda b, s: ((b + s) % 4, 0), 4, "grid", "carried",
@@ -166,6 +184,20 @@ def test_comm_statements_in_the_output_tir(name):
             assert {k: v for k, v in o.params.items() if k != "root"} == params
         if root is not None:
             assert [str(r) for r in o.root] == [str(r) for r in root]
+    assert verify_mesh_tensors(out, owner_only=True) == []
+
+
+@pytest.mark.parametrize("name", ["permute-4x3-table", "permute-4x3-table-linear-launch"])
+def test_a_permute_sender_loads_its_own_tile(name):
+    """The reader picks its tile through tables of its coordinates; each sender loads
+    the tile its reader wants, which is its own: the load's start is affine in the
+    sender's coordinates, not the reader's tables with the inverse permutation put into
+    each branch (on such a start TileLang's copy lowering took 33 s instead of 1 s)."""
+    out = spmdize(build(name))
+    loads = [ln.strip() for ln in out.script().splitlines() if "T.copy(T.region(A[" in ln]
+    assert len(loads) == 1, loads
+    want = "A[bx * 4, by * 4]" if name.endswith("table") else "A[bx // 3 * 4, bx % 3 * 4]"
+    assert loads[0].startswith(f"T.copy(T.region({want}, 1, 4, 4)"), loads[0]
     assert verify_mesh_tensors(out, owner_only=True) == []
 
 
@@ -487,7 +519,8 @@ def _run(kernel, *arrays):
 
 RUN = ["broadcast-2x2-linear-launch", "shift-2x4", "shift-4x2-linear-launch",
        "carried-4x2-linear-ring", "permute-4x4-transpose", "carried-1d-ring",
-       "carried-2x4-skew", "carried-2x4-broadcast-first"]
+       "carried-2x4-skew", "carried-2x4-broadcast-first", "permute-4x3-table",
+       "permute-4x3-table-linear-launch"]
 
 
 @pytest.mark.slow

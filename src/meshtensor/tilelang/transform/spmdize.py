@@ -546,6 +546,69 @@ def _coord_expr(values: dict[int, int], coords: list[tirx.PrimExpr], mesh: Mesh,
     return _table_expr(core, values)
 
 
+def _per_core(region: tirx.Call, launch: Launch) -> tirx.Call:
+    """``region`` with each start that depends on the core only (no loop variable, no
+    data) replaced by its values as an affine expression of the core's coordinates, or
+    a table of them. A permute's sender reads the tile its reader read: the reader's
+    coordinates are a table of the sender's, and substituted into a start that branches
+    on them they nest one table per branch, on which TileLang's copy lowering and TVM's
+    simplifier took 33 s instead of 1 s (a 4x3 mesh; found timing the fuzzer)."""
+    load = region.args[0]
+    mesh = launch.mesh
+    env = {launch.vars[0]: np.arange(mesh.size)} if launch.linear else \
+        {v: mesh.coords[:, a] for a, v in enumerate(launch.vars)}
+    starts = []
+    for e in load.indices:
+        if isinstance(e, (tirx.IntImm, tirx.Var)):
+            starts.append(e)
+            continue
+        try:
+            got = np.broadcast_to(np.asarray(eval_np(e, env), dtype=np.int64), (mesh.size,))
+        except ValueError:  # a loop variable or data: keep the expression
+            starts.append(e)
+            continue
+        starts.append(_core_values(got, launch, e.dtype, e))
+    return tirx.Call(region.dtype, region.op,
+                     [tirx.BufferLoad(load.buffer, starts), *region.args[1:]])
+
+
+def _core_values(values: np.ndarray, launch: Launch, dtype: str, like: tirx.PrimExpr
+                 ) -> tirx.PrimExpr:
+    """``values[core]`` (one per linear core id) as ``c + sum_a k_a * coord_a`` when
+    that fits every core, else as a ``Select`` table of the core id if ``like`` (the
+    expression with these values) holds a table or branch itself, else ``like``."""
+    mesh = launch.mesh
+    base = int(values[0])  # core 0 sits at the origin
+    unit = [int(values[mesh.linear_index(tuple(int(b == a) for b in range(mesh.ndim)))]) - base
+            if mesh.shape[a] > 1 else 0 for a in range(mesh.ndim)]
+    if np.array_equal(values, base + mesh.coords.astype(np.int64) @ np.array(unit)):
+        e: tirx.PrimExpr = tirx.IntImm(dtype, base)
+        for k, c in zip(unit, launch.coords()):
+            if k:
+                e = e + (c if c.dtype == dtype else tirx.Cast(dtype, c)) * k
+        ana = arith.Analyzer()
+        extents = [mesh.size] if launch.linear else mesh.shape
+        for v, n in zip(launch.vars, extents):
+            ana.bind(v, ir.Range.from_min_extent(0, n))
+        return ana.simplify(e)
+    if not _branches(like):
+        return like
+    table = _table_expr(launch.core_id(), {i: int(v) for i, v in enumerate(values)})
+    return table if table.dtype == dtype else tirx.Cast(dtype, table)
+
+
+def _branches(e: tirx.PrimExpr) -> bool:
+    """Whether ``e`` holds a ``Select`` or an ``if_then_else``."""
+    found = []
+
+    def visit(node):
+        if isinstance(node, tirx.Select) or (
+                isinstance(node, tirx.Call) and getattr(node.op, "name", "") == "tir.if_then_else"):
+            found.append(node)
+    tirx.stmt_functor.post_order_visit(tirx.Evaluate(e), visit)
+    return bool(found)
+
+
 def _table_expr(core: tirx.PrimExpr, values: dict[int, int]) -> tirx.PrimExpr:
     """``values[core]`` as a ``Select`` chain (a static per-core table)."""
     items = sorted(values.items())
@@ -569,14 +632,19 @@ class _Rewriter:
         self.buffers.append(buf)
         return buf
 
-    def load(self, plan: CopyPlan, vmap: dict, stage: tirx.Buffer) -> tirx.Stmt:
+    def load(self, plan: CopyPlan, vmap: dict, stage: tirx.Buffer,
+             tabulate: bool = False) -> tirx.Stmt:
         """The owner's copy of the tile from its own shard into ``stage``; ``vmap`` makes
-        the reader's region the sender's (launch variables -> the reader's coordinates)."""
+        the reader's region the sender's (launch variables -> the reader's coordinates);
+        ``tabulate``: a start that depends on the core only becomes a per-core table
+        (:func:`_per_core`)."""
         vmap = {**self.fixed, **vmap}
         src = plan.copy.call.args[0]
         if vmap:
             src = _fold_mods(tirx.stmt_functor.substitute(_inline_lets(src, plan.copy), vmap),
                              _analyzer(plan.copy))
+        if tabulate:
+            src = _per_core(src, self.launch)
         return _copy(src, _region_call(_whole(stage), "w"))
 
     def harmless(self, plan: CopyPlan, to: list[tirx.PrimExpr], senders: dict[int, int]) -> bool:
@@ -639,7 +707,7 @@ class _Rewriter:
             for pairs, senders in zip(plan.rounds, plan.senders):
                 to = [_coord_expr({s: int(mesh.coords[d][a]) for s, d in senders.items()},
                                   coords, mesh, a) for a in range(mesh.ndim)]
-                load = self.load(plan, launch.at(to), st)
+                load = self.load(plan, launch.at(to), st, tabulate=True)
                 if not self.harmless(plan, to, senders):
                     load = tirx.IfThenElse(_one_of(core, senders), load, None)
                 out.append(load)
