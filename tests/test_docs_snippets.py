@@ -65,7 +65,11 @@ def unlabelled_fences(root: pathlib.Path = ROOT) -> list[str]:
 
 
 def _params():
-    return [pytest.param(code, id=ident, marks=[pytest.mark.slow] if SLOW.search(code) else [])
+    """One param per block: ``slow`` where it imports tilelang, tvm or torch; blocks that
+    spawn process groups run on the worker of the other such tests (conftest.py
+    spawn_lock; ``--dist loadgroup``)."""
+    return [pytest.param(code, id=ident, marks=[pytest.mark.slow] * bool(SLOW.search(code))
+                         + [pytest.mark.xdist_group("spawns")] * bool(SPAWNS.search(code)))
             for ident, code in doc_blocks()]
 
 

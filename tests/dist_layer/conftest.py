@@ -1,6 +1,7 @@
 """Jobs shared by the tests of this folder: each spawned job runs once per test run,
 also when pytest-xdist spreads its tests over several workers."""
 import os
+import pathlib
 import pickle
 
 import pytest
@@ -34,6 +35,20 @@ def once_per_run(tmp_path_factory):
             path.write_bytes(pickle.dumps(value))
             return value
     return get
+
+
+HERE = pathlib.Path(__file__).parent
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(config, items):
+    """This folder's tests that spawn process groups (marked slow) share one
+    pytest-xdist worker (``--dist loadgroup``, with the docs' examples that spawn): they
+    wait for each other anyway (``one_job_at_a_time``), and a worker waiting on the
+    lock does nothing while the other could run the rest of the suite."""
+    for item in items:
+        if item.path.is_relative_to(HERE) and item.get_closest_marker("slow") is not None:
+            item.add_marker(pytest.mark.xdist_group("spawns"))
 
 
 @pytest.fixture(autouse=True)

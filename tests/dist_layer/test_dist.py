@@ -279,6 +279,22 @@ def test_ranks_fork_from_the_server_and_see_the_callers_environment(monkeypatch)
 
 
 @pytest.mark.slow
+def test_a_process_forked_after_a_job_still_runs_jobs():
+    """A forked child inherits Python's record of its parent's fork server, which it
+    cannot use (the server is not its child): its jobs spawn their ranks."""
+    run(W.environment, (1,), "HOME")
+    pid = os.fork()
+    if pid == 0:  # the child: only run(), then leave without pytest's clean-up
+        code = 1
+        try:
+            got = run(W.environment, (2,), "HOME")
+            code = 0 if [p for _, p in got] == [os.getpid()] * 2 else 2
+        finally:
+            os._exit(code)
+    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+
+
+@pytest.mark.slow
 def test_a_job_wanting_other_import_time_settings_spawns(monkeypatch):
     """torch reads TORCH_CPP_LOG_LEVEL when it is imported: a job that wants another
     level than the fork server started with gets freshly spawned ranks."""

@@ -50,6 +50,9 @@ _IMPORT_TIME_ENV = ("TORCH_CPP_LOG_LEVEL", "TORCH_SHOW_CPP_STACKTRACES", "OMP_NU
 #: Those variables as the fork server was started with them (None: not started by us);
 #: a job that wants other values starts with "spawn".
 _server_env: dict[str, str | None] | None = None
+#: The process that started it: a process forked from that one inherits Python's
+#: record of the server but cannot use it (the server is not its child).
+_server_owner: int | None = None
 
 
 def _context(environ: dict[str, str]):
@@ -57,7 +60,7 @@ def _context(environ: dict[str, str]):
     ``environ``: Python's fork server with torch imported, where this platform has one
     and the server's import-time variables are the job's; "spawn" (each rank imports
     torch itself) otherwise."""
-    global _server_env
+    global _server_env, _server_owner
     import multiprocessing
     import torch.multiprocessing as mp
     if "forkserver" not in multiprocessing.get_all_start_methods():
@@ -65,6 +68,8 @@ def _context(environ: dict[str, str]):
     from multiprocessing import forkserver
     server = getattr(forkserver, "_forkserver", None)
     wanted = {k: environ.get(k) for k in _IMPORT_TIME_ENV}
+    if _server_owner is not None and _server_owner != os.getpid():
+        return mp.get_context("spawn")  # forked from the process that started it
     if _server_env is None:
         if getattr(server, "_forkserver_pid", 0) is not None:
             # started by someone else (its preload and log level unknown), or a Python
@@ -72,6 +77,7 @@ def _context(environ: dict[str, str]):
             return mp.get_context("spawn")
         forkserver.set_forkserver_preload(_PRELOAD)
         _server_env = wanted  # run starts the server with the job's environment
+        _server_owner = os.getpid()
     return mp.get_context("forkserver" if wanted == _server_env else "spawn")
 
 
