@@ -377,16 +377,24 @@ def test_program_is_the_same_whichever_run_it_is_in():
 
 class _FakeLayer:
     """Answers ``Fuzzer.call`` without TileLang: refuses any kernel holding program
-    ``refuse`` (naming it in the message, as the layer does), crashes any kernel
-    holding both ``pair`` programs, gets program ``wrong``'s first output wrong, and
-    runs everything else exactly (the model's tensors)."""
+    ``build_refuse`` when it is built, and any holding program ``refuse`` when it is
+    compiled (naming the program in the message, as the layer does), crashes any
+    kernel holding both ``pair`` programs, gets program ``wrong``'s first output
+    wrong, and runs everything else exactly (the model's tensors)."""
 
-    def __init__(self, refuse, pair, wrong):
+    def __init__(self, refuse, pair, wrong, build_refuse=None):
         self.refuse, self.pair, self.wrong, self.calls = refuse, set(pair), wrong, []
+        self.build_refuse, self.built = build_refuse, []
 
-    def __call__(self, batch, cases, compile_=True):
+    def __call__(self, batch, cases, compile_=True, build_only=False):
         idx = {c.program.index for c in cases}
-        self.calls.append(sorted(idx))
+        (self.built if build_only else self.calls).append(sorted(idx))
+        if self.build_refuse in idx:
+            return {"status": "refused", "phase": "build", "type": "ValueError",
+                    "message": f"mesh_comm.shift: src 'p{self.build_refuse}_S2' has scope "
+                               f"'local.fragment'"}
+        if build_only:
+            return {"status": "ok"}
         if self.refuse in idx:
             return {"status": "refused", "phase": "compile", "type": "ValueError",
                     "message": f"LowerMeshComm: let 'p{self.refuse}_t1' is used across"}
@@ -410,13 +418,19 @@ def test_runner_attributes_refusals_crashes_and_wrong_values(tmp_path):
     fz = runner.Fuzzer("fake", 8, str(tmp_path), batch_size=8, confirm=0,
                        log=lambda s: None)
     (tmp_path / "work").mkdir()
-    fake = _FakeLayer(refuse=2, pair=(4, 6), wrong=5)
+    fake = _FakeLayer(refuse=2, pair=(4, 6), wrong=5, build_refuse=3)
     fz.call = fake
     outs = fz.run_batch(fz.batches()[0])
     status = {o.index: o.status for o in outs}
-    assert status == {0: "equal", 1: "equal", 2: "refused", 3: "equal", 4: "equal",
+    assert status == {0: "equal", 1: "equal", 2: "refused", 3: "refused", 4: "equal",
                       5: "wrong", 6: "crash", 7: "equal"}, status
-    # the named program was run alone at once, not found by halving
+    # each program was built alone first; the one refused there never reached a
+    # compiled batch, and the batch was compiled without it at once
+    assert sorted(fake.built) == [[i] for i in range(8)]
+    assert not any(3 in c for c in fake.calls)
+    assert fake.calls[0] == [0, 1, 2, 4, 5, 6, 7]
+    # the program named by the compile-time refusal was run alone at once, not found
+    # by halving
     assert [2] in fake.calls
     crash = next(o for o in outs if o.status == "crash")
     assert "only together with programs" in crash.detail

@@ -1,8 +1,11 @@
 """Run generated programs against the kernel layer and classify each one.
 
-Programs go to the workers in batches (one compiled kernel per batch). A batch that
-is refused or crashes is split in halves until each failure sits on one program (a
-refusal stops the compilation before the C compiler runs, so this is cheap); a wrong
+Programs go to the workers in batches (one compiled kernel per batch). Each program is
+first built alone, without compiling (TileLang's parser and our front end: most
+refusals happen there), and gets its outcome there if it fails; the batch of the
+others is compiled once. A batch that is still refused or crashes is split until
+each failure sits on one program (a refusal stops the compilation before the C
+compiler runs, so this is cheap); a wrong
 program is run again alone, so its reproducer holds only that program when the bug
 does not need the others. Each program ends with one :class:`Outcome`:
 
@@ -152,14 +155,16 @@ class Fuzzer:
                 self.workers.append(w)
         return w
 
-    def call(self, batch: Batch, cases: list, compile_: bool = True) -> dict:
+    def call(self, batch: Batch, cases: list, compile_: bool = True,
+             build_only: bool = False) -> dict:
         batch = batch.with_programs([c.program for c in cases])
         args = []
         for c in cases:
             for t in c.program.tensors:
                 args.append(c.inputs[t.name] if t.role == "in" else
                             np.full(t.global_shape(batch), SENTINEL, dtype=t.dtype))
-        req = {"args": args, "compile": compile_, "flags": self.flags}
+        req = {"args": args, "compile": compile_, "flags": self.flags,
+               "build_only": build_only}
         path = None
         if self.spmd:  # the worker writes the kernels (the batch, each program alone)
             req.update(mode="spmdize", batch=batch)
@@ -194,8 +199,26 @@ class Fuzzer:
         # of loaded data go last, so that one program's let does not span another's
         # comm ops (which the layer may refuse)
         cases.sort(key=lambda c: top_level_data_lets(c.program))
-        outs = self.check(shell, cases)
+        outs: list = []
+        if not self.spmd and len(cases) > 1:
+            cases, outs = self.screen(shell, cases)
+        if cases:
+            outs += self.check(shell, cases)
         return sorted(outs, key=lambda o: o.index)
+
+    def screen(self, shell: Batch, cases: list) -> tuple[list, list]:
+        """``(cases built alone without failing, outcomes of the others)``. Building a
+        program alone costs 1/16 of building a batch of 16, and a batch refused at
+        build time would be built again for each refused program in it (16 times in
+        the tests' slice, where a third of the programs are refused there)."""
+        keep, outs = [], []
+        for c in cases:
+            ans = self.call(shell, [c], compile_=False, build_only=True)
+            if ans["status"] == "ok":
+                keep.append(c)
+            else:
+                outs.append(self.failure(shell, [c], ans))
+        return keep, outs
 
     def check(self, shell: Batch, cases: list, ans: dict | None = None) -> list:
         """The outcomes of ``cases`` run as one kernel (``ans``: its answer, if known)."""

@@ -240,8 +240,9 @@ def handle_spmdize(req: dict, workdir: str) -> dict:
 
 def handle(req: dict) -> dict:
     """``req``: ``path`` (a kernel module defining ``fuzz_kernel``), ``args`` (arrays
-    in parameter order), ``compile`` (False: build and analyse only), ``flags`` (C
-    compiler flags, ``None`` for ``compile_mesh_kernel``'s). Answer:
+    in parameter order), ``compile`` (False: build and analyse only), ``build_only``
+    (build, nothing else), ``flags`` (C compiler flags, ``None`` for
+    ``compile_mesh_kernel``'s). Answer:
     ``status`` ok/refused/crash, ``outputs`` (the arrays after the call), ``report``
     (comm bytes per op and core) or ``analysis`` (the analysis' error)."""
     from meshtensor.tilelang import analyze_mesh_communication
@@ -250,6 +251,8 @@ def handle(req: dict) -> dict:
     out: dict = {"status": "ok"}
     try:
         func = _load(req["path"])
+        if req.get("build_only"):
+            return out
         target = func
         if req.get("compile", True):
             phase = "compile"
