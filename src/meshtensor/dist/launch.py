@@ -171,8 +171,9 @@ def run(fn: Callable, mesh_shape: Any, *args: Any, backend: str = "gloo",
     from Python's fork server with torch already imported, so that every job after the
     first starts in a fraction of a second (where the platform has no fork server, each
     rank is spawned and imports torch). Under ``torchrun`` (``RANK`` is set) it runs in
-    the current process and returns ``[this rank's result]``. ``fn`` must be a module-level function (it is pickled),
-    and a script that calls ``run`` must guard it with ``if __name__ == "__main__":``.
+    the current process and returns ``[this rank's result]``. ``fn`` must be a
+    module-level function (it is pickled), and a script that calls ``run`` must guard
+    it with ``if __name__ == "__main__":``.
 
     Two limits, independent of each other:
 
