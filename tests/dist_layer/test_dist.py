@@ -266,16 +266,60 @@ def test_a_rank_raising_is_reported_without_cpp_backtraces(capfd, monkeypatch):
     assert "frame #" not in err and "Exception raised from" not in err, err
 
 
+def _like_the_server(monkeypatch):
+    """Set the import-time variables as the fork server was started with them (it may
+    have been started under another environment by an earlier test), so that the next
+    job forks from it."""
+    run(W.environment, (1,), "HOME")  # the server runs
+    server = launch._server_env
+    for k in set(server) | set(launch._import_time(dict(os.environ))):
+        if k in server:
+            monkeypatch.setenv(k, server[k])
+        else:
+            monkeypatch.delenv(k)
+    if "TORCH_CPP_LOG_LEVEL" not in server:
+        monkeypatch.setenv(launch.DEBUG_ENV, "1")
+    environ = {**os.environ, **launch._child_env()}
+    assert launch._context(environ)[0].get_start_method() == "forkserver"
+    return environ
+
+
 @pytest.mark.slow
 def test_ranks_fork_from_the_server_and_see_the_callers_environment(monkeypatch):
     """Every job after the first forks its ranks from the fork server (torch imported
     there once), yet each rank sees the caller's environment as it is at that run."""
+    _like_the_server(monkeypatch)
     for value in ("one", "two"):
         monkeypatch.setenv("MESHTENSOR_TEST_VALUE", value)
         got = run(W.environment, (2,), "MESHTENSOR_TEST_VALUE")
         assert [v for v, _ in got] == [value, value]
         parents = {p for _, p in got}
         assert len(parents) == 1 and os.getpid() not in parents  # the server's children
+
+
+@pytest.mark.slow
+def test_ranks_write_to_the_callers_stdout_of_each_run(capfd, monkeypatch):
+    """A forked rank writes where the caller's fd 1 points at this run, not where it
+    pointed when the server started (earlier, outside this test's capture)."""
+    with capfd.disabled():
+        _like_the_server(monkeypatch)
+    capfd.readouterr()
+    assert run(W.prints, (2,), "hello from a rank") == [0, 1]
+    assert capfd.readouterr().out.count("hello from a rank") == 2
+
+
+@pytest.mark.slow
+def test_many_tensors_reach_the_ranks(monkeypatch):
+    """Arguments travel pickled, a copy per rank: no file descriptor per tensor (the
+    fork server passes at most 256)."""
+    _like_the_server(monkeypatch)
+    tensors = [torch.full((3,), float(i)) for i in range(300)]
+    assert run(W.count_and_sum, (2,), tensors) == [(300, 3.0 * sum(range(300)))] * 2
+
+
+def test_an_unpicklable_function_is_refused_before_anything_starts():
+    with pytest.raises(TypeError, match="fn and args must be picklable"):
+        run(lambda dm: dm.rank, (2,))
 
 
 @pytest.mark.slow
@@ -296,14 +340,15 @@ def test_a_process_forked_after_a_job_still_runs_jobs():
 
 @pytest.mark.slow
 def test_a_job_wanting_other_import_time_settings_spawns(monkeypatch):
-    """torch reads TORCH_CPP_LOG_LEVEL when it is imported: a job that wants another
-    level than the fork server started with gets freshly spawned ranks."""
-    run(W.environment, (1,), "TORCH_CPP_LOG_LEVEL")  # the server runs, started by us
-    environ = {**os.environ, **launch._child_env()}
-    assert launch._context(environ).get_start_method() == "forkserver"
-    level = "WARNING" if launch._server_env["TORCH_CPP_LOG_LEVEL"] != "WARNING" else "INFO"
+    """torch reads TORCH_CPP_LOG_LEVEL (and others) when it is imported: a job that
+    wants another value than the fork server started with gets freshly spawned
+    ranks."""
+    environ = _like_the_server(monkeypatch)
+    level = "WARNING" if environ.get("TORCH_CPP_LOG_LEVEL") != "WARNING" else "INFO"
     assert launch._context({**environ, "TORCH_CPP_LOG_LEVEL": level}
-                           ).get_start_method() == "spawn"
+                           )[0].get_start_method() == "spawn"
+    assert launch._context({**environ, "TORCH_DISTRIBUTED_DEBUG": "DETAIL"}
+                           )[0].get_start_method() == "spawn"
     monkeypatch.setenv("TORCH_CPP_LOG_LEVEL", level)
     assert run(W.environment, (1,), "TORCH_CPP_LOG_LEVEL") == [(level, os.getpid())]
 

@@ -280,3 +280,14 @@ def hangs_on_rank_0(dm):
 def environment(dm, name):
     """This rank's value of the environment variable ``name`` and its parent's pid."""
     return os.environ.get(name), os.getppid()
+
+
+def prints(dm, text):
+    """Print ``text`` on this rank's stdout; return the rank."""
+    print(text, flush=True)
+    return dm.rank
+
+
+def count_and_sum(dm, tensors):
+    """How many tensors arrived, and the sum of their values."""
+    return len(tensors), float(sum(float(t.sum()) for t in tensors))

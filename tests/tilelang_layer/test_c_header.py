@@ -22,8 +22,10 @@ def _gpp():
 
 
 @pytest.mark.slow
-def test_gpp_reads_the_precompiled_header(tmp_path):
+def test_gpp_reads_the_precompiled_header(tmp_path, monkeypatch):
     cxx = _gpp()
+    monkeypatch.setattr(c_header, "_cache_root", lambda: tmp_path / "pch")
+    assert c_header.header_flags(FLAGS) == []  # a flag set's first compile only notes it
     flags = c_header.header_flags(FLAGS)
     assert flags[0] == "-include" and flags[1].endswith("tl_common.h")
     src = tmp_path / "k.cpp"
@@ -46,20 +48,24 @@ def _scale(A: T.Tensor((8, 8), "float32"), B: T.Tensor((8, 8), "float32")):
 
 
 @pytest.mark.slow
-def test_a_kernel_compiles_to_the_same_code_and_values_without_it(monkeypatch):
+def test_a_kernel_compiled_with_it_computes_what_it_computes_without(monkeypatch):
     import torch
     _gpp()
+    seen = []
+    real = c_header.header_flags
+    monkeypatch.setattr("meshtensor.tilelang.engine.header_flags",
+                        lambda f: seen.append(real(f)) or seen[-1])
+    c_header.header_flags(FLAGS)  # noted, so that the next compile uses it
     a = torch.from_numpy(np.arange(64, dtype=np.float32).reshape(8, 8))
     got = {}
     for pch in ("1", "0"):
         monkeypatch.setenv(c_header.PCH_ENV, pch)
-        k = compile_mesh_kernel(_scale, compile_flags=FLAGS)
         b = torch.zeros(8, 8)
-        k(a, b)
-        got[pch] = (k.get_kernel_source(), b.numpy().copy())
-    assert got["1"][0] == got["0"][0]
-    np.testing.assert_array_equal(got["1"][1], got["0"][1])
-    np.testing.assert_array_equal(got["1"][1], a.numpy() * 2 + 1)
+        compile_mesh_kernel(_scale, compile_flags=FLAGS)(a, b)
+        got[pch] = b.numpy().copy()
+    assert seen[0][0] == "-include" and seen[1] == []  # with it, then without
+    np.testing.assert_array_equal(got["1"], got["0"])
+    np.testing.assert_array_equal(got["1"], a.numpy() * 2 + 1)
 
 
 def test_off_by_environment(monkeypatch):
@@ -80,8 +86,36 @@ def test_a_cache_folder_it_cannot_write_turns_it_off(monkeypatch, tmp_path):
     assert c_header.header_flags(["-O1", "-DMESHTENSOR_TEST_UNWRITABLE"]) == []
 
 
-def test_a_failing_build_turns_it_off(monkeypatch, tmp_path):
+def test_a_failing_build_turns_it_off_once(monkeypatch, tmp_path):
     _gpp()
     monkeypatch.setattr(c_header, "_cache_root", lambda: tmp_path / "pch")
-    assert c_header.header_flags(["-fno-such-flag-exists"]) == []
+    monkeypatch.setattr(c_header, "_FAILED", set())
+    builds = []
+    real = c_header._build
+    monkeypatch.setattr(c_header, "_build", lambda *a: builds.append(a) or real(*a))
+    for _ in range(4):
+        assert c_header.header_flags(["-fno-such-flag-exists"]) == []
+    assert len(builds) == 1  # noted, built once, failed, not tried again
     assert not list((tmp_path / "pch").rglob("*.gch*"))  # no half-written header left
+
+
+def test_the_cache_keeps_the_newest_headers(tmp_path):
+    import os
+    for i in range(5):
+        (tmp_path / f"k{i}").mkdir()
+        gch = tmp_path / f"k{i}" / "tl_common.h.gch"
+        gch.write_bytes(b"x")
+        os.utime(gch, (1000 + i, 1000 + i))
+    c_header._evict(tmp_path, 3)
+    assert sorted(p.parent.name for p in tmp_path.glob("*/tl_common.h.gch")) == \
+        ["k2", "k3", "k4"]
+
+
+def test_a_change_to_any_template_header_changes_the_key(tmp_path):
+    (tmp_path / "tl_templates" / "cpp").mkdir(parents=True)
+    half = tmp_path / "tl_templates" / "cpp" / "half.hpp"
+    half.write_text("a")
+    (tmp_path / "tl_templates" / "cpp" / "common.h").write_text("#include \"half.hpp\"")
+    before = c_header._key("g++", "v", ["-O0"], str(tmp_path))
+    half.write_text("ab")
+    assert c_header._key("g++", "v", ["-O0"], str(tmp_path)) != before

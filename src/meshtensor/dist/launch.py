@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import datetime
 import os
+import pickle
 import queue as queue_mod
 import socket
+import sys
 import time
 import traceback
 from typing import Any, Callable, Sequence
@@ -46,42 +48,79 @@ def _child_env() -> dict[str, str]:
 #: per rank; 1.2 s once for the server of a job that does not use DTensor).
 _PRELOAD = ["torch", "torch.distributed", "torch.distributed.tensor", "torch._dynamo",
             "meshtensor.dist"]
-#: Variables torch reads once, when it is imported: a rank forked from the preloaded
-#: server keeps the values the server started with.
-_IMPORT_TIME_ENV = ("TORCH_CPP_LOG_LEVEL", "TORCH_SHOW_CPP_STACKTRACES", "OMP_NUM_THREADS",
-                    "MKL_NUM_THREADS")
+#: Variables read when torch or Python starts or imports (torch's log levels and
+#: debug modes, its thread pools', the interpreter's own): a rank forked from the
+#: preloaded server keeps the values the server started with. Compared by prefix, so
+#: that a change to any of them (``TORCH_DISTRIBUTED_DEBUG``, ``TORCH_LOGS``,
+#: ``PYTHONWARNINGS``...) gets freshly spawned ranks.
+_IMPORT_TIME_PREFIXES = ("TORCH", "PYTHON", "OMP_", "MKL_", "KMP_", "GLOO_", "NCCL_",
+                         "CUDA_")
 #: Those variables as the fork server was started with them (None: not started by us);
 #: a job that wants other values starts with "spawn".
-_server_env: dict[str, str | None] | None = None
+_server_env: dict[str, str] | None = None
 #: The process that started it: a process forked from that one inherits Python's
 #: record of the server but cannot use it (the server is not its child).
 _server_owner: int | None = None
 
 
-def _context(environ: dict[str, str]):
-    """The multiprocessing context for a job whose ranks get the environment
-    ``environ``: Python's fork server with torch imported, where this platform has one
-    and the server's import-time variables are the job's; "spawn" (each rank imports
-    torch itself) otherwise."""
+def _import_time(environ: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in environ.items() if k.startswith(_IMPORT_TIME_PREFIXES)}
+
+
+def _context(environ: dict[str, str]) -> tuple[Any, bool]:
+    """``(multiprocessing context, whether its first start starts the fork server)``
+    for a job whose ranks get the environment ``environ``: Python's fork server with
+    torch imported, where this platform has one and the server's import-time variables
+    are the job's; "spawn" (each rank imports torch itself) otherwise."""
     global _server_env, _server_owner
     import multiprocessing
     import torch.multiprocessing as mp
+    spawn = mp.get_context("spawn"), False
     if "forkserver" not in multiprocessing.get_all_start_methods():
-        return mp.get_context("spawn")
+        return spawn
     from multiprocessing import forkserver
     server = getattr(forkserver, "_forkserver", None)
-    wanted = {k: environ.get(k) for k in _IMPORT_TIME_ENV}
+    wanted = _import_time(environ)
     if _server_owner is not None and _server_owner != os.getpid():
-        return mp.get_context("spawn")  # forked from the process that started it
+        return spawn  # forked from the process that started it
     if _server_env is None:
         if getattr(server, "_forkserver_pid", 0) is not None:
             # started by someone else (its preload and log level unknown), or a Python
             # whose fork server we do not know
-            return mp.get_context("spawn")
-        forkserver.set_forkserver_preload(_PRELOAD)
+            return spawn
+        # keep what the caller asked its fork server to import, but not "__main__"
+        # (under pytest or a notebook that is not a script)
+        theirs = [m for m in getattr(server, "_preload_modules", []) if m != "__main__"]
+        forkserver.set_forkserver_preload(list(dict.fromkeys(theirs + _PRELOAD)))
         _server_env = wanted  # run starts the server with the job's environment
         _server_owner = os.getpid()
-    return mp.get_context("forkserver" if wanted == _server_env else "spawn")
+        return mp.get_context("forkserver"), True
+    return (mp.get_context("forkserver"), False) if wanted == _server_env else spawn
+
+
+class _CallerFd:
+    """One of the caller's file descriptors, handed to a rank as it starts: a rank
+    forked from the fork server would otherwise write to the server's stdout and
+    stderr, which are the first job's caller's."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+
+    def __reduce__(self):
+        from multiprocessing import reduction
+        return _detach, (reduction.DupFd(self.fd),)
+
+
+def _detach(dup: Any) -> int:
+    return dup.detach()
+
+
+def _caller_fd(fd: int) -> "_CallerFd | None":
+    try:
+        os.fstat(fd)
+    except OSError:  # closed in the caller: the rank keeps what it has
+        return None
+    return _CallerFd(fd)
 
 
 def _free_port() -> int:
@@ -135,9 +174,13 @@ def init_from_env(mesh_shape: Any, backend: str = "gloo", timeout: float = 60.0)
 
 
 def _worker(rank: int, world: int, mesh_shape: Any, backend: str, port: int, timeout: float,
-            fn: Callable, args: tuple, results: Any, environ: dict[str, str]) -> None:
-    # A rank forked from the fork server has the server's environment: take the
-    # caller's, as a spawned rank would.
+            job: bytes, results: Any, environ: dict[str, str], stdio: tuple) -> None:
+    # A rank forked from the fork server has the server's environment and stdio: take
+    # the caller's, as a spawned rank would.
+    for fd, std in zip(stdio, (1, 2)):
+        if fd is not None and fd != std:
+            os.dup2(fd, std)
+            os.close(fd)
     os.environ.clear()
     os.environ.update(environ)
     import torch
@@ -148,6 +191,7 @@ def _worker(rank: int, world: int, mesh_shape: Any, backend: str, port: int, tim
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
                       WORLD_SIZE=str(world))
     try:
+        fn, args = pickle.loads(job)  # under the caller's environment
         td = datetime.timedelta(seconds=timeout)
         dist.init_process_group(backend, rank=rank, world_size=world, timeout=td)
         dm = DistMesh(mesh_shape, timeout=td)
@@ -172,8 +216,8 @@ def run(fn: Callable, mesh_shape: Any, *args: Any, backend: str = "gloo",
     first starts in a fraction of a second (where the platform has no fork server, each
     rank is spawned and imports torch). Under ``torchrun`` (``RANK`` is set) it runs in
     the current process and returns ``[this rank's result]``. ``fn`` must be a
-    module-level function (it is pickled), and a script that calls ``run`` must guard
-    it with ``if __name__ == "__main__":``.
+    module-level function and ``args`` picklable (each rank receives its own copy), and
+    a script that calls ``run`` must guard it with ``if __name__ == "__main__":``.
 
     Two limits, independent of each other:
 
@@ -204,20 +248,36 @@ def run(fn: Callable, mesh_shape: Any, *args: Any, backend: str = "gloo",
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
         dm = init_from_env(mesh, backend, timeout)
         return [_plain(fn(dm, *args))]
+    try:  # plain pickle: a copy per rank, and no file descriptor per tensor to pass
+        job = pickle.dumps((fn, args))
+    except Exception as e:  # noqa: BLE001 (pickle raises several types)
+        raise TypeError(f"meshtensor.dist.run: fn and args must be picklable (fn a "
+                        f"module-level function): {type(e).__name__}: {e}") from e
     child = _child_env()
     environ = {**os.environ, **child}
-    ctx = _context(environ)
+    ctx, starting = _context(environ)
     results = ctx.Queue()
     port = _free_port()
+    stdio = (_caller_fd(1), _caller_fd(2))
     procs = [ctx.Process(target=_worker, daemon=True,
-                         args=(r, mesh.size, mesh.as_dict, backend, port, timeout, fn, args,
-                               results, environ))
+                         args=(r, mesh.size, mesh.as_dict, backend, port, timeout, job,
+                               results, environ, stdio))
              for r in range(mesh.size)]
-    saved = {k: os.environ.get(k) for k in child}
-    os.environ.update(child)  # a spawned rank, or the fork server, copies os.environ
+    extra = dict(child)
+    if starting:  # the fork server imports what the caller would (Python 3.11's server
+        # ignores the caller's sys.path)
+        extra["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    saved = {k: os.environ.get(k) for k in extra}
+    stop_at = None if deadline is None else time.monotonic() + deadline  # start-up too
+    os.environ.update(extra)  # a spawned rank, or the fork server, copies os.environ
     try:
         for p in procs:
             p.start()
+    except BaseException:
+        for p in procs:
+            if p.pid is not None and p.is_alive():
+                p.kill()
+        raise
     finally:
         for k, v in saved.items():
             if v is None:
@@ -226,7 +286,6 @@ def run(fn: Callable, mesh_shape: Any, *args: Any, backend: str = "gloo",
                 os.environ[k] = v
     outcomes: dict[int, tuple[str, Any]] = {}
     failed_at: float | None = None
-    stop_at = None if deadline is None else time.monotonic() + deadline
     why = "no result"
     try:
         while len(outcomes) < mesh.size:

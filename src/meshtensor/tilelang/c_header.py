@@ -4,12 +4,12 @@ Every kernel TileLang compiles for target ``"c"`` starts with ``#include
 <tl_templates/cpp/common.h>``, some 70,000 lines of C++ once preprocessed: g++ spends
 1.8 s on them at ``-O3`` before it reaches the kernel (0.2 s is left for a small
 kernel). :func:`header_flags` builds a precompiled header of them with g++ (about 4 s,
-once per flag set, kept under TileLang's cache directory) and returns the flags that
-make g++ read it: ``-include`` of a one-line header that includes ``common.h``, with the
-``.gch`` beside it. The kernel's own ``#include`` of ``common.h`` is then empty
-(``#pragma once``), so the compiled code is the same; g++ ignores a precompiled header
-built with other options and reads the text instead, so a mismatch costs time, never
-correctness.
+once per flag set, on that set's second compile; the 8 newest are kept under TileLang's
+cache directory) and returns the flags that make g++ read it: ``-include`` of a one-line
+header that includes ``common.h``, with the ``.gch`` beside it. The kernel's own
+``#include`` of ``common.h`` is then empty (``#pragma once``), so the compiled code is
+the same; g++ ignores a precompiled header built with other options and reads the text
+instead, so a mismatch costs time, never correctness.
 
 Only g++ is supported (clang's precompiled headers work differently); with another
 compiler, a cache directory that cannot be written, or ``MESHTENSOR_PCH=0`` in the
@@ -79,9 +79,30 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+#: Flag sets whose header failed to build in this process: not tried again.
+_FAILED: set[str] = set()
+#: How many precompiled headers (flag sets) the cache keeps; the oldest go first.
+KEEP = 8
+
+
+def _key(cxx: str, version: str, flags: list[str], templates: str) -> str | None:
+    """A name for the header built by this compiler with these flags from the template
+    folder as it is now (every file's size and time: ``common.h`` includes others,
+    and g++ does not check those when it reads a precompiled header)."""
+    folder = Path(templates) / Path(_HEADER).parent
+    try:
+        files = sorted((f.name, f.stat().st_size, f.stat().st_mtime_ns)
+                       for f in folder.iterdir() if f.is_file())
+    except OSError:
+        return None
+    return hashlib.sha256(repr((cxx, version, flags, templates, files)).encode()
+                          ).hexdigest()[:20]
+
+
 def header_flags(compile_flags: Sequence[str]) -> list[str]:
     """The flags that make g++ read TileLang's C header precompiled with
-    ``compile_flags`` (built on first use), or ``[]`` where that cannot be done.
+    ``compile_flags``, or ``[]``: the first compile with a flag set only notes it (a
+    one-off set does not pay the 4 s build), the second builds the header.
 
     >>> flags = header_flags(["-O0"])
     >>> flags == [] or (flags[0] == "-include" and flags[1].endswith("tl_common.h"))
@@ -95,29 +116,41 @@ def header_flags(compile_flags: Sequence[str]) -> list[str]:
     cxx, version = found
     flags = [item for flag in compile_flags for item in str(flag).split()]
     templates = _template_path()
-    source = Path(templates) / _HEADER
-    try:
-        stat = source.stat()
-    except OSError:
+    key = _key(cxx, version, flags, templates)
+    if key is None or key in _FAILED:
         return []
-    key = hashlib.sha256(repr((cxx, version, flags, templates, stat.st_size,
-                               stat.st_mtime_ns)).encode()).hexdigest()[:20]
     folder = _cache_root() / key
     header = folder / "tl_common.h"
     if any(c.isspace() for c in str(header)):
         return []  # TileLang splits every flag at white space
     gch = folder / "tl_common.h.gch"
-    if not gch.exists():
-        try:
+    if gch.exists():
+        return ["-include", str(header)]
+    try:
+        if not (folder / "seen").exists():
             folder.mkdir(parents=True, exist_ok=True)
-            with _locked(folder / "lock"):
-                if not gch.exists():
-                    _build(cxx, templates, flags, header, gch)
-        except (OSError, subprocess.SubprocessError):
+            (folder / "seen").touch()
             return []
-        if not gch.exists():
-            return []
+        with _locked(folder / "lock"):
+            if not gch.exists():
+                _build(cxx, templates, flags, header, gch)
+                _evict(folder.parent, KEEP)
+    except (OSError, subprocess.SubprocessError):
+        pass
+    if not gch.exists():
+        _FAILED.add(key)
+        return []
     return ["-include", str(header)]
+
+
+def _evict(root: Path, keep: int) -> None:
+    """Remove all but the ``keep`` newest precompiled headers under ``root`` (each
+    some 70 MB)."""
+    built = sorted(root.glob("*/tl_common.h.gch"), key=lambda f: f.stat().st_mtime,
+                   reverse=True)
+    for old in built[keep:]:
+        with contextlib.suppress(OSError):
+            old.unlink()
 
 
 def _build(cxx: str, templates: str, flags: list[str], header: Path, gch: Path) -> None:
