@@ -159,10 +159,11 @@ class Fuzzer:
              build_only: bool = False) -> dict:
         batch = batch.with_programs([c.program for c in cases])
         args = []
-        for c in cases:
-            for t in c.program.tensors:
-                args.append(c.inputs[t.name] if t.role == "in" else
-                            np.full(t.global_shape(batch), SENTINEL, dtype=t.dtype))
+        if not build_only:  # a build reads no argument
+            for c in cases:
+                for t in c.program.tensors:
+                    args.append(c.inputs[t.name] if t.role == "in" else
+                                np.full(t.global_shape(batch), SENTINEL, dtype=t.dtype))
         req = {"args": args, "compile": compile_, "flags": self.flags,
                "build_only": build_only}
         path = None
@@ -213,7 +214,7 @@ class Fuzzer:
         the tests' slice, where a third of the programs are refused there)."""
         keep, outs = [], []
         for c in cases:
-            ans = self.call(shell, [c], compile_=False, build_only=True)
+            ans = self.call(shell, [c], build_only=True)
             if ans["status"] == "ok":
                 keep.append(c)
             else:

@@ -91,8 +91,8 @@ def _key(cxx: str, version: str, flags: list[str], templates: str) -> str | None
     and g++ does not check those when it reads a precompiled header)."""
     folder = Path(templates) / Path(_HEADER).parent
     try:
-        files = sorted((f.name, f.stat().st_size, f.stat().st_mtime_ns)
-                       for f in folder.iterdir() if f.is_file())
+        stats = [(f.name, f.stat()) for f in folder.iterdir() if f.is_file()]
+        files = sorted((name, st.st_size, st.st_mtime_ns) for name, st in stats)
     except OSError:
         return None
     return hashlib.sha256(repr((cxx, version, flags, templates, files)).encode()

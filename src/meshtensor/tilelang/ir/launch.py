@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-from tvm import arith, tirx
+from tvm import arith, ir, tirx
 
 from ...mesh import Mesh
 from .evaluate import static_int
@@ -83,6 +83,10 @@ class Launch:
     >>> launch = Launch.of(k, Mesh({"row": 2, "col": 4}), "example")
     >>> launch.linear, [str(c) for c in launch.coords()]
     (True, ['bx // 4 % 2', 'bx % 4'])
+    >>> [v.tolist() for v in launch.env_of(np.array([1, 6])).values()]
+    [[1, 6]]
+    >>> str(launch.bound(arith.Analyzer()).simplify(launch.vars[0] % 8))
+    'bx'
     """
 
     mesh: Mesh
@@ -149,6 +153,20 @@ class Launch:
         if len(vals) == 1:
             return vals[0].astype(np.int64, copy=True)
         return np.ravel_multi_index(vals, self.mesh.shape).astype(np.int64)
+
+    def env_of(self, cores: np.ndarray) -> dict[tirx.Var, np.ndarray]:
+        """The launch variables' values on the cores with linear ids ``cores`` (the
+        inverse of :meth:`core_of`), to evaluate an expression there."""
+        if self.linear:
+            return {self.vars[0]: np.asarray(cores)}
+        return {v: self.mesh.coords[cores][:, a] for a, v in enumerate(self.vars)}
+
+    def bound(self, ana: arith.Analyzer) -> arith.Analyzer:
+        """``ana`` with each launch variable bound to its range ``[0, extent)``."""
+        extents = (self.mesh.size,) if self.linear else self.mesh.shape
+        for v, n in zip(self.vars, extents):
+            ana.bind(v, ir.Range.from_min_extent(0, n))
+        return ana
 
     def is_launch_var(self, var: tirx.Var) -> bool:
         return any(var.same_as(v) for v in self.vars)

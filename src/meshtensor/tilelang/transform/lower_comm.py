@@ -473,11 +473,7 @@ class _Lowering:
                 ana.bind(item.loop_var, ir.Range.from_min_extent(item.min, item.extent))
             elif isinstance(item, Let) and not self.planner._core_dependent(item.value):
                 ana.bind(item.var, item.value)
-        if self.launch.vars:
-            for v, n in zip(self.launch.vars, [self.mesh.size] if self.launch.linear
-                            else self.mesh.shape):
-                ana.bind(v, ir.Range.from_min_extent(0, n))
-        b = ana.const_int_bound(expr)
+        b = self.launch.bound(ana).const_int_bound(expr)
         return int(b.min_value), int(b.max_value), False
 
     # root range: static roots were checked when built; loop-variable roots here

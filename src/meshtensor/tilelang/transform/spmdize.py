@@ -555,8 +555,7 @@ def _per_core(region: tirx.Call, launch: Launch) -> tirx.Call:
     simplifier took 33 s instead of 1 s (a 4x3 mesh; found timing the fuzzer)."""
     load = region.args[0]
     mesh = launch.mesh
-    env = {launch.vars[0]: np.arange(mesh.size)} if launch.linear else \
-        {v: mesh.coords[:, a] for a, v in enumerate(launch.vars)}
+    env = launch.env_of(np.arange(mesh.size))
     starts = []
     for e in load.indices:
         if isinstance(e, (tirx.IntImm, tirx.Var)):
@@ -586,11 +585,7 @@ def _core_values(values: np.ndarray, launch: Launch, dtype: str, like: tirx.Prim
         for k, c in zip(unit, launch.coords()):
             if k:
                 e = e + (c if c.dtype == dtype else tirx.Cast(dtype, c)) * k
-        ana = arith.Analyzer()
-        extents = [mesh.size] if launch.linear else mesh.shape
-        for v, n in zip(launch.vars, extents):
-            ana.bind(v, ir.Range.from_min_extent(0, n))
-        return ana.simplify(e)
+        return launch.bound(arith.Analyzer()).simplify(e)
     if not _branches(like):
         return like
     table = _table_expr(launch.core_id(), {i: int(v) for i, v in enumerate(values)})
@@ -655,9 +650,7 @@ class _Rewriter:
         others = np.setdiff1d(np.arange(mesh.size), list(senders))
         if not len(others):
             return True
-        launch = self.launch
-        env = {launch.vars[0]: others} if launch.linear else \
-            {v: mesh.coords[others][:, a] for a, v in enumerate(launch.vars)}
+        env = self.launch.env_of(others)
         try:
             target = [np.broadcast_to(np.asarray(eval_np(e, env)), others.shape) for e in to]
         except ValueError:
