@@ -125,6 +125,10 @@ CASES = {
                           1, "grid", "permute", None),
     "permute-4x3-table-linear-launch": ({"row": 4, "col": 3}, lambda b, s: (
         _table(b // 3, (0, 2, 1, 3)), _table(b % 3, (2, 0, 1))), 1, "linear", "permute", None),
+    # the senders' coordinates are affine ((-x) mod 3); only the reader's own
+    # T.if_then_else branches
+    "permute-3x2-table": ({"row": 3, "col": 2}, lambda x, y, s: (_table(x, (0, 2, 1)), y),
+                          1, "grid", "permute", None),
     "local-2x4": ({"x": 2, "y": 4}, lambda x, y, s: (x, y), 2, "grid", "local",
                   "A[bx, by] -> local (own shard)"),
     "carried-1d-ring": ({"x": 4}, lambda b, s: ((b + s) % 4, 0), 4, "grid", "carried",
@@ -187,7 +191,8 @@ def test_comm_statements_in_the_output_tir(name):
     assert verify_mesh_tensors(out, owner_only=True) == []
 
 
-@pytest.mark.parametrize("name", ["permute-4x3-table", "permute-4x3-table-linear-launch"])
+@pytest.mark.parametrize("name", ["permute-4x3-table", "permute-4x3-table-linear-launch",
+                                  "permute-3x2-table"])
 def test_a_permute_sender_loads_its_own_tile(name):
     """The reader picks its tile through tables of its coordinates; each sender loads
     the tile its reader wants, which is its own: the load's start is affine in the
@@ -196,9 +201,20 @@ def test_a_permute_sender_loads_its_own_tile(name):
     out = spmdize(build(name))
     loads = [ln.strip() for ln in out.script().splitlines() if "T.copy(T.region(A[" in ln]
     assert len(loads) == 1, loads
-    want = "A[bx * 4, by * 4]" if name.endswith("table") else "A[bx // 3 * 4, bx % 3 * 4]"
+    want = "A[bx // 3 * 4, bx % 3 * 4]" if name.endswith("launch") else "A[bx * 4, by * 4]"
     assert loads[0].startswith(f"T.copy(T.region({want}, 1, 4, 4)"), loads[0]
     assert verify_mesh_tensors(out, owner_only=True) == []
+
+
+def test_a_start_branching_only_with_if_then_else_is_tabulated():
+    """A start whose per-core values fit no affine form becomes a table when it
+    branches; ``T.if_then_else`` counts (its op is ``tirx.if_then_else`` in TileLang's
+    TVM, which the first version missed: it kept such starts as they were)."""
+    from meshtensor.tilelang.transform.spmdize import _branches
+    x = tvm.tirx.Var("x", "int32")
+    assert _branches(tvm.tirx.if_then_else(x == 0, 1, 2) * 3)
+    assert _branches(tvm.tirx.Select(x == 0, 1, 2))
+    assert not _branches(x * 3 + 1)
 
 
 def test_skew_permute_sends_each_row_its_skewed_tile():
@@ -520,7 +536,7 @@ def _run(kernel, *arrays):
 RUN = ["broadcast-2x2-linear-launch", "shift-2x4", "shift-4x2-linear-launch",
        "carried-4x2-linear-ring", "permute-4x4-transpose", "carried-1d-ring",
        "carried-2x4-skew", "carried-2x4-broadcast-first", "permute-4x3-table",
-       "permute-4x3-table-linear-launch"]
+       "permute-4x3-table-linear-launch", "permute-3x2-table"]
 
 
 @pytest.mark.slow

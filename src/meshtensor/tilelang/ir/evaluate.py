@@ -118,7 +118,7 @@ def _eval(expr: Any, env: dict) -> Any:
         return np.logical_not(_eval(expr.a, env))
     if isinstance(expr, tirx.Select):
         return _select(expr.condition, expr.true_value, expr.false_value, env)
-    if isinstance(expr, tirx.Call) and getattr(expr.op, "name", None) in ("tirx.if_then_else", "tir.if_then_else"):
+    if is_if_then_else(expr):
         c, t, f = expr.args
         return _select(c, t, f, env)
     if isinstance(expr, tirx.Let):
@@ -130,6 +130,20 @@ def _eval(expr: Any, env: dict) -> Any:
         if str(expr.dtype).startswith(("int", "uint")):
             return _int64(v)
     raise ValueError(f"cannot evaluate {type(expr).__name__} {expr}")
+
+
+def is_if_then_else(expr: Any) -> bool:
+    """Whether ``expr`` is a call of ``T.if_then_else`` (its op is ``tirx.`` in the TVM
+    that TileLang bundles, ``tir.`` in others).
+
+    >>> import tilelang
+    >>> from tvm import tirx
+    >>> x = tirx.Var("x", "int32")
+    >>> is_if_then_else(tirx.if_then_else(x == 0, 1, 2)), is_if_then_else(x + 1)
+    (True, False)
+    """
+    return isinstance(expr, tirx.Call) and \
+        getattr(expr.op, "name", None) in ("tirx.if_then_else", "tir.if_then_else")
 
 
 def eval_np(expr: Any, env: dict) -> np.ndarray | int:

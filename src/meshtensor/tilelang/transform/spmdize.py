@@ -38,7 +38,7 @@ from tvm import arith, ir, tirx
 
 from ...boxes import clip_boxes, split_by_owner
 from ...mesh import Mesh
-from ..ir.evaluate import IterSpace, eval_np, iteration_space, region_box
+from ..ir.evaluate import IterSpace, eval_np, is_if_then_else, iteration_space, region_box
 from ..ir.kernel import KernelView
 from ..ir.launch import Launch, row_major
 from ..ir.metadata import MeshTensorEntry
@@ -597,8 +597,7 @@ def _branches(e: tirx.PrimExpr) -> bool:
     found = []
 
     def visit(node):
-        if isinstance(node, tirx.Select) or (
-                isinstance(node, tirx.Call) and getattr(node.op, "name", "") == "tir.if_then_else"):
+        if isinstance(node, tirx.Select) or is_if_then_else(node):
             found.append(node)
     tirx.stmt_functor.post_order_visit(tirx.Evaluate(e), visit)
     return bool(found)
