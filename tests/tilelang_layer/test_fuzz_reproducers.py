@@ -17,7 +17,11 @@ ValueError (their scripts compare).
   C vector type cannot build (stock TileLang too): refused, saying what to change;
 - spmdize_shift_in_a_1d_launch.py (from ``--mode spmdize``): spmdize's load for a
   shift read in a 1-D launch reached TileLang's copy lowering as a mod nest it folded
-  wrongly (spmdize now simplifies each mod before folding it).
+  wrongly (spmdize now simplifies each mod before folding it);
+- spmdize_permute_start_simplified_wrongly.py (``--mode spmdize``, seed 78): TVM's
+  simplifier changed the value of a permute sender's start (a 1-D launch on a 3-axis
+  mesh), so a core sent itself the wrong tile (spmdize now evaluates such starts per
+  core before simplifying, and checks every folded start).
 """
 import pathlib
 import runpy

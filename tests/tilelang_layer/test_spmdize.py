@@ -217,6 +217,22 @@ def test_a_start_branching_only_with_if_then_else_is_tabulated():
     assert not _branches(x * 3 + 1)
 
 
+def test_a_fold_that_changes_a_start_is_refused(monkeypatch):
+    """The sender's start after _fold_mods (TVM's simplifier inside) must have the
+    substituted start's values everywhere: a simplifier error refuses the copy."""
+    from meshtensor.tilelang.transform import spmdize as sp
+    real = sp._fold_mods
+
+    def off_by_one(call, ana):
+        out = real(call, ana)
+        load = out.args[0]
+        return tvm.tirx.Call(out.dtype, out.op, [tvm.tirx.BufferLoad(
+            load.buffer, [load.indices[0] + 1, *load.indices[1:]]), *out.args[1:]])
+    monkeypatch.setattr(sp, "_fold_mods", off_by_one)
+    with pytest.raises(ValueError, match="changes its value on some core"):
+        spmdize(build("shift-2x4"))
+
+
 def test_skew_permute_sends_each_row_its_skewed_tile():
     """Cannon's first step on 2x4: core (i, j) gets A(i, (i + j) % 4) from its owner."""
     ops = find_comm_ops(spmdize(build("carried-2x4-skew")))

@@ -635,11 +635,31 @@ class _Rewriter:
         vmap = {**self.fixed, **vmap}
         src = plan.copy.call.args[0]
         if vmap:
-            src = _fold_mods(tirx.stmt_functor.substitute(_inline_lets(src, plan.copy), vmap),
-                             _analyzer(plan.copy))
-        if tabulate:
-            src = _per_core(src, self.launch)
+            src = tirx.stmt_functor.substitute(_inline_lets(src, plan.copy), vmap)
+            if tabulate:  # exact values, before TVM's simplifier sees the nest
+                src = _per_core(src, self.launch)
+            src = self.folded(plan, src)
         return _copy(src, _region_call(_whole(stage), "w"))
+
+    def folded(self, plan: CopyPlan, src: tirx.Call) -> tirx.Call:
+        """``_fold_mods(src)``, checked: the TVM simplifier it runs has changed values
+        (``(x // 2) % 3`` of a nest holding ``bx % -6`` became ``bx % -6 % -6 // 2 *
+        -1``, 3 instead of 0 on a core of a 1-D launch; found by the spmdize fuzzer,
+        seed 78). At every point of the copy's iteration space the folded starts must
+        equal the substituted ones, else the copy is refused."""
+        out = _fold_mods(src, _analyzer(plan.copy))
+        try:
+            space = iteration_space(plan.copy, self.launch, WHERE)
+            same = all(np.array_equal(space.value(a), space.value(b))
+                       for a, b in zip(src.args[0].indices, out.args[0].indices))
+        except ValueError:  # a start that reads data was refused by the planner already
+            return out
+        if not same:
+            raise ValueError(f"{WHERE}: {plan.text}: simplifying the sender's region start "
+                             f"{src.args[0]} changes its value on some core (a TVM "
+                             f"simplifier error); write the read's coordinates without "
+                             f"nested mods of the block index")
+        return out
 
     def harmless(self, plan: CopyPlan, to: list[tirx.PrimExpr], senders: dict[int, int]) -> bool:
         """Whether every core that sends nothing still loads only its own shard with the
