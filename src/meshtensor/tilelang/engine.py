@@ -26,6 +26,7 @@ from .ir.comm_op import find_comm_ops
 from .ir.scope import find_calls
 from .logs import quiet_tilelang
 from .transform.lower_comm import WORKSPACE_ATTR, LowerMeshComm
+from .transform.narrow_float import FORMATS, legalize_narrow_floats, narrow_dtypes
 from .transform.select_min_max import select_min_max
 from .transform.tilelang_mesh import prepare_tilelang_mesh
 
@@ -62,6 +63,9 @@ class MeshKernel:
     jit_kernel: Any
     workspace: Any = None  # the scratch array passed as the last argument, if any
     mesh_tensors: tuple = ()
+    #: ``(parameter index, dtype)`` of each parameter of a narrow float dtype
+    #: (``bfloat16``, float8): the compiled kernel takes its bits, the caller the tensor
+    narrow: tuple = ()
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.mesh_tensors:
@@ -69,10 +73,13 @@ class MeshKernel:
         return self._run(*args, **kwargs)
 
     def _run(self, *args: Any, **kwargs: Any) -> Any:
-        if self.workspace is None:
-            return self.jit_kernel(*args, **kwargs)
-        # one kernel call at a time: the cores' buffers live in this one array
-        return self.jit_kernel(*args, self.workspace, **kwargs)
+        if self.narrow:
+            args = _as_bits(args, self.narrow)
+        out = (self.jit_kernel(*args, **kwargs) if self.workspace is None
+               # one kernel call at a time: the cores' buffers live in this one array
+               else self.jit_kernel(*args, self.workspace, **kwargs))
+        return _from_bits(out, getattr(self.jit_kernel, "out_idx", None), self.narrow) \
+            if self.narrow else out
 
     def _call_global(self, args: tuple, kwargs: dict) -> Any:
         n = len(self.prim_func.params)
@@ -162,7 +169,7 @@ def compile_mesh_kernel(func: tirx.PrimFunc, target: str = "c", **kw: Any) -> Me
     with quiet_tilelang():
         if not find_comm_ops(work):
             return MeshKernel(func, lowered, _compile(source, target, kw),
-                              mesh_tensors=prepared.params)
+                              mesh_tensors=prepared.params, narrow=_narrow_params(lowered))
         # buffers filled only by exchanges look uninitialised to TileLang's check
         configs = dict(kw.pop("pass_configs", None) or {})
         configs.setdefault(tilelang.PassConfigKey.TL_DISABLE_BUFFER_INIT_CHECK, True)
@@ -172,8 +179,111 @@ def compile_mesh_kernel(func: tirx.PrimFunc, target: str = "c", **kw: Any) -> Me
     nbytes = int(lowered.attrs[WORKSPACE_ATTR])
     device = "cuda" if str(target).startswith("cuda") else "cpu"
     return MeshKernel(func, lowered, jit, torch.empty(nbytes, dtype=torch.uint8, device=device),
-                      prepared.params)
+                      prepared.params, _narrow_params(lowered))
 
+
+def _narrow_params(func: tirx.PrimFunc) -> tuple:
+    out = []
+    for i, p in enumerate(func.params):
+        buf = func.buffer_map.get(p)
+        if buf is not None and str(buf.dtype) in FORMATS:
+            out.append((i, str(buf.dtype)))
+    return tuple(out)
+
+
+def _as_bits(args: tuple, narrow: tuple) -> tuple:
+    """The caller's narrow float tensors as views of their bits (the compiled kernel's
+    parameters are ``uint16``/``uint8``); a tensor of another dtype is refused here,
+    where the message can name the dtype the kernel wants."""
+    import torch
+
+    args = list(args)
+    for i, dtype in narrow:
+        if i >= len(args):
+            continue
+        a = args[i]
+        bits = getattr(torch, FORMATS[dtype].storage)
+        # a format torch has no dtype for travels as its bits (ml_dtypes' .view)
+        want = getattr(torch, dtype, None) or bits
+        if not isinstance(a, torch.Tensor):
+            raise TypeError(f"MeshKernel: argument {i} must be a torch tensor of dtype "
+                            f"{dtype}, got {type(a).__name__}")
+        if a.dtype != want:
+            raise ValueError(f"MeshKernel: argument {i} must have dtype {want} (the "
+                             f"kernel's parameter is {dtype}), got {a.dtype}")
+        args[i] = a.view(bits)
+    return tuple(args)
+
+
+def _from_bits(out: Any, idx: Any, narrow: tuple) -> Any:
+    """Tensors the kernel allocated for its ``out_idx`` parameters, viewed as their
+    dtype."""
+    import torch
+
+    if out is None or idx is None:
+        return out
+    outs = out if isinstance(out, (list, tuple)) else [out]
+    idx = [idx] if isinstance(idx, int) else list(idx)
+    names = dict(narrow)
+    fixed = [o.view(getattr(torch, names[int(i)], o.dtype)) if int(i) in names else o
+             for o, i in zip(outs, idx)]
+    return fixed if isinstance(out, (list, tuple)) else fixed[0]
+
+
+def _narrow_context(target: str) -> Any:
+    """TileLang's kernel cache and backend context for ``target``, with the CPU pipeline's
+    ``BF16ComputeLegalize`` step replaced by :func:`legalize_narrow_floats` (TileLang's
+    own pipeline function, run with that one name bound to ours)."""
+    import dataclasses
+    import types
+
+    import tilelang.cpu.pipeline as cpu_pipeline
+    from tilelang.backend.pass_pipeline import PassPipeline
+    from tilelang.cache import _resolve_cache_dispatch
+
+    cache, context, _ = _resolve_cache_dispatch(target, None, None, None)
+    stock = cpu_pipeline.CPUPassPipelineBody
+    if "BF16ComputeLegalize" not in stock.__code__.co_names or \
+            "tirx" not in stock.__code__.co_names:  # pragma: no cover (other TileLang)
+        raise ValueError("compile_mesh_kernel: this TileLang's CPU pipeline has no "
+                         "BF16ComputeLegalize step to replace; bfloat16/float8 kernels need "
+                         "tilelang==0.1.15")
+
+    class _Transform:
+        def __getattr__(self, name: str) -> Any:
+            if name == "BF16ComputeLegalize":
+                return _legalize_pass
+            return getattr(tirx.transform, name)
+
+    class _Tirx:
+        transform = _Transform()
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(tirx, name)
+
+    glb = dict(stock.__globals__)
+    glb["tirx"] = _Tirx()
+    body = types.FunctionType(stock.__code__, glb, stock.__name__, stock.__defaults__,
+                              stock.__closure__)
+    module = dataclasses.replace(context.module, name="meshtensor-narrow-float", pipelines={
+        kind: PassPipeline(kind, body) for kind in context.module.pipelines})
+    return cache, dataclasses.replace(context, module=module)
+
+
+def _legalize_pass() -> Any:
+    from .transform.narrow_float import LegalizeNarrowFloats
+
+    return LegalizeNarrowFloats()
+
+
+def _narrow_float_version() -> str:
+    """A digest of the narrow float lowering's source: TileLang's kernel cache keys on
+    the function, not on the pipeline that compiles it, so the function carries it."""
+    import hashlib
+
+    from .transform import narrow_float
+    with open(narrow_float.__file__, "rb") as f:
+        return hashlib.sha1(f.read()).hexdigest()[:16]
 
 #: a gather in TileLang's C source: a vector of loads at the lanes of an index vector
 _GATHER = re.compile(r"\(\w+\[(\w+)\.s0\],\s*\w+\[\1\.s1\]")
@@ -185,6 +295,11 @@ def _compile(source: tirx.PrimFunc, target: str, kw: dict) -> Any:
     import tilelang
 
     try:
+        if narrow_dtypes(source):
+            if str(target).split()[0] != "c":
+                raise ValueError(f"compile_mesh_kernel: bfloat16/float8 kernels run on "
+                                 f"target 'c' here, got target {target!r}")
+            return _compile_narrow(source, target, kw)
         return tilelang.compile(source, target=target, **kw)
     except Exception as e:  # noqa: BLE001 (TileLang wraps the compiler's error)
         text = str(e)  # TileLang's message holds the C source, not the compiler's error
@@ -201,6 +316,40 @@ def _compile(source: tirx.PrimFunc, target: str, kw: dict) -> Any:
             "vector from separate lanes, which its vec_type cannot. Copy element by "
             "element in a T.serial loop, or make the start a multiple of the copy's "
             f"width. The C line: {line.strip()[:300]}") from None
+
+
+def _bits_params(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    """Each narrow float parameter becomes a parameter of its bits (``uint16``/``uint8``,
+    which TileLang's host wrapper has a C type for) that the kernel's own buffer views:
+    a let binds the buffer's data to the new parameter's."""
+    from tvm import ir
+
+    new_map, binds = dict(func.buffer_map), []
+    for p, buf in func.buffer_map.items():
+        fmt = FORMATS.get(str(buf.dtype))
+        if fmt is None:
+            continue
+        data = tirx.Var(f"{buf.name}_bits", ir.PointerType(ir.PrimType(fmt.storage), "global"))
+        new_map[p] = tirx.decl_buffer(buf.shape, fmt.storage, f"{buf.name}_bits", data=data,
+                                      strides=buf.strides, elem_offset=buf.elem_offset)
+        binds.append(tirx.Bind(buf.data, data))
+    if not binds:
+        return func
+    return tirx.PrimFunc(func.params, tirx.SeqStmt(binds + [func.body]), func.ret_type,
+                         new_map, func.attrs)
+
+
+def _compile_narrow(source: tirx.PrimFunc, target: str, kw: dict) -> Any:
+    """``tilelang.compile`` (the same kernel cache) with the narrow float lowering."""
+    kw = dict(kw)
+    cache, context = _narrow_context(target)
+    source = _bits_params(source).with_attr("meshtensor.narrow_float",
+                                            _narrow_float_version())
+    out_idx = kw.pop("out_idx", None)
+    return cache.cached(source, out_idx, backend_context=context,
+                        verbose=bool(kw.pop("verbose", False)),
+                        pass_configs=kw.pop("pass_configs", None),
+                        compile_flags=kw.pop("compile_flags", None), **kw)
 
 
 def _refuse_comm_ops(func_or_mod: Any) -> None:
