@@ -61,9 +61,9 @@ def test_without_enable_the_kernel_says_to_call_it(monkeypatch):
         T.MeshTensor  # noqa: B018
     with pytest.raises(AttributeError, match="has no attribute 'no_such_name'$"):
         T.no_such_name  # noqa: B018
-    with pytest.raises(AttributeError, match="T.Tiles is a Tilelang-Mesh name that meshtensor "
-                                             "does not emulate"):
-        T.Tiles  # noqa: B018
+    with pytest.raises(AttributeError, match="T.dma_load is a Tilelang-Mesh name that "
+                                             "meshtensor does not emulate"):
+        T.dma_load  # noqa: B018
 
 
 def test_mesh_helpers_need_a_mesh(monkeypatch):
@@ -160,16 +160,32 @@ def test_from_sharding_refuses_what_no_policy_states(sharding, match):
      "Invalid x-split dimension: -1, tensor rank is 2"),
     (lambda: Policy(cross_mesh_dim=3).to_sharding(MESH24, 2), ValueError,
      "Invalid cross_mesh_dim: 3, tensor rank is 2"),
-    (lambda: Policy(replicate=1), TypeError, "replicate must be a MeshReplicationType"),
+    (lambda: Policy(replicate="ROW"), TypeError, "replicate must be a MeshReplicationType"),
+    (lambda: Policy(replicate=7), ValueError, r"replicate 7 is not a MeshReplicationType value"),
     (lambda: Policy(x="1"), TypeError, "x must be an int dim or None"),
     (lambda: tm.MeshTensor((4, 4), {"x": 1}, (2, 2)), TypeError,
      "sharding_policy must be a T.MeshShardingPolicy"),
     (lambda: tm.MeshTensor((4, 4), Policy(x=1), (2, 0)), ValueError, "ncols must be a positive"),
     (lambda: tm.MeshTensor((T.dynamic("m"), 4), Policy(x=1), (2, 2)), ValueError,
-     "symbolic shapes are not supported"),
+     "symbolic T.MeshTensor shapes are not supported"),
+    (lambda: tm.MeshTensor((4, 4)), TypeError, "MeshTensor requires a placement"),
+    (lambda: tm.MeshTensor((4, 4), Policy(x=1), sharding_policy=Policy(y=0)), TypeError,
+     "Specify only one of placement or the legacy sharding_policy argument"),
+    (lambda: tm.MeshTensor((4, 4), [T.placement.S(0)]), ValueError,
+     "placements must contain exactly two mesh axes, got 1"),
+    (lambda: tm.MeshTensor((4, 4), [T.placement.S(0), "x"]), TypeError,
+     "col placement must be Shard or Replicate"),
+    (lambda: tm.MeshTensor((4, 4), T.placement.full_shard(0, 2)), ValueError,
+     "Invalid col shard dimension: 2, tensor rank is 2"),
+    (lambda: T.placement.S(-1), ValueError, "Shard.dim must be a non-negative int"),
+    (lambda: Policy([T.placement.S(0), T.placement.R()], y=1), ValueError,
+     "placements cannot be combined with legacy sharding arguments"),
 ], ids=["cross_and_y", "row_with_x", "column_with_y", "y_range", "x_negative", "cross_range",
-        "replicate_int", "x_str", "policy_type", "mesh_config", "symbolic"])
+        "replicate_str", "replicate_int_range", "x_str", "policy_type", "mesh_config",
+        "symbolic", "no_placement", "two_placements", "placement_length",
+        "placement_type", "placement_range", "shard_negative", "placements_and_legacy"])
 def test_policy_and_mesh_tensor_errors(make, exc, match):
+    tm.enable(mesh=(2, 2))
     with pytest.raises(exc, match=match):
         make()
 
@@ -241,9 +257,9 @@ def test_core_helpers():
         tm.comm.current_core()
 
 
-def _kernel_with(make_op, mesh=(2, 2)):
+def _kernel_with(make_op, mesh=(2, 2), compat=None):
     """Build a kernel whose body is one op made by ``make_op(cid, bufs)``."""
-    tm.enable(mesh=mesh)
+    tm.enable(mesh=mesh, compat=compat)
     n = mesh[0] * mesh[1]
 
     @T.prim_func
@@ -276,9 +292,18 @@ FORK_CHECKS = [
     ("reduce_dtype", lambda c, b: T.comm.all_reduce(b["SI"], b["O"], "sum", "h"), ValueError,
      r"dtypes must match for all_reduce\."),
     ("rank", lambda c, b: T.comm.broadcast(b["S"], b["G"], 0), ValueError,
-     r"must have the same number of dimensions for broadcast"),
+     r"T.comm.broadcast rank mismatch: dst has non-1 extra leading dimension; src=\[2, 3\], "
+     r"dst=\[2, 2, 3\]"),
+    ("buffers_exact", lambda c, b: T.comm.broadcast(b["S"], b["D4"], 0), ValueError,
+     r"extent mismatch: exact match is required for Buffer-to-Buffer operation"),
     ("src_larger", lambda c, b: T.comm.put(b["S"], b["D4"][0:1, 0:3], 0, 1), ValueError,
-     r"Source buffer size larger than destination buffer size: 6 vs 3"),
+     r"mixed-region operation requires the same number of non-1 extents after squeezing"),
+    ("src_extent_larger", lambda c, b: T.comm.put(b["D4"][0:4, 0:3], b["G"][0, 0:2, 0:3], 0, 1),
+     ValueError, r"src extent is larger than dst extent at matched axis; src dim 0 extent=4"),
+    ("two_loads", lambda c, b: T.comm.put(b["S"][0, 0], b["D"][0, 0], 0, 1), ValueError,
+     r"cannot infer extents when both operands are BufferLoad values"),
+    ("starts_outside", lambda c, b: T.comm.broadcast(b["S"], b["D4"][4:6, 0:3], 0), ValueError,
+     r"T.comm.broadcast region starts outside buffer shape: D4\[dim=0\], min=4"),
     ("size_past_src", lambda c, b: T.comm.broadcast(b["S"], b["D"], 0, size=7), ValueError,
      r"size 7 exceeds source buffer size 6\."),
     ("size_past_send", lambda c, b: T.comm.all_gather(b["S"], b["G"], "h", size=9), ValueError,
@@ -329,8 +354,16 @@ FORK_CHECKS = [
      r"T.comm.put requires src_core and dst_core to be different"),
     ("dst_global", lambda c, b: T.comm.broadcast(b["S"], b["X"], 0), ValueError,
      r"dst 'X' is a global-memory buffer"),
-    ("region_range", lambda c, b: T.comm.broadcast(b["S"], b["D4"][3:5, 0:3], 0), ValueError,
-     r"region \[3, 5\) runs outside dim 0 of size 4"),
+    ("clipped_then_too_small", lambda c, b: T.comm.broadcast(b["S"], b["D4"][3:5, 0:3], 0),
+     ValueError, r"mixed-region operation requires the same number of non-1 extents after "
+                 r"squeezing unit dimensions; src=\[2, 3\], dst=\[1, 3\]"),
+]
+#: the older fork's compact operand rule (compat="2025")
+FORK_CHECKS_2025 = [
+    ("rank", lambda c, b: T.comm.broadcast(b["S"], b["G"], 0), ValueError,
+     r"must have the same number of dimensions for broadcast"),
+    ("src_larger", lambda c, b: T.comm.put(b["S"], b["D4"][0:1, 0:3], 0, 1), ValueError,
+     r"Source buffer size larger than destination buffer size: 6 vs 3"),
     ("load_not_region", lambda c, b: T.comm.broadcast(b["S"][0, 0], b["D"], 0), TypeError,
      r"src must be a per-core buffer or a region of one"),
 ]
@@ -340,6 +373,44 @@ FORK_CHECKS = [
 def test_fork_checks_are_errors(name, make, exc, match):
     with pytest.raises(exc, match=match):
         _kernel_with(make)
+
+
+@pytest.mark.parametrize("name, make, exc, match", FORK_CHECKS_2025,
+                         ids=[t[0] for t in FORK_CHECKS_2025])
+def test_the_2025_fork_checks_under_compat(name, make, exc, match):
+    try:
+        with pytest.raises(exc, match=match):
+            _kernel_with(make, compat="2025")
+    finally:
+        tm.enable(mesh=(2, 2))
+
+
+def test_upstream_operand_rules():
+    """SUNMMIO's region rules: an element A[i, j] takes its extents from the other
+    operand, unit dims are squeezed, the destination shrinks to the source, a slice past
+    the buffer's edge is clipped with the upstream's warning."""
+    def ops(c, b):
+        T.comm.broadcast(b["S"][0, 0], b["D4"][0:2, 0:3], 0)          # load: (2, 3)
+        T.comm.put(b["S"][0:1, 0:3], b["O"], 0, 1)                    # (1, 3) into (2,)?
+    with pytest.raises(ValueError, match=r"src extent is larger than dst extent at matched "
+                                         r"axis; src dim 1 extent=3, dst dim 0 extent=2"):
+        _kernel_with(ops)
+
+    def ok(c, b):
+        T.comm.broadcast(b["S"][0, 0], b["D4"][0:2, 0:3], 0)
+        T.comm.put(b["S"][0:1, 0:2], b["O"], 0, 1)
+        T.comm.broadcast(b["S"][1, 0:3], b["D4"], 0)
+        T.comm.all_gather(b["S"], b["G"][0, 0, 0], "h")
+
+    k = _kernel_with(ok)
+    bc, put, bc2, gat = find_comm_ops(k)
+    assert bc.static_extents("src") == (2, 3) and bc.static_extents("dst") == (2, 3)
+    assert put.static_extents("src") == (1, 2) and put.static_extents("dst") == (2,)
+    assert bc2.static_extents("dst") == (1, 3) and put.params["size"] == 2
+    assert gat.static_extents("dst") == (2, 2, 3)
+    with pytest.warns(UserWarning, match=r"explicit BufferRegion exceeds buffer shape and will "
+                                         r"be clipped: D4\[dim=0\], min=3, extent=2"):
+        _kernel_with(lambda c, b: T.comm.broadcast(b["S"][0:1, 0:3], b["D4"][3:5, 0:3], 0))
 
 
 LOWERING_REFUSALS = [
@@ -508,29 +579,30 @@ def test_prepare_finds_every_way_a_mesh_tensor_is_written(name):
     assert [w for _, _, w in prepare_tilelang_mesh(k).params] == [written]
 
 
-def test_the_mesh_tensor_registry_forgets_kernels_that_are_gone(monkeypatch):
-    """T.MeshTensor records its parameter buffers process-wide; entries of kernels
-    nobody holds any more are dropped as the registry grows, live kernels keep theirs.
-    It used to keep every parameter of every kernel ever built."""
-    from meshtensor.tilelang.ir import mesh_param
+def test_mesh_tensor_records_live_in_the_kernel():
+    """The T.MeshTensor records travel in the kernel's function attributes (nothing
+    process-wide): a kernel saved and loaded keeps them, and two kernels built from
+    one annotation each have their own."""
+    import tvm
+    from meshtensor.tilelang.ir.mesh_param import ATTR
     tm.enable(mesh=(2, 2))
-    monkeypatch.setattr(mesh_param, "_REGISTRY", {})
-    monkeypatch.setattr(mesh_param, "_SWEEP_MIN", 8)
-    monkeypatch.setattr(mesh_param, "_SWEEP", {"at": 8})
+    ann = T.MeshTensor((6, 4), T.MeshShardingPolicy(y=0, x=1), (2, 2), "float32")
 
-    def build(n):
+    def build():
         @T.prim_func
-        def k(A: T.MeshTensor((n, 4), T.MeshShardingPolicy(y=0, x=1), (2, 2), "float32")):
-            with T.Kernel(4) as cid:
+        def k(A: ann, B: T.MeshTensor((5,), T.placement.mesh_as_line(0), "int32")):
+            with T.Kernel() as cid:
                 A[0, 0] = 1.0
         return k
 
-    kept = [build(4), build(6)]
-    for n in range(40):
-        build(8 + n)
-    assert mesh_param._counts_refs()
-    assert len(mesh_param._REGISTRY) <= 16
-    assert [mesh_params(k)[0].global_shape for k in kept] == [(4, 4), (6, 4)]
+    k1, k2 = build(), build()
+    assert ATTR in k1.attrs and not k1.same_as(k2)
+    p = mesh_params(k1)
+    assert [(q.name, q.global_shape, q.shard_shape) for q in p.values()] == [
+        ("A", (6, 4), (3, 2)), ("B", (5,), (2,))]
+    back = tvm.ir.load_json(tvm.ir.save_json(k1))
+    assert mesh_params(back) == p
+    assert p[1].sharding.dim_bounds((5,), 0).tolist() == [0, 2, 3, 4, 5]  # balanced
 
 
 # -- traffic: the closed forms of docs/tilelang_mesh.md ----------------------------------------

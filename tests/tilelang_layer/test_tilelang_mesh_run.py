@@ -88,8 +88,8 @@ def _shifted(p):
     return Policy(x=f(p.x), y=f(p.y), replicate=p.replicate, cross_mesh_dim=f(p.cross_mesh_dim))
 
 
-def policies_kernel():
-    tm.enable(mesh=(R, C))
+def policies_kernel(compat=None):
+    tm.enable(mesh=(R, C), compat=compat)
     cfg, F = (R, C), "float32"
     P = [POLICIES[k][0] for k in NAMES]
     S = [_shifted(p) for p in P]
@@ -126,9 +126,25 @@ def policies_kernel():
     return kernel
 
 
-@pytest.fixture(scope="module")
-def policies():
-    return compile_mesh_kernel(policies_kernel(), compile_flags=FLAGS)
+@pytest.fixture(scope="module", params=[None, "2025"], ids=["balanced", "compat2025"])
+def policies(request):
+    """The kernel under SUNMMIO's current balanced split, and under the older fork's
+    ceil blocks (``compat="2025"``)."""
+    try:
+        kernel = compile_mesh_kernel(policies_kernel(request.param), compile_flags=FLAGS)
+    finally:
+        tm.enable(mesh=(R, C))
+    return _Compiled(kernel, "ceil" if request.param == "2025" else "balanced")
+
+
+class _Compiled:
+    """A compiled kernel and the split rule it was built under."""
+
+    def __init__(self, kernel, split):
+        self.kernel, self.split = kernel, split
+
+    def __call__(self, *args):
+        return self.kernel(*args)
 
 
 def _args(seed, flag):
@@ -153,7 +169,7 @@ def test_every_policy_puts_each_core_on_its_shard(policies, seed):
     mesh = Mesh({"row": R, "col": C})
     for k, (name, x, out) in enumerate(zip(NAMES, ins, outs)):
         policy, f = POLICIES[name]
-        sharding = policy.to_sharding(mesh, 2)
+        sharding = policy.to_sharding(mesh, 2, G, split=policies.split)
         np.testing.assert_array_equal(out[0].numpy(), 2 * x + 1, err_msg=name)
         starts, stops = sharding.regions(G)
         owner = np.full(G, -1.0, dtype=np.float32)

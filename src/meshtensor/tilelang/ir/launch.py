@@ -1,11 +1,25 @@
 """The launch of a mesh kernel: which core runs which program.
 
-A mesh kernel is one program per core. ``T.Kernel(n0, n1[, n2])`` with the grid equal
-to the mesh shape puts block ``(b0, b1, ...)`` on the core with those coordinates
-(``blockIdx.x`` is mesh axis 0, ``blockIdx.y`` axis 1, ``blockIdx.z`` axis 2); a 1-D
-launch ``T.Kernel(mesh.size)`` numbers the cores by their linear (row-major) id. Every
-pass asks one :class:`Launch` value for core coordinates, as TIR expressions (to
-rewrite a kernel) or as NumPy arrays (to evaluate it); none re-derives them.
+A mesh kernel is one program per core. Two conventions bind block indices to cores:
+
+- **ours** (``mesh_comm`` kernels, the seed's helpers, ``spmdize``): ``T.Kernel(n0, n1[,
+  n2])`` with the grid equal to the mesh shape puts block ``(b0, b1, ...)`` on the core
+  with those coordinates (``blockIdx.x`` is mesh axis 0, ``blockIdx.y`` axis 1,
+  ``blockIdx.z`` axis 2): on a ``{"x": 4, "y": 4}`` mesh block ``(bx, by)`` is core
+  ``(x=bx, y=by)``;
+- **SUNMMIO's** (kernels written for its TileLang: ``T.comm`` ops or ``T.MeshTensor``
+  parameters): ``T.Kernel()`` (or ``T.Kernel(T.mesh_ncores())``) is one program per
+  core, its variable the linear core id ``row * ncols + col``; a grid ``T.Kernel(gx,
+  gy[, gz])`` numbers its blocks as CUDA and TileLang do, ``b = bx + gx * (by + gy *
+  bz)``, and block ``b`` runs on core ``b`` (the upstream's SUMMA ``T.Kernel(ncols,
+  nrows) as (bx, by)`` is block ``(bx, by)`` on core row ``by``, column ``bx``); a grid
+  of more blocks than cores runs as a loop on each core over blocks ``core, core + n,
+  core + 2n, ...`` (:func:`upstream_launch` writes both as a 1-D launch).
+
+Either way a 1-D launch ``T.Kernel(mesh.size)`` numbers the cores by their linear
+(row-major) id. Every pass asks one :class:`Launch` value for core coordinates, as TIR
+expressions (to rewrite a kernel) or as NumPy arrays (to evaluate it); none re-derives
+them.
 """
 
 from __future__ import annotations
@@ -19,7 +33,7 @@ from tvm import arith, ir, tirx
 from ...mesh import Mesh
 from .evaluate import static_int
 
-__all__ = ["Launch", "row_major", "unravel", "BLOCK_TAGS"]
+__all__ = ["Launch", "row_major", "unravel", "BLOCK_TAGS", "upstream_launch"]
 
 BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 
@@ -170,3 +184,105 @@ class Launch:
 
     def is_launch_var(self, var: tirx.Var) -> bool:
         return any(var.same_as(v) for v in self.vars)
+
+
+def upstream_launch(func: tirx.PrimFunc, mesh: Mesh, where: str, has_comm: bool = False
+                    ) -> tirx.PrimFunc:
+    """A SUNMMIO kernel's launch as one program per core (a 1-D launch of
+    ``mesh.size``), binding its block indices as the upstream does: block ``b = bx + gx
+    * (by + gy * bz)`` runs on core ``b``; with more blocks than cores, core ``c`` runs
+    blocks ``c, c + n, ...`` in a loop (a guard skips the last wave's missing blocks);
+    with fewer, the cores past the grid run nothing. ``has_comm``: the kernel holds comm
+    ops, which every core must reach equally often, so a grid that leaves some cores
+    with fewer blocks is a ``ValueError`` (the chip cannot run it either). A kernel
+    already launched as one program per core comes back unchanged.
+
+    >>> import tilelang
+    >>> import tilelang.language as T
+    >>> from meshtensor import Mesh
+    >>> @T.prim_func
+    ... def k():
+    ...     with T.Kernel(4, 2, threads=1) as (bx, by):
+    ...         T.evaluate(by * 4 + bx)
+    >>> f = upstream_launch(k, Mesh({"row": 2, "col": 4}), "example")
+    >>> [str(lp.extent) for lp in _block_loops(f)]
+    ['8']
+    """
+    loops = _block_loops(func)
+    if not loops:
+        return func
+    tags = [lp.thread_binding.thread_tag for lp in loops]
+    if len(set(tags)) != len(tags):
+        raise ValueError(f"{where}: the kernel launches blocks more than once ({tags}); a "
+                         f"mesh kernel is one T.Kernel")
+    extents = [static_int(lp.extent) for lp in loops]
+    if None in extents:
+        raise ValueError(f"{where}: the launch grid {[str(lp.extent) for lp in loops]} is "
+                         f"symbolic; SUNMMIO's chip runs T.Kernel() (one program per core) "
+                         f"or a grid of a known number of blocks")
+    n = mesh.size
+    order = sorted(range(len(loops)), key=lambda i: tags[i])
+    grid = [extents[i] for i in order]
+    total = int(np.prod(grid, dtype=np.int64))
+    if len(loops) == 1 and total == n:
+        return func
+    if has_comm and total % n:
+        raise ValueError(f"{where}: the launch grid {tuple(grid)} has {total} blocks for the "
+                         f"{n} cores of the mesh {mesh.as_dict}, so cores run different "
+                         f"numbers of blocks and its comm ops, which every core must reach "
+                         f"equally often, cannot run (on the chip either); launch T.Kernel() "
+                         f"(one program per core) or a multiple of {n} blocks")
+    outer = loops[order[0]] if tags[order[0]] == "blockIdx.x" else loops[0]
+    first = loops[0]  # the outermost block loop: the nest is replaced from here
+    inner = loops[-1].body
+    cid = tirx.Var("cid", "int32")
+    waves = -(-total // n)
+    w = tirx.Var("w", "int32")
+    b: Any = cid if waves == 1 else w * n + cid
+    binds = []
+    rest: Any = b
+    for i, lp in zip(order, (loops[i] for i in order)):
+        size = extents[i]
+        if size == total:
+            value = rest
+        else:
+            value = tirx.floormod(rest, size)
+        binds.append(tirx.Bind(lp.loop_var, value if value.dtype == lp.loop_var.dtype
+                               else tirx.Cast(lp.loop_var.dtype, value)))
+        rest = tirx.floordiv(rest, size)
+    def wrap(body: Any) -> Any:
+        body = tirx.SeqStmt(binds + [body])
+        if total % n or total < n:
+            body = tirx.IfThenElse(b < total, body, None)
+        if waves > 1:
+            body = tirx.For(w, tirx.IntImm("int32", 0), tirx.IntImm("int32", waves),
+                            tirx.ForKind.SERIAL, body)
+        return body
+
+    # the block indices are bound inside TileLang's root block, where the kernel's code
+    # starts (the thread bindings and the block's allocations stay where TileLang puts
+    # them)
+    done: list = []
+
+    def root(node: Any) -> Any:
+        if done or node.block.name_hint != "tilelang_root":
+            return None
+        done.append(node)
+        blk = node.block
+        return tirx.SBlockRealize(node.iter_values, node.predicate, tirx.SBlock(
+            blk.iter_vars, blk.reads, blk.writes, blk.name_hint, wrap(blk.body), blk.init,
+            blk.alloc_buffers, blk.match_buffers, blk.annotations))
+
+    inner = tirx.stmt_functor.ir_transform(inner, None, root, ["tirx.SBlockRealize"])
+    if not done:
+        raise ValueError(f"{where}: the kernel has no T.Kernel body block (tilelang_root) "
+                         f"to run its blocks in")
+    iv = tirx.IterVar(ir.Range.from_min_extent(0, n), cid, 1, "blockIdx.x")
+    new_loop = tirx.For(cid, tirx.IntImm("int32", 0), tirx.IntImm("int32", n),
+                        tirx.ForKind.THREAD_BINDING, inner, iv, outer.annotations)
+
+    def post(node: Any) -> Any:
+        return new_loop if node.same_as(first) else None
+
+    out = tirx.stmt_functor.ir_transform(func.body, None, post, ["tirx.For"])
+    return tirx.PrimFunc(func.params, out, func.ret_type, func.buffer_map, func.attrs)

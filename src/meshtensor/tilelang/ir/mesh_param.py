@@ -1,15 +1,14 @@
-"""Kernel parameters that are distributed tensors (Tilelang-Mesh's ``T.MeshTensor``):
-inside the kernel a parameter has one core's shard shape; the caller passes the global
-tensor.
+"""Kernel parameters that are distributed tensors (SUNMMIO's ``T.MeshTensor``): inside
+the kernel a parameter has one core's slot shape; the caller passes the global tensor.
 
-:class:`MeshParam` is the typed record of one such parameter (global shape, shard
-shape, :class:`meshtensor.Sharding`, dtype, the layout the kernel named). The language
-layer registers each parameter buffer it creates (:func:`register`, keyed by the
-buffer's data variable, as ``mesh_tensor_info`` keys buffers; entries of kernels that
-nothing holds any more are dropped as the registry grows); passes find them with
-:func:`mesh_params`. :meth:`MeshParam.scatter` and :meth:`MeshParam.gather` move
-between the global tensor and the per-core stack ``(cores, *shard_shape)`` the lowered
-kernel takes: cells of a shard past the global edge are zero going in and dropped
+:class:`MeshParam` is the typed record of one such parameter (global shape, slot shape,
+:class:`meshtensor.Sharding`, dtype, the layout and placement the kernel named). The
+records travel with the kernel, in its function attribute :data:`ATTR` (as TileLang's
+passes read their ``tl.*`` attributes and the upstream its ``tensor_meta``): the
+language layer writes it when the kernel is built (:func:`with_mesh_params`), passes
+read it with :func:`mesh_params`. :meth:`MeshParam.scatter` and :meth:`MeshParam.gather`
+move between the global tensor and the per-core stack ``(cores, *slot_shape)`` the
+lowered kernel takes: cells of a slot past the core's part are zero going in and dropped
 coming out, and the copies of a replicated tensor must agree coming out.
 
 >>> import tilelang
@@ -22,9 +21,8 @@ coming out, and the copies of a replicated tensor must agree coming out.
 
 from __future__ import annotations
 
-import ctypes
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 from tvm import tirx
@@ -32,7 +30,10 @@ from tvm import tirx
 from ...mesh import Mesh
 from ...sharding import Sharding
 
-__all__ = ["MeshParam", "register", "registered", "mesh_params"]
+__all__ = ["MeshParam", "mesh_params", "with_mesh_params", "ATTR"]
+
+#: the function attribute holding a kernel's ``T.MeshTensor`` records, by parameter name
+ATTR = "meshtensor.mesh_params"
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,11 @@ class MeshParam:
     dtype: str
     layout: str | None = None
     policy: str = ""
+    #: each core's slot, when the kernel states it (else the sharding's tile shape)
+    local_shape: tuple[int, ...] | None = None
+    #: the ``rank_placement=`` the kernel named, as text (recorded; multi-chip kernels
+    #: split over ranks first)
+    rank_placement: str | None = None
 
     @property
     def mesh(self) -> Mesh:
@@ -60,7 +66,38 @@ class MeshParam:
     @property
     def shard_shape(self) -> tuple[int, ...]:
         """The per-core shape the kernel sees (every split dim ceil-divided)."""
+        if self.local_shape is not None:
+            return tuple(self.local_shape)
         return self.sharding.tile_shape(self.global_shape)
+
+    def named(self, name: str) -> "MeshParam":
+        """This record for a parameter called ``name``."""
+        return MeshParam(name, self.global_shape, self.sharding, self.dtype, self.layout,
+                         self.policy, self.local_shape, self.rank_placement)
+
+    def to_attr(self, index: int) -> dict[str, Any]:
+        """The record as function-attribute data (``index``: its parameter position)."""
+        s = self.sharding
+        return {"index": int(index), "global_shape": [int(v) for v in self.global_shape],
+                "local_shape": [int(v) for v in self.shard_shape],
+                "mesh_axes": list(s.mesh.axis_names),
+                "mesh_shape": [int(v) for v in s.mesh.shape],
+                "split_axes": [[str(a) for a in axes] for axes in s.spec()],
+                "offsets": [int(v) for v in s.sharded_dims_offsets],
+                "dtype": self.dtype, "layout": self.layout or "", "policy": self.policy,
+                "rank_placement": self.rank_placement or ""}
+
+    @classmethod
+    def from_attr(cls, name: str, data: Mapping[str, Any]) -> "MeshParam":
+        """The record :meth:`to_attr` wrote (values come back as TVM objects)."""
+        mesh = Mesh({str(a): int(n) for a, n in zip(data["mesh_axes"], data["mesh_shape"])})
+        split = [[str(a) for a in axes] for axes in data["split_axes"]]
+        offsets = [int(v) for v in data["offsets"]] or None
+        return cls(name, tuple(int(v) for v in data["global_shape"]),
+                   Sharding(mesh, split, sharded_dims_offsets=offsets), str(data["dtype"]),
+                   str(data["layout"]) or None, str(data["policy"]),
+                   tuple(int(v) for v in data["local_shape"]),
+                   str(data["rank_placement"]) or None)
 
     def regions(self) -> tuple[np.ndarray, np.ndarray]:
         """Per core (linear order): the ``[start, stop)`` of its valid part in the global
@@ -139,57 +176,17 @@ def _torch_dtype(dtype: str) -> Any:
     return t
 
 
-# Parameter buffers created by T.MeshTensor, keyed by their data variable (TVM hashes
-# objects by identity, so a kernel's parameter finds its own entry). An entry whose
-# variable nothing but this dict holds any more belongs to a kernel that is gone: it
-# is dropped when the dict has doubled since the last sweep, so the dict stays within
-# twice the number of live T.MeshTensor parameters.
-_REGISTRY: dict[tirx.Var, MeshParam] = {}
-_SWEEP_MIN = 64
-_SWEEP = {"at": _SWEEP_MIN}
-
-
-def _strong_refs(obj: Any) -> int | None:
-    """The C++ strong reference count of a TVM object: the low 32 bits of the first
-    field (``combined_ref_count``) of tvm-ffi's C object header (``TVMFFIObject`` in
-    ``tvm/ffi/c_api.h``); ``None`` where it cannot be read."""
-    handle = getattr(obj, "__chandle__", None)
-    if handle is None:
-        return None
-    return ctypes.c_uint64.from_address(handle()).value & 0xFFFFFFFF
-
-
-def _counts_refs() -> bool:
-    """Whether :func:`_strong_refs` reads this TVM's counts (checked once): a reference
-    taken by an expression shows, and goes when the expression does."""
-    if "ok" not in _SWEEP:
-        v = tirx.Var("probe", "int32")
-        before = _strong_refs(v)
-        e = tirx.Add(v, v)
-        during = _strong_refs(v)
-        del e
-        _SWEEP["ok"] = before is not None and before >= 1 and during == before + 2 and \
-            _strong_refs(v) == before
-    return bool(_SWEEP["ok"])
-
-
-def _sweep() -> None:
-    if _counts_refs():
-        for var in [v for v in _REGISTRY if _strong_refs(v) == 1]:  # only the key holds it
-            del _REGISTRY[var]
-    _SWEEP["at"] = max(_SWEEP_MIN, 2 * len(_REGISTRY))
-
-
-def register(buffer: tirx.Buffer, param: MeshParam) -> None:
-    """Record that ``buffer`` (a parameter annotation's buffer) is ``param``'s shard."""
-    _REGISTRY[buffer.data] = param
-    if len(_REGISTRY) >= _SWEEP["at"]:
-        _sweep()
-
-
-def registered(buffer: tirx.Buffer) -> MeshParam | None:
-    """The :class:`MeshParam` of a buffer created by ``T.MeshTensor``, else ``None``."""
-    return _REGISTRY.get(buffer.data)
+def with_mesh_params(func: tirx.PrimFunc, params: Mapping[int, MeshParam]
+                     ) -> tirx.PrimFunc:
+    """``func`` with the records of its ``T.MeshTensor`` parameters (``{parameter index:
+    MeshParam}``) in its :data:`ATTR` attribute, named after their buffers."""
+    if not params:
+        return func
+    data = {}
+    for i, p in params.items():
+        buf = func.buffer_map[func.params[i]]
+        data[str(buf.name)] = p.named(str(buf.name)).to_attr(i)
+    return func.with_attr(ATTR, data)
 
 
 def mesh_params(func: tirx.PrimFunc) -> dict[int, MeshParam]:
@@ -203,11 +200,13 @@ def mesh_params(func: tirx.PrimFunc) -> dict[int, MeshParam]:
     >>> mesh_params(k)
     {}
     """
+    data = func.attrs.get(ATTR) if func.attrs is not None else None
+    if not data:
+        return {}
+    names = {str(func.buffer_map[v].name): i for i, v in enumerate(func.params)
+             if v in func.buffer_map}
     out = {}
-    for i, var in enumerate(func.params):
-        buf = func.buffer_map.get(var)
-        p = None if buf is None else registered(buf)
-        if p is not None:
-            out[i] = MeshParam(str(buf.name), p.global_shape, p.sharding, p.dtype, p.layout,
-                               p.policy)
-    return out
+    for name, rec in data.items():
+        i = names.get(str(name), int(rec["index"]))
+        out[i] = MeshParam.from_attr(str(name), rec)
+    return dict(sorted(out.items()))

@@ -1,35 +1,45 @@
-"""Kernels written for Tilelang-Mesh (the SUNMMIO fork of TileLang) on stock TileLang.
+"""Kernels written for SUNMMIO's TileLang (the chip's fork of TileLang) on stock TileLang.
 
 ``enable(mesh=(nrows, ncols))`` installs the fork's names on ``tilelang.language``
 where they are absent: ``T.comm`` (``broadcast``, ``put``, ``all_gather``,
-``all_reduce``, ``barrier``, ``fence``, ``current_core``, ``CoreId``,
+``all_reduce``, ``barrier``, ``fence``, ``current_core``, ``CoreId``, ``core_to_id``,
 ``core_tuple_to_id``, ``core_id_to_tuple``, ``get_target_mesh_shape``),
-``T.MeshTensor``, ``T.MeshShardingPolicy`` and ``T.MeshReplicationType``; also
-``get_sunmmio_device_mesh_config`` on ``tilelang.carver.arch.driver`` and the
-fork's layout makers (``make_zz_layout`` ...) on ``tilelang.layout``. A kernel written
-for the fork then parses unchanged, and ``compile_mesh_kernel`` runs it (global torch
-tensors in).
+``T.MeshTensor``, ``T.MeshShardingPolicy``, ``T.MeshReplicationType``, ``T.placement``,
+the mesh symbols (``T.mesh_nrows()``, ``T.mesh_ncols()``, ``T.mesh_ncores()``,
+``T.nrows()``, ``T.ncols()``), ``T.get_local_extent``, ``T.get_rank_extent`` and
+``T.dist`` (a placeholder until multi-chip kernels land); ``T.Kernel()`` with no extent
+(one program per core); ``get_sunmmio_device_mesh_config`` on
+``tilelang.carver.arch.driver`` and the fork's layout makers (``make_zz_layout`` ...) on
+``tilelang.layout``, which ``T.annotate_layout`` records. A kernel written for the fork
+then parses unchanged, and ``compile_mesh_kernel`` runs it (global torch tensors in).
 
-The model (as the fork defines it): a mesh of ``nrows x ncols`` cores; core ``(row,
-col)`` has linear id ``row * ncols + col``; ``T.Kernel(nrows * ncols)`` runs one block
-per core (block id = core id). Each ``T.comm`` op becomes ONE comm-op statement of
-:mod:`..ir.comm_op` (``tm_broadcast``, ``tm_put``, ``tm_all_gather``,
+The model (as SUNMMIO's TileLang defines it): a mesh of ``nrows x ncols`` cores; core
+``(row, col)`` has linear id ``row * ncols + col``; ``T.Kernel()`` (or
+``T.Kernel(T.mesh_ncores())``) runs one program per core, its variable the linear core
+id; a grid of blocks runs block ``bx + gx * (by + gy * bz)`` on that core, as the
+upstream binds them (see :mod:`..ir.launch`). Each ``T.comm`` op becomes ONE comm-op
+statement of :mod:`..ir.comm_op` (``tm_broadcast``, ``tm_put``, ``tm_all_gather``,
 ``tm_all_reduce``; ``barrier`` is ours), lowered by ``LowerMeshComm`` and counted by
 ``analyze_mesh_communication`` like every comm op. Every check the fork makes with
 ``assert`` is a ``ValueError`` here, with the fork's condition and text.
+
+Where SUNMMIO's current TileLang and the older fork differ, the current one applies;
+``enable(..., compat="2025")`` gives the older fork's rules: uneven ``T.MeshTensor``
+sizes in ceil blocks (instead of the balanced split), and comm operands by its compact
+shape rule (same rank, extents equal or 1) instead of the current region rules.
 
 Mesh axes are named ``row`` (axis 0) and ``col`` (axis 1): the fork's ``y`` splits
 over rows, its ``x`` over columns.
 
 >>> import tilelang.language as T
 >>> mesh = enable(mesh=(2, 2))
->>> T.MeshShardingPolicy(y=0, x=1).to_sharding(mesh, 2).spec()
-[['row'], ['col']]
+>>> T.MeshShardingPolicy(y=0, x=1).placement
+Placement(row=0, col=1)
 """
 
 from __future__ import annotations
 
-import enum
+import warnings
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -37,33 +47,40 @@ import numpy as np
 
 import tilelang  # noqa: F401  (first: its bundled tvm)
 import tilelang.language as T
+from tilelang.language.utils import region as _tl_region
 from tvm import arith, tirx
 
 from ...mesh import Mesh, _is_int
-from ...sharding import Sharding
 from ..ir.comm_op import encode
 from ..ir.evaluate import static_int
-from ..ir.mesh_param import MeshParam, register, registered
+from ..ir.mesh_param import MeshParam, with_mesh_params
+from . import dist as _dist
+from . import placement as _placement
 from .comm import _per_core_scope, _statement
-from .comm import _region as _comm_region
+from .placement import (MeshReplicationType, MeshShardingPolicy, Placement, as_placement)
 
-__all__ = ["enable", "enabled_mesh", "MeshReplicationType", "MeshShardingPolicy",
+__all__ = ["enable", "enabled_mesh", "compat", "MeshReplicationType", "MeshShardingPolicy",
            "MeshTensor", "comm", "DIRECTION_MAP", "REDUCE_TYPE_LIST", "FORK_NAMES",
-           "UNSUPPORTED", "ForkLayout"]
+           "UNSUPPORTED", "ForkLayout", "COMPAT", "get_local_extent", "get_rank_extent",
+           "mesh_nrows", "mesh_ncols", "mesh_ncores"]
 
 DIRECTION_MAP = {"horizontal": 0, "h": 0, "vertical": 1, "v": 1, "all": 2, "a": 2}
 REDUCE_TYPE_LIST = ("sum", "abssum", "max", "min", "absmax", "bitand", "bitor", "bitxor")
-#: the names enable() puts on tilelang.language
-FORK_NAMES = ("comm", "MeshTensor", "MeshShardingPolicy", "MeshReplicationType")
-#: Tilelang-Mesh names the emulator does not provide (their errors say so)
-UNSUPPORTED = ("Tiles", "annotate_tileview", "dma_load", "dma_store", "mesh_nrows",
-               "mesh_ncols", "mesh_ncores", "placement", "TensorWithMeta")
+#: the names enable() puts on tilelang.language (where TileLang has none of its own)
+FORK_NAMES = ("comm", "MeshTensor", "MeshShardingPolicy", "MeshReplicationType",
+              "placement", "mesh_nrows", "mesh_ncols", "mesh_ncores", "nrows", "ncols",
+              "get_local_extent", "get_rank_extent", "dist")
+#: SUNMMIO names the emulator does not provide (their errors say so)
+UNSUPPORTED = ("dma_load", "dma_store", "TensorWithMeta")
+#: the compatibility modes of :func:`enable`
+COMPAT = (None, "2025")
 AXES = ("row", "col")
 _DIR_AXES = {0: (1,), 1: (0,), 2: (0, 1)}  # h: along a row (col varies), v, all
 
 
 class _State:
     mesh: Mesh | None = None
+    compat: str | None = None
 
 
 _STATE = _State()
@@ -77,166 +94,52 @@ def enabled_mesh() -> Mesh:
     return _STATE.mesh
 
 
+def compat() -> str | None:
+    """The compatibility mode of :func:`enable` (``None``: SUNMMIO's current TileLang)."""
+    return _STATE.compat
+
+
+def _split() -> str:
+    return "ceil" if _STATE.compat == "2025" else "balanced"
+
+
 def _mesh_of(config: Any, what: str) -> Mesh:
     try:
         nrows, ncols = config
     except (TypeError, ValueError):
         raise ValueError(f"{what}: the mesh must be (nrows, ncols), got {config!r}") from None
+    out = []
     for name, v in (("nrows", nrows), ("ncols", ncols)):
-        if not _is_int(v) or v < 1:
+        s = static_int(v)
+        if s is None or isinstance(v, bool) or s < 1:
             raise ValueError(f"{what}: {name} must be a positive int, got {v!r}")
-    return Mesh({AXES[0]: int(nrows), AXES[1]: int(ncols)})
+        out.append(s)
+    return Mesh({AXES[0]: out[0], AXES[1]: out[1]})
 
 
-# -- MeshReplicationType, MeshShardingPolicy ------------------------------------------------
-class MeshReplicationType(enum.Enum):
-    """Which cores hold copies: ``NONE`` (no replication), ``ROW`` (the cores of a row
-    hold the same data; only ``y`` may split), ``COLUMN`` (the cores of a column; only
-    ``x``), ``ALL`` (every core holds the whole tensor)."""
-
-    NONE = 0
-    ROW = 1
-    COLUMN = 2
-    ALL = 3
+# -- the mesh symbols ----------------------------------------------------------------------
+def mesh_nrows() -> tirx.IntImm:
+    """The enabled mesh's number of rows (SUNMMIO resolves the symbol to its target's
+    mesh when it compiles; the emulator's target is the mesh of :func:`enable`)."""
+    return tirx.IntImm("int32", enabled_mesh().shape[0])
 
 
-@dataclass(frozen=True, init=False)
-class MeshShardingPolicy:
-    """How a ``T.MeshTensor`` lies on the mesh (the fork's policy):
-
-    - ``x=d``: dim ``d`` split over the columns (part = the core's column);
-    - ``y=d``: dim ``d`` split over the rows (part = the core's row);
-    - ``cross_mesh_dim=d``: dim ``d`` split over all cores in linear-id order;
-    - ``replicate``: a :class:`MeshReplicationType`.
-
-    Parts follow the ceil rule (part ``p`` of ``n`` over ``k``: ``[p * ceil(n/k),
-    min((p + 1) * ceil(n/k), n))``). :meth:`to_sharding` gives the
-    :class:`meshtensor.Sharding`, :meth:`from_sharding` the way back.
-
-    >>> MeshShardingPolicy(y=0, x=1)
-    MeshShardingPolicy(x=1, y=0)
-    >>> MeshShardingPolicy(cross_mesh_dim=0, x=1)
-    Traceback (most recent call last):
-    ...
-    ValueError: cross_mesh_dim is mutually exclusive with x/y splits
-    """
-
-    x: int | None
-    y: int | None
-    replicate: MeshReplicationType
-    cross_mesh_dim: int | None
-
-    def __init__(self, x: int | None = None, y: int | None = None,
-                 replicate: MeshReplicationType = MeshReplicationType.NONE,
-                 cross_mesh_dim: int | None = None):
-        for name, v in (("x", x), ("y", y), ("cross_mesh_dim", cross_mesh_dim)):
-            if v is not None and not _is_int(v):
-                raise TypeError(f"MeshShardingPolicy: {name} must be an int dim or None, "
-                                f"got {v!r}")
-        if not isinstance(replicate, MeshReplicationType):
-            raise TypeError(f"MeshShardingPolicy: replicate must be a MeshReplicationType "
-                            f"(NONE, ROW, COLUMN, ALL), got {replicate!r}")
-        if cross_mesh_dim is not None and (x is not None or y is not None):
-            raise ValueError("cross_mesh_dim is mutually exclusive with x/y splits")
-        object.__setattr__(self, "x", None if x is None else int(x))
-        object.__setattr__(self, "y", None if y is None else int(y))
-        object.__setattr__(self, "replicate", replicate)
-        object.__setattr__(self, "cross_mesh_dim",
-                           None if cross_mesh_dim is None else int(cross_mesh_dim))
-
-    def __repr__(self) -> str:
-        parts = [f"{k}={getattr(self, k)}" for k in ("x", "y", "cross_mesh_dim")
-                 if getattr(self, k) is not None]
-        if self.replicate is not MeshReplicationType.NONE:
-            parts.append(f"replicate=MeshReplicationType.{self.replicate.name}")
-        return f"MeshShardingPolicy({', '.join(parts)})"
-
-    def to_sharding(self, mesh: Mesh, rank: int) -> Sharding:
-        """The :class:`Sharding` of a rank-``rank`` tensor on the ``(row, col)`` mesh,
-        with the fork's precedence and checks: ``ALL`` ignores the splits;
-        ``cross_mesh_dim`` ignores ``ROW``/``COLUMN``; ``x == y`` splits that dim over
-        rows then columns, as ``cross_mesh_dim``; nothing set replicates.
-
-        >>> m = Mesh({"row": 2, "col": 4})
-        >>> MeshShardingPolicy(x=1, replicate=MeshReplicationType.COLUMN).to_sharding(m, 2).spec()
-        [[], ['col']]
-        """
-        split: list[list[str]] = [[] for _ in range(rank)]
-
-        def dim(v: int, msg: str) -> int:
-            if not 0 <= v < rank:
-                raise ValueError(f"{msg}: {v}, tensor rank is {rank}")
-            return v
-
-        rep = self.replicate
-        if rep is MeshReplicationType.ALL:
-            pass
-        elif self.cross_mesh_dim is not None:
-            split[dim(self.cross_mesh_dim, "Invalid cross_mesh_dim")] = list(AXES)
-        elif rep is MeshReplicationType.ROW and self.x is not None:
-            raise ValueError("Cannot shard on x-axis when replicating on rows")
-        elif rep is MeshReplicationType.COLUMN and self.y is not None:
-            raise ValueError("Cannot shard on y-axis when replicating on columns")
-        else:
-            if self.x is not None:
-                split[dim(self.x, "Invalid x-split dimension")].append(AXES[1])
-            if self.y is not None:
-                # rows outer: x == y splits the dim over rows, then each row's part over
-                # the columns (the linear-id order of cross_mesh_dim)
-                split[dim(self.y, "Invalid y-split dimension")].insert(0, AXES[0])
-        return Sharding(mesh, split)
-
-    @classmethod
-    def from_sharding(cls, sharding: Sharding) -> "MeshShardingPolicy":
-        """The policy of a :class:`Sharding` on a 2-D mesh (axis 0 = rows, axis 1 =
-        columns), where one exists: a dim split by rows then columns is
-        ``cross_mesh_dim``; a split only over rows (columns) is ``replicate=ROW``
-        (``COLUMN``); no split is ``ALL``. ``ValueError`` otherwise (partial, halos,
-        explicit offsets, a dim split by columns then rows).
-
-        >>> m = Mesh({"row": 2, "col": 2})
-        >>> MeshShardingPolicy.from_sharding(Sharding(m, [["col"], ["row"]]))
-        MeshShardingPolicy(x=0, y=1)
-        """
-        mesh = sharding.mesh
-        if mesh.ndim != 2:
-            raise ValueError(f"MeshShardingPolicy.from_sharding: the mesh {mesh} has "
-                             f"{mesh.ndim} axes; Tilelang-Mesh meshes have 2 (rows, cols)")
-        if sharding.is_partial or sharding.halo_sizes or sharding.sharded_dims_offsets:
-            raise ValueError(f"MeshShardingPolicy.from_sharding: {sharding!r} has partial "
-                             f"axes, halos or explicit offsets, which no policy states")
-        x = y = cross = None
-        for d in sharding.split_dims:
-            axes = sharding.axes_of(d)
-            if axes == (0, 1):
-                cross = d
-            elif axes == (0,):
-                y = d
-            elif axes == (1,):
-                x = d
-            else:
-                raise ValueError(f"MeshShardingPolicy.from_sharding: dim {d} is split by "
-                                 f"columns then rows ({sharding}); a policy splits rows "
-                                 f"first")
-        if cross is not None:
-            if x is not None or y is not None:
-                raise ValueError(f"MeshShardingPolicy.from_sharding: {sharding} splits one "
-                                 f"dim over all cores and another over rows or columns")
-            return cls(cross_mesh_dim=cross)
-        if x is None and y is None:
-            return cls(replicate=MeshReplicationType.ALL)
-        if x is None:
-            return cls(y=y, replicate=MeshReplicationType.ROW)
-        if y is None:
-            return cls(x=x, replicate=MeshReplicationType.COLUMN)
-        return cls(x=x, y=y)
+def mesh_ncols() -> tirx.IntImm:
+    """The enabled mesh's number of columns."""
+    return tirx.IntImm("int32", enabled_mesh().shape[1])
 
 
-# -- T.MeshTensor ------------------------------------------------------------------------------
+def mesh_ncores() -> tirx.IntImm:
+    """The enabled mesh's number of cores."""
+    return tirx.IntImm("int32", enabled_mesh().size)
+
+
+# -- layouts ---------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ForkLayout:
-    """A DRAM layout named by a fork kernel (``make_zz_layout(...)`` ...): recorded
-    with its ``T.MeshTensor``, no effect on which elements a core owns.
+    """A DRAM or SRAM layout named by a fork kernel (``make_zz_layout(...)`` ...):
+    recorded with its ``T.MeshTensor`` or by ``T.annotate_layout``; a layout changes
+    where the chip keeps each element, not which value a kernel computes.
 
     >>> str(ForkLayout("zz", (64, 64), (0, 1), (32, 32)))
     'zz(shape=(64, 64), axes=(0, 1), block=(32, 32))'
@@ -257,13 +160,17 @@ class ForkLayout:
         return f"{self.kind}({', '.join(parts)})"
 
 
+def _shape_of(shape_or_buffer: Any) -> tuple:
+    shape = shape_or_buffer.shape if hasattr(shape_or_buffer, "shape") else shape_or_buffer
+    shape = shape if isinstance(shape, (tuple, list)) else (shape,)
+    return tuple(static_int(s) if static_int(s) is not None else str(s) for s in shape)
+
+
 def _layout_maker(kind: str):
     def make(shape_or_buffer: Any, axes: Any = None, block_shape: Any = (32, 32),
-             cluster_shape: Any = None) -> ForkLayout:
-        shape = shape_or_buffer.shape if hasattr(shape_or_buffer, "shape") else shape_or_buffer
-        shape = tuple(int(static_int(s)) if static_int(s) is not None else s
-                      for s in (shape if isinstance(shape, (tuple, list)) else (shape,)))
-        return ForkLayout(kind, shape, None if axes is None else tuple(axes),
+             cluster_shape: Any = None, *_: Any, **__: Any) -> ForkLayout:
+        return ForkLayout(kind, _shape_of(shape_or_buffer),
+                          None if axes is None else tuple(int(a) for a in axes),
                           None if block_shape is None else tuple(block_shape),
                           None if cluster_shape is None else tuple(cluster_shape))
     make.__name__ = f"make_{kind}_layout"
@@ -271,69 +178,394 @@ def _layout_maker(kind: str):
     return make
 
 
-LAYOUT_MAKERS = {f"make_{k}_layout": _layout_maker(k) for k in ("zz", "zn", "zzz", "nzz")}
-LAYOUT_MAKERS["make_row_major"] = lambda shape: ForkLayout("row_major", tuple(shape))
+def _row_major(shape_or_buffer: Any, *_: Any, **__: Any) -> ForkLayout:
+    return ForkLayout("row_major", _shape_of(shape_or_buffer))
+
+
+LAYOUT_MAKERS = {f"make_{k}_layout": _layout_maker(k)
+                 for k in ("zz", "zn", "zzz", "nzz", "mxzz", "mxznn", "mx_row_major")}
+LAYOUT_MAKERS["make_row_major"] = _row_major
+LAYOUT_MAKERS["make_aligned_row_major"] = _row_major
+
+
+# -- T.MeshTensor ------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class MeshTensorType:
+    """What ``T.MeshTensor(...)`` returns: a parameter annotation. The kernel's buffer
+    has the core's slot shape (:attr:`local_shape`); :meth:`param` is the
+    :class:`MeshParam` the kernel records for it.
+
+    >>> enable(mesh=(2, 2))
+    Mesh({'row': 2, 'col': 2})
+    >>> A = MeshTensor((5, 8), MeshShardingPolicy(y=0, x=1), (2, 2), "float32")
+    >>> A.local_shape, A.shard_shape
+    ((3, 4), (3, 4))
+    """
+
+    global_shape: tuple[int, ...]
+    local_shape: tuple[int, ...]
+    placement: Placement
+    policy: str
+    mesh: Mesh
+    dtype: str
+    layout: str | None
+    rank_placement: str | None
+    split: str
+
+    @property
+    def shard_shape(self) -> tuple[int, ...]:
+        """The older name of :attr:`local_shape`."""
+        return self.local_shape
+
+    @property
+    def rank_shape(self) -> tuple[int, ...]:
+        """One chip's part (the whole tensor until multi-chip kernels land)."""
+        return self.global_shape
+
+    def param(self, name: str) -> MeshParam:
+        sharding = self.placement.sharding(self.mesh, self.global_shape, self.split)
+        return MeshParam(name, self.global_shape, sharding, self.dtype, self.layout,
+                         self.policy, self.local_shape, self.rank_placement)
+
+    def get_local_extent(self, cid: Any = None, rank_id: Any = None) -> tuple[Any, ...]:
+        """The valid extent on linear core ``cid`` (the running core when ``None``):
+        ints for an int ``cid``, TIR expressions for an expression."""
+        if cid is None:
+            cid = comm.current_core()
+        if static_int(cid) is not None:
+            cid = static_int(cid)
+            if not 0 <= cid < self.mesh.size:
+                raise ValueError(f"get_local_extent: core id {cid} out of range "
+                                 f"[0, {self.mesh.size})")
+        return self.placement.local_extent(self.mesh, self.global_shape, cid, self.split)
+
+    def get_rank_extent(self, rank_id: Any) -> tuple[int, ...]:
+        """One chip's valid extent (the whole tensor until multi-chip kernels land)."""
+        return self.global_shape
+
+    def __call__(self) -> "_MeshTensorArg":
+        return _MeshTensorArg(self, T.Tensor(self.local_shape, self.dtype))
 
 
 @dataclass(frozen=True, eq=False)
-class _MeshTensorType:
-    """A ``T.MeshTensor(...)`` annotation: TileLang calls it once per parameter, and
-    each call makes that parameter's shard-shaped buffer and registers it."""
+class _MeshTensorArg:
+    """A ``T.MeshTensor`` parameter on its way into TileLang's builder, which the
+    builder hook of :func:`enable` turns into the parameter's buffer and its record."""
 
-    param: MeshParam
-    shard_shape: tuple[int, ...]
-
-    def __call__(self) -> tirx.Buffer:
-        buf = T.Tensor(self.shard_shape, self.param.dtype)
-        register(buf, self.param)
-        return buf
+    type: MeshTensorType
+    buffer: tirx.Buffer
 
 
-def MeshTensor(shape: Any, sharding_policy: MeshShardingPolicy,  # noqa: N802 (the fork's)
-               device_mesh_config: Any, dtype: Any = "float32",
-               layout: Any = None) -> _MeshTensorType:
-    """A kernel parameter holding one core's shard of a global tensor (the fork's
-    ``T.MeshTensor``): inside the kernel it has the shard shape (ceil division); the
-    caller passes the global torch tensor. ``layout`` is recorded.
+def _dtype_name(dtype: Any) -> str:
+    name = str(getattr(dtype, "dtype", dtype))
+    try:
+        import tvm
+        tvm.runtime.DataType(name)
+    except Exception:  # noqa: BLE001 - TVM raises its own kinds
+        raise ValueError(f"T.MeshTensor: dtype {dtype!r} is not a dtype") from None
+    return name
 
-    >>> A = MeshTensor((5, 8), MeshShardingPolicy(y=0, x=1), (2, 2), "float32")
-    >>> A.shard_shape
-    (3, 4)
+
+def _is_mesh_config(value: Any) -> bool:
+    return isinstance(value, (tuple, list)) and len(value) == 2 and all(
+        static_int(v) is not None or isinstance(v, tirx.PrimExpr) for v in value)
+
+
+def MeshTensor(shape: Any, placement: Any = None, device_mesh_config: Any = None,  # noqa: N802
+               dtype: Any = "float32", layout: Any = None, *, sharding_policy: Any = None,
+               rank_placement: Any = None) -> MeshTensorType:
+    """A kernel parameter holding one core's part of a global tensor (SUNMMIO's
+    ``T.MeshTensor``): the buffer the kernel sees has the core's slot shape (ceil
+    division); the caller passes the global torch tensor.
+
+    ``placement``: a ``T.placement`` value, a ``[row, col]`` sequence of
+    ``T.placement.S(dim)`` / ``R()``, or a ``T.MeshShardingPolicy`` (``sharding_policy=``
+    is its older keyword). ``device_mesh_config``: ``(nrows, ncols)``, or omitted (the
+    enabled mesh; a dtype in its place is the dtype). ``layout`` is recorded;
+    ``rank_placement`` is recorded (chips split the tensor first in multi-chip kernels).
+    Uneven sizes split balanced (``compat="2025"``: in ceil blocks).
+
+    >>> enable(mesh=(2, 2))
+    Mesh({'row': 2, 'col': 2})
+    >>> MeshTensor((5,), T.placement.mesh_as_line(0), "bfloat16").local_shape
+    (2,)
     """
-    mesh = _mesh_of(device_mesh_config, "T.MeshTensor device_mesh_config")
-    if not isinstance(sharding_policy, MeshShardingPolicy):
-        raise TypeError(f"T.MeshTensor: sharding_policy must be a T.MeshShardingPolicy, got "
-                        f"{type(sharding_policy).__name__}")
+    if sharding_policy is not None:
+        if placement is not None:
+            raise TypeError("Specify only one of placement or the legacy sharding_policy "
+                            "argument")
+        placement = sharding_policy
+    if placement is None:
+        raise TypeError("MeshTensor requires a placement")
+    if device_mesh_config is not None and not _is_mesh_config(device_mesh_config):
+        if isinstance(device_mesh_config, (tuple, list)):
+            raise ValueError(f"T.MeshTensor device_mesh_config: the mesh must be (nrows, "
+                             f"ncols), got {device_mesh_config!r}")
+        dtype, device_mesh_config = device_mesh_config, None
+    mesh = (enabled_mesh() if device_mesh_config is None
+            else _mesh_of(device_mesh_config, "T.MeshTensor device_mesh_config"))
+    if isinstance(placement, dict) or not isinstance(
+            placement, (MeshShardingPolicy, Placement, list, tuple)):
+        raise TypeError(f"T.MeshTensor: sharding_policy must be a T.MeshShardingPolicy or "
+                        f"a T.placement value, got {type(placement).__name__}")
     dims = shape if isinstance(shape, (tuple, list)) else (shape,)
     static = tuple(static_int(n) for n in dims)
     if None in static or any(n < 0 for n in static):  # type: ignore[operator]
         raise ValueError(f"T.MeshTensor: shape {tuple(str(n) for n in dims)} must be "
-                         f"non-negative ints; symbolic shapes are not supported by the "
-                         f"emulator (the caller's tensor is split on the host)")
-    sharding = sharding_policy.to_sharding(mesh, len(static))
-    name = str(dtype)
-    param = MeshParam("", tuple(static), sharding, name,  # type: ignore[arg-type]
-                      None if layout is None else str(layout), repr(sharding_policy))
-    return _MeshTensorType(param, sharding.tile_shape(static))
+                         f"non-negative ints; symbolic T.MeshTensor shapes are not "
+                         f"supported by the emulator (the chip splits a symbolic tensor "
+                         f"when it runs; here the caller's tensor is split on the host): "
+                         f"build the kernel for the size you call it with")
+    if isinstance(placement, MeshShardingPolicy):
+        placement.check(len(static))
+    place, text = as_placement(placement)
+    place.check(len(static))
+    return MeshTensorType(tuple(static), place.local_shape(mesh, static), place,  # type: ignore
+                          text, mesh, _dtype_name(dtype),
+                          None if layout is None else str(layout),
+                          None if rank_placement is None else repr(rank_placement), _split())
 
 
-# -- regions and cores ---------------------------------------------------------------------------
+def _building_params() -> dict:
+    """``{parameter name: (buffer, MeshTensorType)}`` of the kernel being built."""
+    from tilelang.language.eager.builder import Builder
+    b = Builder.current()
+    return {} if b is None else getattr(b, "_meshtensor_params", {})
+
+
+def mesh_tensor_of(buffer: Any) -> MeshTensorType | None:
+    """The ``T.MeshTensor`` annotation of a parameter of the kernel being built."""
+    if isinstance(buffer, MeshTensorType):
+        return buffer
+    if not isinstance(buffer, tirx.Buffer):
+        return None
+    for buf, t in _building_params().values():
+        if buf.same_as(buffer):
+            return t
+    return None
+
+
+def _need(buffer: Any, what: str) -> MeshTensorType:
+    t = mesh_tensor_of(buffer)
+    if t is None:
+        name = getattr(buffer, "name", type(buffer).__name__)
+        raise AttributeError(f"{what}: {name!r} is not a T.MeshTensor parameter of the kernel "
+                             f"being built (only those have global/local/rank shapes)")
+    return t
+
+
+def get_local_extent(mesh_tensor: Any, cid: Any = None, *, rank_id: Any = None
+                     ) -> tuple[Any, ...]:
+    """``T.get_local_extent(A, cid)``: the valid extent of ``T.MeshTensor`` ``A`` on
+    core ``cid`` (the running core when ``None``)."""
+    return _need(mesh_tensor, "T.get_local_extent").get_local_extent(cid, rank_id)
+
+
+def get_rank_extent(mesh_tensor: Any, rank_id: Any) -> tuple[int, ...]:
+    """``T.get_rank_extent(A, rank)``: one chip's valid extent of ``A``."""
+    return _need(mesh_tensor, "T.get_rank_extent").get_rank_extent(rank_id)
+
+
+def _buffer_properties() -> dict[str, Any]:
+    """What a ``T.MeshTensor`` parameter has inside the kernel, on TVM's Buffer."""
+    return {
+        "global_shape": property(lambda b: _need(b, "global_shape").global_shape,
+                                 doc="A T.MeshTensor parameter's global shape."),
+        "local_shape": property(lambda b: _need(b, "local_shape").local_shape,
+                                doc="A T.MeshTensor parameter's per-core slot shape."),
+        "rank_shape": property(lambda b: _need(b, "rank_shape").rank_shape,
+                               doc="A T.MeshTensor parameter's per-chip shape."),
+        "get_local_extent": lambda b, cid=None, rank_id=None: _need(
+            b, "get_local_extent").get_local_extent(cid, rank_id),
+        "get_rank_extent": lambda b, rank_id: _need(b, "get_rank_extent").get_rank_extent(
+            rank_id),
+    }
+
+
+# -- operands -------------------------------------------------------------------------------------
 def _memory(op: str, side: str, buf: tirx.Buffer) -> None:
-    """A destination is a core's on-chip buffer; a source one or a ``T.MeshTensor``
-    (the sending core's shard)."""
+    """A destination is a core's on-chip buffer; a source one, or global memory (a
+    ``T.MeshTensor`` slice: the sending core's part; another kernel parameter: the
+    sending core reads it from DRAM and multicasts it)."""
     scope = buf.scope()
-    if scope == "global" and not (side == "src" and registered(buf) is not None):
+    if scope == "global":
+        if side == "src":
+            return
         raise ValueError(f"{op}: {side} {buf.name!r} is a global-memory buffer; the "
                          f"destination is a core's on-chip buffer (T.alloc_shared) and the "
-                         f"source one or a T.MeshTensor")
-    if scope != "global" and not _per_core_scope(scope):
+                         f"source one or global memory (a T.MeshTensor or T.Tensor region)")
+    if not _per_core_scope(scope):
         raise ValueError(f"{op}: {side} {buf.name!r} has scope {scope!r}; comm ops move "
                          f"T.alloc_shared / T.alloc_local buffers")
 
 
-def _region(op: str, side: str, x: Any) -> tuple[tirx.Call, tuple[int, ...], tirx.Buffer]:
-    """``x`` (a buffer or a slice of one) as a ``tl.region`` with static extents."""
-    return _comm_region(f"T.comm.{op}", side, x, _memory)
+@dataclass
+class _Operand:
+    """One comm operand as the upstream normalises it: ``kind`` ``"buffer"``,
+    ``"region"`` (an explicit slice) or ``"load"`` (``A[i, j]``: a start whose extents
+    come from the other operand)."""
+
+    kind: str
+    buffer: tirx.Buffer
+    mins: list
+    extents: list | None
+
+
+def _operand(op: str, side: str, x: Any) -> _Operand:
+    if isinstance(x, tirx.Buffer):
+        return _Operand("buffer", x, [tirx.IntImm("int32", 0)] * len(x.shape), list(x.shape))
+    if isinstance(x, tirx.BufferRegion):
+        return _Operand("region", x.buffer, [r.min for r in x.region],
+                        [r.extent for r in x.region])
+    if isinstance(x, tirx.BufferLoad) and _STATE.compat != "2025":
+        return _Operand("load", x.buffer, list(x.indices), None)
+    raise TypeError(f"{op}: {side} must be a per-core buffer or a region of one "
+                    f"(S[0:16, 0:8]){'' if _STATE.compat == '2025' else ' or an element S[i, j]'}"
+                    f", got {type(x).__name__}")
+
+
+def _peer_extents(o: _Operand, peer: Sequence[Any]) -> list:
+    """A load's extents from the other operand's: its trailing ones, leading 1s."""
+    rank = len(o.mins)
+    peer = list(peer)
+    if len(peer) < rank:
+        return [tirx.IntImm("int32", 1)] * (rank - len(peer)) + peer
+    return peer[-rank:]
+
+
+def _clip(op: str, o: _Operand, extents: list) -> list:
+    """Extents clipped to the buffer (an explicit slice past its edge: with the
+    upstream's warning); a start outside it is a ValueError."""
+    out = []
+    for d, (m, e, n) in enumerate(zip(o.mins, extents, o.buffer.shape)):
+        mv, ev, nv = static_int(m), static_int(e), static_int(n)
+        if mv is not None and nv is not None and (mv < 0 or mv >= nv):
+            raise ValueError(f"{op} region starts outside buffer shape: {o.buffer.name}"
+                             f"[dim={d}], min={m}, extent={e}, shape={n}")
+        if None not in (mv, ev, nv) and mv + ev > nv:
+            if o.kind == "region":
+                warnings.warn(f"{op} explicit BufferRegion exceeds buffer shape and will be "
+                              f"clipped: {o.buffer.name}[dim={d}], min={m}, extent={e}, "
+                              f"shape={n}", stacklevel=4)
+            out.append(tirx.IntImm("int32", nv - mv))
+        else:
+            out.append(e)
+    return out
+
+
+def _static(op: str, side: str, o: _Operand, extents: list) -> tuple[int, ...]:
+    static = tuple(static_int(e) for e in extents)
+    if None in static:
+        raise ValueError(f"{op}: {side} {o.buffer.name!r} has symbolic extents "
+                         f"{[str(e) for e in extents]}; comm regions need static extents")
+    return static  # type: ignore[return-value]
+
+
+def _fmt(ext: Sequence[int]) -> str:
+    return "[" + ", ".join(str(e) for e in ext) + "]"
+
+
+def _match(op: str, src: Sequence[int], dst: Sequence[int], exact: bool) -> list[int]:
+    """The destination extents paired with the source's (the upstream's rules): two
+    whole buffers match exactly (leading 1s aside); otherwise unit dims are squeezed,
+    each source extent must fit and the destination shrinks to it."""
+    src, dst = list(src), list(dst)
+    if exact:
+        n = min(len(src), len(dst))
+        for who, ext in (("src", src), ("dst", dst)):
+            extra = ext[:len(ext) - n]
+            if any(e != 1 for e in extra):
+                raise ValueError(f"{op} rank mismatch: {who} has non-1 extra leading "
+                                 f"dimension; src={_fmt(src)}, dst={_fmt(dst)}")
+        if src[len(src) - n:] != dst[len(dst) - n:]:
+            raise ValueError(f"{op} extent mismatch: exact match is required for "
+                             f"Buffer-to-Buffer operation; src={_fmt(src)}, dst={_fmt(dst)}")
+        return dst
+    if len(src) == len(dst) and all(s == d or s == 1 or (d != 1 and s <= d)
+                                    for s, d in zip(src, dst)):
+        pairs = list(zip(range(len(src)), range(len(dst))))
+    else:
+        sa = [d for d, e in enumerate(src) if e != 1]
+        da = [d for d, e in enumerate(dst) if e != 1]
+        if len(sa) != len(da):
+            raise ValueError(f"{op} rank mismatch: mixed-region operation requires the same "
+                             f"number of non-1 extents after squeezing unit dimensions; "
+                             f"src={_fmt(src)}, dst={_fmt(dst)}")
+        pairs = list(zip(sa, da))
+    out = list(dst)
+    for s, d in pairs:
+        if src[s] > dst[d]:
+            raise ValueError(f"{op} extent mismatch: src extent is larger than dst extent at "
+                             f"matched axis; src dim {s} extent={src[s]}, dst dim {d} extent="
+                             f"{dst[d]}; src={_fmt(src)}, dst={_fmt(dst)}")
+        out[d] = src[s]
+    for d in range(len(out)):
+        if d not in [q for _, q in pairs]:
+            out[d] = 1
+    return out
+
+
+def _encoded(o: _Operand, extents: Sequence[int], side: str) -> tirx.Call:
+    access = "r" if side == "src" else "w"
+    return _tl_region(tirx.BufferLoad(o.buffer, o.mins), access, *extents)  # type: ignore
+
+
+def _numel(ext: Sequence[int]) -> int:
+    return int(np.prod(ext, dtype=np.int64))
+
+
+def _dtypes(op: str, a: tirx.Buffer, b: tirx.Buffer) -> None:
+    if a.dtype != b.dtype:
+        raise ValueError(f"Source and destination buffer dtypes must match for {op}. Got "
+                         f"{a.dtype} vs {b.dtype}.")
+
+
+def _size(size: Any, n: int, what: str) -> int:
+    """The element count a transfer moves: ``size``, or all ``n`` when -1."""
+    if not _is_int(size) or size < -1:
+        raise ValueError("size must be an integer >= -1.")
+    if size > n:
+        raise ValueError(f"size {size} exceeds {what} buffer size {n}.")
+    return n if size == -1 else int(size)
+
+
+def _compact(op: str, s: Sequence[int], d: Sequence[int]) -> None:
+    """The older fork's shape rule: same rank, each extent equal or 1 on either side,
+    and no more source elements than destination elements."""
+    if len(s) != len(d) or any(a != b and 1 not in (a, b) for a, b in zip(s, d)):
+        raise ValueError(f"Source and destination buffer must have the same number of "
+                         f"dimensions for {op}. (source {tuple(s)}, destination {tuple(d)})")
+    if _numel(s) > _numel(d):
+        raise ValueError(f"Source buffer size larger than destination buffer size: "
+                         f"{_numel(s)} vs {_numel(d)}")
+
+
+def _transfer(op: str, src: Any, dst: Any, size: Any) -> tuple[tirx.Call, tirx.Call, int]:
+    """A broadcast's or put's regions, normalised and checked as the upstream does (the
+    older fork under ``compat="2025"``), and its element count."""
+    full = f"T.comm.{op}"
+    s, d = _operand(full, "src", src), _operand(full, "dst", dst)
+    if s.kind == "load" and d.kind == "load":
+        raise ValueError(f"{full} cannot infer extents when both operands are BufferLoad "
+                         f"values.")
+    for side, o in (("src", s), ("dst", d)):
+        _memory(full, side, o.buffer)
+    if s.kind == "load":
+        d_ext = _clip(full, d, d.extents)  # type: ignore[arg-type]
+        s_ext = _clip(full, s, _peer_extents(s, d_ext))
+    elif d.kind == "load":
+        s_ext = _clip(full, s, s.extents)  # type: ignore[arg-type]
+        d_ext = _clip(full, d, _peer_extents(d, s_ext))
+    else:
+        s_ext, d_ext = _clip(full, s, s.extents), _clip(full, d, d.extents)  # type: ignore
+    s_st, d_st = _static(full, "src", s, s_ext), _static(full, "dst", d, d_ext)
+    _dtypes(op, s.buffer, d.buffer)
+    if _STATE.compat == "2025":
+        _compact(op, s_st, d_st)
+    else:
+        d_st = tuple(_match(full, s_st, d_st, s.kind == d.kind == "buffer"))
+    return (_encoded(s, s_st, "src"), _encoded(d, d_st, "dst"),
+            _size(size, _numel(s_st), "source"))
 
 
 def _coord(v: Any, name: str, limit: int) -> tirx.PrimExpr:
@@ -375,49 +607,93 @@ def _direction(direction: Any) -> int:
     return code
 
 
-def _size(size: Any, n: int, what: str) -> int:
-    """The element count a transfer moves: ``size``, or all ``n`` when -1."""
-    if not _is_int(size) or size < -1:
-        raise ValueError("size must be an integer >= -1.")
-    if size > n:
-        raise ValueError(f"size {size} exceeds {what} buffer size {n}.")
-    return n if size == -1 else int(size)
+def _gather_operands(op: str, send: Any, recv: Any, k: int, axis: Any
+                     ) -> tuple[tirx.Call, tirx.Call, tuple[int, ...], tirx.Buffer,
+                                tirx.Buffer, int | None]:
+    """all_gather's send and receive regions (the receive region shrinks to the
+    gathered extents where it is a slice or an element, as the upstream's)."""
+    full = f"T.comm.{op}"
+    s, r = _operand(full, "src", send), _operand(full, "dst", recv)
+    _memory(full, "src", s.buffer)
+    _memory(full, "dst", r.buffer)
+    if s.kind == "load" and r.kind == "load":
+        raise ValueError(f"{full} cannot infer extents when both operands are BufferLoad "
+                         f"values.")
+    ndim = len(s.mins)
+    if axis is not None:
+        if not _is_int(axis) or not -ndim <= axis < ndim:
+            raise ValueError(f"axis {axis} out of range for send buffer with {ndim} "
+                             f"dimensions.")
+        norm = axis + ndim if axis < 0 else int(axis)
+        if norm not in (0, ndim - 1):
+            raise ValueError(f"Only axis=0 or axis=-1 (last dim) are currently supported, "
+                             f"got axis={axis} (normalized to {norm}) for {ndim}-D send "
+                             f"buffer.")
+        axis = norm
+    if s.kind == "load":
+        r_ext = _static(full, "dst", r, _clip(full, r, r.extents))  # type: ignore[arg-type]
+        slot = list(r_ext[1:]) if axis is None else [
+            e // k if d == axis else e for d, e in enumerate(r_ext)]
+        s_ext = _static(full, "src", s, _clip(full, s, _peer_extents(s, slot)))
+    else:
+        s_ext = _static(full, "src", s, _clip(full, s, s.extents))  # type: ignore[arg-type]
+    want = ((k,) + tuple(s_ext) if axis is None
+            else tuple(e * k if d == axis else e for d, e in enumerate(s_ext)))
+    if r.kind == "load":
+        r_ext = _static(full, "dst", r, _clip(full, r, _peer_extents(r, want)))
+    else:
+        r_ext = _static(full, "dst", r, _clip(full, r, r.extents))  # type: ignore[arg-type]
+    fits = len(r_ext) == len(want) and all(a >= b for a, b in zip(r_ext, want))
+    exact = tuple(r_ext) == want
+    if not exact and (s.kind == r.kind == "buffer" or _STATE.compat == "2025" or not fits):
+        raise ValueError(f"Receive buffer shape must be {list(want)} to hold gathered data "
+                         f"from {k} cores, but got {list(r_ext)}.")
+    return (_encoded(s, s_ext, "src"), _encoded(r, want, "dst"), tuple(s_ext), s.buffer,
+            r.buffer, axis)
 
 
-def _numel(ext: Sequence[int]) -> int:
-    return int(np.prod(ext, dtype=np.int64))
-
-
-def _dtypes(op: str, a: tirx.Buffer, b: tirx.Buffer) -> None:
-    if a.dtype != b.dtype:
-        raise ValueError(f"Source and destination buffer dtypes must match for {op}. Got "
-                         f"{a.dtype} vs {b.dtype}.")
-
-
-def _transfer(op: str, src: Any, dst: Any, size: Any) -> tuple[tirx.Call, tirx.Call, int]:
-    """A broadcast's or put's regions, checked as the fork does, and its element
-    count."""
-    s_call, s_ext, s_buf = _region(op, "src", src)
-    d_call, d_ext, d_buf = _region(op, "dst", dst)
-    _dtypes(op, s_buf, d_buf)
-    _compatible(op, s_ext, d_ext)
-    return s_call, d_call, _size(size, _numel(s_ext), "source")
-
-
-def _compatible(op: str, s: Sequence[int], d: Sequence[int]) -> None:
-    """The fork's shape rule: same rank, each extent equal or 1 on either side, and no
-    more source elements than destination elements."""
-    if len(s) != len(d) or any(a != b and 1 not in (a, b) for a, b in zip(s, d)):
-        raise ValueError(f"Source and destination buffer must have the same number of "
-                         f"dimensions for {op}. (source {tuple(s)}, destination {tuple(d)})")
-    if _numel(s) > _numel(d):
-        raise ValueError(f"Source buffer size larger than destination buffer size: "
-                         f"{_numel(s)} vs {_numel(d)}")
+def _reduce_operands(op: str, buffer: Any, out: Any, dim: Any
+                     ) -> tuple[tirx.Call, tirx.Call, tirx.Buffer, tirx.Buffer, int]:
+    full = f"T.comm.{op}"
+    s, o = _operand(full, "src", buffer), _operand(full, "dst", out)
+    _memory(full, "src", s.buffer)
+    _memory(full, "dst", o.buffer)
+    if s.kind == "load" and o.kind == "load":
+        raise ValueError(f"{full} cannot infer extents when both operands are BufferLoad "
+                         f"values.")
+    rank = len(s.mins)
+    if not _is_int(dim) or not -1 <= dim < rank:
+        raise ValueError(f"dim {dim} out of bounds for buffer with {rank} dimensions.")
+    dim = rank - 1 if dim == -1 else int(dim)
+    if s.kind == "load":
+        o_ext = list(_static(full, "dst", o, _clip(full, o, o.extents)))  # type: ignore
+        full_dim = int(static_int(s.buffer.shape[dim]) or 1)
+        s_guess = (o_ext[:dim] + [full_dim] + o_ext[dim:] if len(o_ext) == rank - 1
+                   else o_ext[:dim] + [full_dim] + o_ext[dim + 1:])
+        s_ext = _static(full, "src", s, _clip(full, s, s_guess))
+    else:
+        s_ext = _static(full, "src", s, _clip(full, s, s.extents))  # type: ignore[arg-type]
+    drop = tuple(e for d, e in enumerate(s_ext) if d != dim)
+    keep = tuple(1 if d == dim else e for d, e in enumerate(s_ext))
+    if o.kind == "load":
+        o_ext = _static(full, "dst", o, _clip(full, o, _peer_extents(o, drop)
+                                              if len(o.mins) < rank else list(keep)))
+    else:
+        o_ext = _static(full, "dst", o, _clip(full, o, o.extents))  # type: ignore[arg-type]
+    if tuple(o_ext) not in (drop, keep):
+        shrink = drop if len(o_ext) == len(drop) else keep
+        if (s.kind == o.kind == "buffer" or _STATE.compat == "2025" or len(o_ext) != len(shrink)
+                or any(a < b for a, b in zip(o_ext, shrink))):
+            raise ValueError(f"Invalid reduce output shape, buffer shape is {list(s_ext)}, "
+                             f"dim is {dim}, output shape is {list(o_ext)}, expected shapes "
+                             f"are {list(drop)} or {list(keep)}")
+        o_ext = shrink
+    return (_encoded(s, s_ext, "src"), _encoded(o, o_ext, "dst"), s.buffer, o.buffer, dim)
 
 
 # -- T.comm ------------------------------------------------------------------------------------
 class TilelangMeshComm:
-    """``T.comm``: the fork's comm ops and core helpers, on the mesh of :func:`enable`.
+    """``T.comm``: SUNMMIO's comm ops and core helpers, on the mesh of :func:`enable`.
 
     Each op emits ONE comm-op statement where the kernel calls it (its body, a
     ``T.macro`` or a plain helper) and returns ``None``; outside a kernel being built it
@@ -434,15 +710,21 @@ class TilelangMeshComm:
         return {"nrow": nrows, "ncol": ncols}
 
     @staticmethod
+    def core_to_id(core_id: Any, name: str = "core") -> Any:
+        """A linear core id or ``(row, col)`` as a linear id (``row * ncols + col``):
+        ints are range-checked, expressions kept."""
+        mesh = enabled_mesh()
+        exprs = _core_exprs(core_id, name, mesh)
+        lin = _linear(exprs, mesh)
+        s = static_int(arith.Analyzer().simplify(lin))
+        return lin if s is None else s
+
+    @staticmethod
     def core_tuple_to_id(core_id: Any) -> Any:
         """``row * ncols + col`` (an int, or an expression for expressions)."""
         if not isinstance(core_id, (tuple, list)) or len(core_id) != 2:
             raise ValueError("core_id must be a tuple of (row, col).")
-        mesh = enabled_mesh()
-        exprs = _core_exprs(tuple(core_id), "core_id", mesh)
-        lin = _linear(exprs, mesh)
-        s = static_int(arith.Analyzer().simplify(lin))
-        return lin if s is None else s
+        return TilelangMeshComm.core_to_id(tuple(core_id), "core_id")
 
     @staticmethod
     def core_id_to_tuple(core_id: Any) -> tuple[Any, Any]:
@@ -469,18 +751,21 @@ class TilelangMeshComm:
 
     @staticmethod
     def current_core() -> tirx.PrimExpr:
-        """The linear id of the core running the program (inside ``T.Kernel``)."""
-        ncols = enabled_mesh().shape[1]
+        """The linear id of the core running the program (inside ``T.Kernel``): the
+        block index of a launch of one program per core, ``bx + gx * by`` of a grid."""
+        from tilelang.language.kernel import KernelLaunchFrame
+        frame = KernelLaunchFrame.Current() if hasattr(KernelLaunchFrame, "Current") else None
         try:
-            b = T.get_block_bindings()
+            b = T.get_block_bindings() if frame is not None else []
         except Exception:  # noqa: BLE001 - TileLang raises its own kinds outside a kernel
             b = []
-        if len(b) == 1:
-            return b[0]
-        if len(b) == 2:
-            return b[0] * ncols + b[1]
-        raise ValueError("T.comm.current_core() must be called inside T.Kernel(nrows * ncols) "
-                         "(a 1-D launch: block id = core id) or T.Kernel(nrows, ncols)")
+        if not b:
+            raise ValueError("T.comm.current_core() must be called inside T.Kernel() (one "
+                             "program per core) or a T.Kernel grid")
+        lin: Any = b[-1]
+        for d in range(len(b) - 2, -1, -1):
+            lin = lin * frame.get_block_extent(d) + b[d]
+        return lin
 
     @staticmethod
     def broadcast(src: Any, dst: Any, src_core: Any, direction: str = "all",
@@ -488,7 +773,7 @@ class TilelangMeshComm:
         """Every core of ``src_core``'s row (``"h"``), column (``"v"``) or mesh
         (``"all"``), ``src_core`` included, gets the first ``size`` elements (all for
         -1, row-major) of ``src_core``'s ``src`` into the first elements of its ``dst``;
-        other cores keep ``dst``."""
+        other cores keep ``dst``. ``src`` may be global memory (read by ``src_core``)."""
         mesh = enabled_mesh()
         s_call, d_call, n = _transfer("broadcast", src, dst, size)
         code = _direction(direction)
@@ -523,34 +808,17 @@ class TilelangMeshComm:
         elements of its slot."""
         op, mesh = "all_gather", enabled_mesh()
         code = _direction(direction)
-        s_call, s_ext, s_buf = _region(op, "src", send_buffer)
-        d_call, d_ext, d_buf = _region(op, "dst", recv_buffer)
-        _dtypes(op, s_buf, d_buf)
         k = int(np.prod([mesh.shape[a] for a in _DIR_AXES[code]]))
-        ndim = len(s_ext)
-        if axis is None:
-            want = (k,) + tuple(s_ext)
-        else:
-            if not _is_int(axis) or not -ndim <= axis < ndim:
-                raise ValueError(f"axis {axis} out of range for send buffer with {ndim} "
-                                 f"dimensions.")
-            norm = axis + ndim if axis < 0 else int(axis)
-            if norm not in (0, ndim - 1):
-                raise ValueError(f"Only axis=0 or axis=-1 (last dim) are currently supported, "
-                                 f"got axis={axis} (normalized to {norm}) for {ndim}-D send "
-                                 f"buffer.")
-            want = tuple(e * k if d == norm else e for d, e in enumerate(s_ext))
-        if tuple(d_ext) != want:
-            raise ValueError(f"Receive buffer shape must be {list(want)} to hold gathered "
-                             f"data from {k} cores, but got {list(d_ext)}.")
+        s_call, d_call, s_ext, s_buf, d_buf, axis = _gather_operands(op, send_buffer,
+                                                                     recv_buffer, k, axis)
+        _dtypes(op, s_buf, d_buf)
         n = _size(size, _numel(s_ext), "send")
         if not _is_int(src_offset_byte) or src_offset_byte < 0:
             raise ValueError("src_offset_byte must be a non-negative integer.")
         if src_offset_byte:
             raise ValueError(f"T.comm.all_gather: src_offset_byte={src_offset_byte} is the "
                              f"fork's compiler-internal offset; kernels pass 0 (the default)")
-        params = {"size": n, "stacked": axis is None,
-                  "axis": 0 if axis is None else (axis + ndim if axis < 0 else int(axis))}
+        params = {"size": n, "stacked": axis is None, "axis": 0 if axis is None else axis}
         return _statement(encode("tm_all_gather", mesh, _DIR_AXES[code], params, s_call,
                                  d_call))
 
@@ -562,18 +830,7 @@ class TilelangMeshComm:
         row's columns, then the rows); ``clear=False`` combines into ``out``'s old
         value. ``out`` has ``buffer``'s shape without ``dim`` or with 1 there."""
         op, mesh = "all_reduce", enabled_mesh()
-        s_call, s_ext, s_buf = _region(op, "src", buffer)
-        d_call, d_ext, d_buf = _region(op, "dst", out)
-        rank = len(s_ext)
-        if not _is_int(dim) or not -1 <= dim < rank:
-            raise ValueError(f"dim {dim} out of bounds for buffer with {rank} dimensions.")
-        dim = rank - 1 if dim == -1 else int(dim)
-        drop = tuple(e for d, e in enumerate(s_ext) if d != dim)
-        keep = tuple(1 if d == dim else e for d, e in enumerate(s_ext))
-        if tuple(d_ext) not in (drop, keep):
-            raise ValueError(f"Invalid reduce output shape, buffer shape is {list(s_ext)}, "
-                             f"dim is {dim}, output shape is {list(d_ext)}, expected shapes "
-                             f"are {list(drop)} or {list(keep)}")
+        s_call, d_call, s_buf, d_buf, dim = _reduce_operands(op, buffer, out, dim)
         if not isinstance(reduce_type, str) or reduce_type.lower() not in REDUCE_TYPE_LIST:
             shown = reduce_type.lower() if isinstance(reduce_type, str) else reduce_type
             raise ValueError(f"Reduction op must be one of {list(REDUCE_TYPE_LIST)}, but got "
@@ -615,9 +872,99 @@ def get_sunmmio_device_mesh_config() -> tuple[int, int]:
     return enabled_mesh().shape  # type: ignore[return-value]
 
 
+# -- T.Kernel and T.annotate_layout as SUNMMIO's TileLang takes them ---------------------------
+def _kernel_wrapper(stock: Any) -> Any:
+    def Kernel(*blocks: Any, **kw: Any) -> Any:  # noqa: N802 (TileLang's name)
+        """``T.Kernel()`` with no extent runs one program per core of the enabled mesh
+        (its variable the linear core id); anything else is TileLang's ``T.Kernel``."""
+        if not blocks and _STATE.mesh is not None:
+            blocks = (_STATE.mesh.size,)
+        if kw.get("is_cpu"):
+            raise ValueError("T.Kernel(..., is_cpu=True) is the fork's host-side loop, not "
+                             "a program on the mesh's cores; write the loop with T.serial "
+                             "inside a T.Kernel()")
+        kw.pop("is_cpu", None)
+        return stock(*blocks, **kw)
+
+    Kernel.__doc__ = (Kernel.__doc__ or "") + "\n\n" + (stock.__doc__ or "")
+    Kernel._meshtensor = stock  # type: ignore[attr-defined]
+    return Kernel
+
+
+def _annotate_layout_wrapper(stock: Any) -> Any:
+    def annotate_layout(layout_map: dict) -> Any:
+        """TileLang's ``T.annotate_layout``; the fork's layouts (``make_zz_layout`` ...)
+        are recorded in the kernel's ``meshtensor.layouts`` attribute instead (a layout
+        changes where the chip keeps each element, not a value)."""
+        fork = {b: lay for b, lay in layout_map.items() if isinstance(lay, ForkLayout)}
+        rest = {b: lay for b, lay in layout_map.items() if not isinstance(lay, ForkLayout)}
+        if fork:
+            from tilelang.language.eager.builder import Builder
+            b = Builder.current()
+            if b is not None:
+                rec = b.__dict__.setdefault("_meshtensor_layouts", {})
+                rec.update({str(buf.name): str(lay) for buf, lay in fork.items()})
+        return stock(rest) if rest else None
+
+    annotate_layout._meshtensor = stock  # type: ignore[attr-defined]
+    return annotate_layout
+
+
+# -- TileLang's builder: T.MeshTensor parameters and their records ----------------------------
+def _install_builder_hooks() -> None:
+    """Teach TileLang's kernel builder the ``T.MeshTensor`` annotation: its parameter is
+    the slot-shaped buffer, and the kernel gets the parameters' records
+    (``MeshParam``) and the recorded layouts as function attributes (one builder per
+    kernel: nothing outlives the kernel it describes)."""
+    from tilelang.language.eager import builder as bmod
+
+    if getattr(bmod.Builder.prim_func_arg, "_meshtensor", False):
+        return
+    stock_arg = bmod.Builder.prim_func_arg
+    stock_attrs = bmod._patch_prim_func_attrs
+
+    def prim_func_arg(self: Any, name: str, value: Any) -> Any:
+        if isinstance(value, _MeshTensorArg):
+            buf = stock_arg(self, name, value.buffer)
+            self.__dict__.setdefault("_meshtensor_params", {})[name] = (buf, value.type)
+            return buf
+        return stock_arg(self, name, value)
+
+    def patch_attrs(pf: Any, builder: Any) -> Any:
+        pf = stock_attrs(pf, builder)
+        params = getattr(builder, "_meshtensor_params", None)
+        if params:
+            index = {}
+            for i, v in enumerate(pf.params):
+                buf = pf.buffer_map.get(v)
+                if buf is not None:
+                    index[str(buf.name)] = i
+            recs = {}
+            for name, (buf, t) in params.items():
+                i = index.get(str(buf.name))
+                if i is not None:
+                    recs[i] = t.param(str(buf.name))
+            pf = with_mesh_params(pf, recs)
+        layouts = getattr(builder, "_meshtensor_layouts", None)
+        if layouts:
+            pf = pf.with_attr("meshtensor.layouts", dict(layouts))
+        return pf
+
+    prim_func_arg._meshtensor = True  # type: ignore[attr-defined]
+    bmod.Builder.prim_func_arg = prim_func_arg
+    bmod._patch_prim_func_attrs = patch_attrs
+    for name, prop in _buffer_properties().items():
+        if not hasattr(tirx.Buffer, name):
+            setattr(tirx.Buffer, name, prop)
+
+
 # -- enable() and the message for kernels that forgot it -------------------------------------------
-_OURS = {"comm": comm, "MeshTensor": MeshTensor, "MeshShardingPolicy": MeshShardingPolicy,
-         "MeshReplicationType": MeshReplicationType}
+def _ours() -> dict[str, Any]:
+    return {"comm": comm, "MeshTensor": MeshTensor, "MeshShardingPolicy": MeshShardingPolicy,
+            "MeshReplicationType": MeshReplicationType, "placement": _placement.namespace,
+            "mesh_nrows": mesh_nrows, "mesh_ncols": mesh_ncols, "mesh_ncores": mesh_ncores,
+            "nrows": mesh_nrows, "ncols": mesh_ncols, "get_local_extent": get_local_extent,
+            "get_rank_extent": get_rank_extent, "dist": _dist}
 
 
 def _install(module: Any, names: dict[str, Any]) -> None:
@@ -626,21 +973,33 @@ def _install(module: Any, names: dict[str, Any]) -> None:
             setattr(module, name, value)
 
 
-def enable(mesh: Any = (4, 4)) -> Mesh:
-    """Make kernels written for Tilelang-Mesh parse and run here: set the target mesh
-    ``(nrows, ncols)`` and install the fork's names on ``tilelang.language`` (and the
-    driver and layout helpers) where they are absent. Idempotent; a name TileLang
-    already has is left alone. Returns the mesh (axes ``row``, ``col``).
+def enable(mesh: Any = (4, 4), compat: str | None = None) -> Mesh:
+    """Make kernels written for SUNMMIO's TileLang parse and run here: set the target
+    mesh ``(nrows, ncols)`` and install its names on ``tilelang.language`` (and the
+    driver and layout helpers) where they are absent; ``T.Kernel`` and
+    ``T.annotate_layout`` accept what the fork's accept. ``compat="2025"`` applies the
+    older fork's rules where the current TileLang changed them (module docstring).
+    Idempotent; a name TileLang already has is left alone. Returns the mesh (axes
+    ``row``, ``col``).
 
     >>> enable(mesh=(2, 4))
     Mesh({'row': 2, 'col': 4})
     >>> import tilelang.language as T
-    >>> T.comm.get_target_mesh_shape()
-    {'nrow': 2, 'ncol': 4}
+    >>> T.comm.get_target_mesh_shape(), int(T.mesh_ncores())
+    ({'nrow': 2, 'ncol': 4}, 8)
     """
     m = _mesh_of(mesh, "tilelang_mesh.enable")
+    if compat not in COMPAT:
+        raise ValueError(f"tilelang_mesh.enable: compat must be one of {list(COMPAT)}, got "
+                         f"{compat!r}")
     _STATE.mesh = m
-    _install(T, _OURS)
+    _STATE.compat = compat
+    _install(T, _ours())
+    if not hasattr(T.Kernel, "_meshtensor"):
+        T.Kernel = _kernel_wrapper(T.Kernel)
+    if not hasattr(T.annotate_layout, "_meshtensor"):
+        T.annotate_layout = _annotate_layout_wrapper(T.annotate_layout)
+    _install_builder_hooks()
     import tilelang.carver.arch.driver as driver
     import tilelang.layout as layout
     _install(driver, {"get_sunmmio_device_mesh_config": get_sunmmio_device_mesh_config})

@@ -35,7 +35,7 @@ from tvm import ir, tirx
 from ...mesh import Mesh
 from ..ir.comm_op import DISPLAY, CommOp, encode, find_comm_ops, is_comm_call
 from ..ir.evaluate import iteration_space, region_box, static_int
-from ..ir.launch import Launch
+from ..ir.launch import Launch, upstream_launch
 from ..ir.mesh_param import MeshParam, mesh_params
 from ..ir.scope import find_calls, region_of
 
@@ -132,26 +132,38 @@ def _add_allocs(stmt: tirx.Stmt, buffers: list) -> tirx.Stmt:
     return out
 
 
-# -- 1. comm ops reading a T.MeshTensor: a staging copy first ----------------------------------
-def _stage_sources(stmt: tirx.Stmt, ops: list[CommOp], params: dict, launch: Launch
-                   ) -> tirx.Stmt:
+# -- 1. comm ops reading global memory: a staging copy first ------------------------------------
+def _stage_sources(stmt: tirx.Stmt, ops: list[CommOp], params: dict, launch: Launch,
+                   globals_: dict) -> tirx.Stmt:
+    """A comm op whose source is global memory (a ``T.MeshTensor`` slice: the sending
+    core's part; another parameter: DRAM every core sees) reads it through a per-core
+    staging buffer copied just before the op: the sender's copy is what it sends."""
     shards = {p_buf.data: p for p_buf, p in params.items()}
-    staged = [o for o in ops if o.src is not None and o.src.buffer.data in shards]
+    staged = [o for o in ops if o.src is not None and (o.src.buffer.data in shards
+                                                       or o.src.buffer.data in globals_)]
     if not staged:
         return stmt
-    for o in staged:  # the slice must lie in the shard at every execution
-        shape = shards[o.src.buffer.data].shard_shape
+    for o in staged:  # the slice must lie in the shard (the tensor) at every execution
+        mesh_t = o.src.buffer.data in shards
+        shape = (shards[o.src.buffer.data].shard_shape if mesh_t
+                 else tuple(static_int(n) for n in globals_[o.src.buffer.data].shape))
+        what = "T.MeshTensor" if mesh_t else "global tensor"
         try:
             lo, hi = region_box(o.src, iteration_space(o, launch, o.name), o.name)
         except ValueError as err:
-            raise ValueError(f"{WHERE}: {o.name} reads T.MeshTensor "
+            raise ValueError(f"{WHERE}: {o.name} reads {what} "
                              f"{o.src.buffer.name!r} at a region that cannot be evaluated "
                              f"({err}); its start may use the core id and loop variables "
                              f"only") from None
+        if None in shape:
+            raise ValueError(f"{WHERE}: {o.name} reads {what} {o.src.buffer.name!r} of "
+                             f"symbolic shape; a comm source in global memory needs a "
+                             f"static shape here")
         if len(lo) and (lo.min(axis=0) < 0).any() or len(hi) and (hi.max(axis=0) >
                                                                   np.asarray(shape)).any():
-            raise ValueError(f"{WHERE}: {o.name} reads T.MeshTensor {o.src.buffer.name!r} "
-                             f"outside its shard of shape {shape} (region "
+            part = "its shard of shape" if mesh_t else "its shape"
+            raise ValueError(f"{WHERE}: {o.name} reads {what} {o.src.buffer.name!r} "
+                             f"outside {part} {shape} (region "
                              f"[{lo.min(axis=0).tolist()}, {hi.max(axis=0).tolist()}))")
     new_bufs: list = []
     by_call = {o.call: o for o in staged}
@@ -176,6 +188,44 @@ def _stage_sources(stmt: tirx.Stmt, ops: list[CommOp], params: dict, launch: Lau
 
     out = tirx.stmt_functor.ir_transform(stmt, None, post, ["tirx.Evaluate"])
     return _add_allocs(out, new_bufs)
+
+
+# -- 0. T.Persistent as SUNMMIO's TileLang lowers it ----------------------------------------------
+def _upstream_persistent(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    """Stock TileLang guards every tile of a ``T.Persistent`` loop with ``if <last tile
+    coordinate> < <its extent>``; SUNMMIO's lowering has no such guard (a single wave
+    runs every core's body, whatever tile it names; more waves stop past the domain,
+    which stock's own wave guard does too). The stock loop is recognised by its
+    coordinate lets, which read the wave variable of the loop that follows them."""
+    found: list = []
+
+    def fix(seq: tirx.SeqStmt) -> Any:
+        stmts = list(seq.seq)
+        changed = False
+        for i, st in enumerate(stmts):
+            if not isinstance(st, tirx.For):
+                continue
+            values = [b.value for b in stmts[:i] if isinstance(b, tirx.Bind)
+                      and st.loop_var in _data_vars(b.value)]
+            if not values:
+                continue
+
+            def drop(n: Any, values: list = values) -> Any:
+                if (isinstance(n, tirx.IfThenElse) and n.else_case is None
+                        and isinstance(n.condition, tirx.LT)
+                        and any(ir.structural_equal(n.condition.a, v) for v in values)):
+                    found.append(n)
+                    return n.then_case
+                return None
+
+            stmts[i] = tirx.stmt_functor.ir_transform(st, None, drop, ["tirx.IfThenElse"])
+            changed = True
+        return tirx.SeqStmt(stmts) if changed else None
+
+    body = tirx.stmt_functor.ir_transform(func.body, None, fix, ["tirx.SeqStmt"])
+    if not found:
+        return func
+    return tirx.PrimFunc(func.params, body, func.ret_type, func.buffer_map, func.attrs)
 
 
 # -- 2. T.MeshTensor parameters: one shard per core ---------------------------------------------
@@ -275,9 +325,13 @@ def prepare_tilelang_mesh(func: tirx.PrimFunc) -> PreparedKernel:
                          f"different meshes {sorted(str(m) for m in meshes)}; one kernel runs "
                          f"on one mesh (tm.enable(mesh=...) and each device_mesh_config)")
     mesh = meshes.pop()
+    func = upstream_launch(_upstream_persistent(func), mesh, WHERE, bool(ops))
+    ops = find_comm_ops(func)
     launch = Launch.of(func, mesh, WHERE)
     by_buffer = {func.buffer_map[func.params[i]]: p for i, p in params.items()}
-    body = _stage_sources(func.body, ops, by_buffer, launch)
+    globals_ = {b.data: b for i, v in enumerate(func.params)
+                if (b := func.buffer_map.get(v)) is not None and i not in params}
+    body = _stage_sources(func.body, ops, by_buffer, launch, globals_)
     body, new_params, new_map, written = _stack_params(func, body, params, launch)
     body = _core_private(body)
     out = tirx.PrimFunc(new_params, body, func.ret_type, new_map, func.attrs)
