@@ -162,7 +162,7 @@ class ForkLayout:
 
 def _shape_of(shape_or_buffer: Any) -> tuple:
     shape = shape_or_buffer.shape if hasattr(shape_or_buffer, "shape") else shape_or_buffer
-    shape = shape if isinstance(shape, (tuple, list)) else (shape,)
+    shape = tuple(shape) if not isinstance(shape, (int, tirx.PrimExpr)) else (shape,)
     return tuple(static_int(s) if static_int(s) is not None else str(s) for s in shape)
 
 
@@ -910,6 +910,42 @@ def _annotate_layout_wrapper(stock: Any) -> Any:
     return annotate_layout
 
 
+#: the annotation on a ``T.gemm`` whose ``transpose_B=True`` named SUNMMIO's operand mode
+SUNMMIO_TRANSPOSE_B = "meshtensor.sunmmio_transpose_b"
+
+
+def _gemm_wrapper(stock: Any) -> Any:
+    def gemm(A: Any, B: Any, C: Any, transpose_A: bool = False, transpose_B: bool = False,
+             *args: Any, **kw: Any) -> Any:
+        """TileLang's ``T.gemm``; in a kernel for SUNMMIO's chip, ``transpose_B=True``
+        with a ``B`` of shape ``(K, N)`` selects the MMA's operand mode and still
+        multiplies by the ``B(k, j)`` panel (SUNMMIO's SUMMA: "algorithmically this is
+        still the SUMMA B(k, j) panel"); a ``B`` of shape ``(N, K)`` is transposed as in
+        stock TileLang. ``PrepareTilelangMesh`` gives a kernel without SUNMMIO names
+        back its stock meaning."""
+        if transpose_B:
+            from tilelang.utils.language import retrieve_shape, to_buffer_region
+            try:
+                a = retrieve_shape(to_buffer_region(A))
+                b = retrieve_shape(to_buffer_region(B))
+                c = retrieve_shape(to_buffer_region(C))
+                k = a[-2] if transpose_A else a[-1]
+                panel = (static_int(b[-2]), static_int(b[-1])) == (static_int(k),
+                                                                   static_int(c[-1]))
+            except Exception:  # noqa: BLE001 - leave unusual operands to TileLang
+                panel = False
+            if panel:
+                ann = dict(kw.pop("annotations", None) or {})
+                ann[SUNMMIO_TRANSPOSE_B] = 1
+                kw["annotations"] = ann
+                transpose_B = False
+        return stock(A, B, C, transpose_A, transpose_B, *args, **kw)
+
+    gemm.__doc__ = (gemm.__doc__ or "") + "\n\n" + (stock.__doc__ or "")
+    gemm._meshtensor = stock  # type: ignore[attr-defined]
+    return gemm
+
+
 # -- TileLang's builder: T.MeshTensor parameters and their records ----------------------------
 def _install_builder_hooks() -> None:
     """Teach TileLang's kernel builder the ``T.MeshTensor`` annotation: its parameter is
@@ -999,6 +1035,8 @@ def enable(mesh: Any = (4, 4), compat: str | None = None) -> Mesh:
         T.Kernel = _kernel_wrapper(T.Kernel)
     if not hasattr(T.annotate_layout, "_meshtensor"):
         T.annotate_layout = _annotate_layout_wrapper(T.annotate_layout)
+    if not hasattr(T.gemm, "_meshtensor"):
+        T.gemm = _gemm_wrapper(T.gemm)
     _install_builder_hooks()
     import tilelang.carver.arch.driver as driver
     import tilelang.layout as layout

@@ -190,6 +190,37 @@ def _stage_sources(stmt: tirx.Stmt, ops: list[CommOp], params: dict, launch: Lau
     return _add_allocs(out, new_bufs)
 
 
+# -- T.gemm: SUNMMIO's transpose_B operand mode outside SUNMMIO kernels -------------------------
+def _stock_gemms(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    """A kernel with neither ``T.MeshTensor`` parameters nor ``T.comm`` ops is not a
+    SUNMMIO kernel: a ``T.gemm(..., transpose_B=True)`` that ``tm.enable``'s ``T.gemm``
+    read as SUNMMIO's operand mode gets stock TileLang's meaning back (``B`` transposed),
+    or, for a ``B`` that is not square, stock TileLang's shape error."""
+    from ..language.tilelang_mesh import SUNMMIO_TRANSPOSE_B
+
+    def post(n: Any) -> Any:
+        if not (isinstance(n, tirx.Call) and getattr(n.op, "name", None) == "tl.tileop.gemm"
+                and n.annotations and SUNMMIO_TRANSPOSE_B in n.annotations):
+            return None
+        b = region_of(n.args[1])
+        ext = [static_int(e) for e in b.extents]
+        if len(ext) < 2 or ext[-1] != ext[-2]:
+            raise ValueError(f"T.gemm(..., transpose_B=True): B {b.buffer.name!r} has shape "
+                             f"{tuple(ext)}, which transposed does not fit the product (K "
+                             f"shape check failed); SUNMMIO's operand mode (B(k, j) panel) "
+                             f"applies only in kernels for its chip (with T.comm ops or "
+                             f"T.MeshTensor parameters)")
+        args = list(n.args)
+        args[4] = tirx.IntImm("bool", 1) if not isinstance(args[4], bool) else True
+        ann = {k: v for k, v in n.annotations.items() if k != SUNMMIO_TRANSPOSE_B}
+        return tirx.Call(n.dtype, n.op, args, ann)
+
+    body = tirx.stmt_functor.ir_transform(func.body, None, post, ["tirx.Call"])
+    if body.same_as(func.body):
+        return func
+    return tirx.PrimFunc(func.params, body, func.ret_type, func.buffer_map, func.attrs)
+
+
 # -- 0. T.Persistent as SUNMMIO's TileLang lowers it ----------------------------------------------
 def _upstream_persistent(func: tirx.PrimFunc) -> tirx.PrimFunc:
     """Stock TileLang guards every tile of a ``T.Persistent`` loop with ``if <last tile
@@ -226,6 +257,199 @@ def _upstream_persistent(func: tirx.PrimFunc) -> tirx.PrimFunc:
     if not found:
         return func
     return tirx.PrimFunc(func.params, body, func.ret_type, func.buffer_map, func.attrs)
+
+
+# -- 1b. comm ops under a condition uniform over their groups ------------------------------------
+def _contains_tm(stmt: Any) -> bool:
+    return bool(find_calls(stmt, lambda c: is_comm_call(c)))
+
+
+def _reads_memory(expr: Any) -> bool:
+    hit: list = []
+    tirx.stmt_functor.post_order_visit(tirx.Evaluate(expr) if isinstance(expr, tirx.PrimExpr)
+                                       else expr,
+                                       lambda n: hit.append(n) if isinstance(
+                                           n, tirx.BufferLoad) else None)
+    return bool(hit)
+
+
+class _Guards:
+    """Hoists SUNMMIO comm ops out of conditions that depend on the core (``if by ==
+    0: T.comm.broadcast(..., "h")``): the op runs on every core; the cores whose
+    condition is false keep their ``dst`` (saved before, restored after) and, checked
+    after the rewrite, name no transfer the cores that run it do not name; the other
+    statements of the branch keep the condition. The condition must hold on all or none
+    of each group the op involves (the chip's rule: every member of a group takes part),
+    else ``ValueError``."""
+
+    def __init__(self, core_vars: set, ops: list[CommOp]):
+        self.core_vars = set(core_vars)
+        self.ops = ops
+        self.guards: dict = {}      # comm call -> its condition
+        self.temps: list = []       # save buffers (allocated in the root block)
+
+    def core_dependent(self, expr: Any) -> bool:
+        return bool(_data_vars(expr) & self.core_vars)
+
+    def visit(self, stmt: Any) -> Any:
+        if isinstance(stmt, tirx.Bind) and self.core_dependent(stmt.value):
+            self.core_vars.add(stmt.var)
+        if isinstance(stmt, tirx.IfThenElse) and _contains_tm(stmt) and \
+                self.core_dependent(stmt.condition):
+            if _reads_memory(stmt.condition):
+                o = self._op(stmt)
+                raise ValueError(f"{WHERE}: {o.name} is under `if {stmt.condition}`, a "
+                                 f"condition that depends on the core and reads memory; the "
+                                 f"emulator runs a comm op under a condition on the core id "
+                                 f"and loop variables only")
+            out = self.push(stmt.condition, stmt.then_case)
+            if stmt.else_case is not None:
+                out += self.push(tirx.Not(stmt.condition), stmt.else_case)
+            return tirx.SeqStmt(out) if len(out) > 1 else out[0]
+        return None
+
+    def _op(self, stmt: Any) -> CommOp:
+        call = find_calls(stmt, is_comm_call)[0].call
+        return next(o for o in self.ops if o.call.same_as(call))
+
+    def push(self, cond: Any, stmt: Any) -> list:
+        """``stmt`` under ``cond``, with each comm op in it run by every core."""
+        if stmt is None:
+            return []
+        if not _contains_tm(stmt):
+            return [tirx.IfThenElse(cond, stmt, None)]
+        if isinstance(stmt, tirx.SeqStmt):
+            return [x for s in stmt.seq for x in self.push(cond, s)]
+        if isinstance(stmt, tirx.Bind):
+            if self.core_dependent(stmt.value):
+                self.core_vars.add(stmt.var)
+            return [stmt]
+        if isinstance(stmt, tirx.For):
+            body = self.push(cond, stmt.body)
+            return [tirx.For(stmt.loop_var, stmt.min, stmt.extent, stmt.kind,
+                             tirx.SeqStmt(body) if len(body) > 1 else body[0],
+                             stmt.thread_binding, stmt.annotations)]
+        if isinstance(stmt, tirx.IfThenElse):
+            if _reads_memory(stmt.condition) and self.core_dependent(stmt.condition):
+                raise ValueError(f"{WHERE}: {self._op(stmt).name} is under `if "
+                                 f"{stmt.condition}`, a condition that reads memory")
+            return (self.push(tirx.And(cond, stmt.condition), stmt.then_case) +
+                    self.push(tirx.And(cond, tirx.Not(stmt.condition)), stmt.else_case))
+        if isinstance(stmt, tirx.AttrStmt):
+            body = self.push(cond, stmt.body)
+            return [tirx.AttrStmt(stmt.node, stmt.attr_key, stmt.value,
+                                  tirx.SeqStmt(body) if len(body) > 1 else body[0])]
+        if isinstance(stmt, tirx.Evaluate) and is_comm_call(stmt.value):
+            return self._hoist(cond, stmt)
+        raise ValueError(f"{WHERE}: {self._op(stmt).name} is under `if {cond}` inside a "
+                         f"{type(stmt).__name__}, which the emulator cannot run the op "
+                         f"around; put the comm op directly in the `if`")
+
+    def _hoist(self, cond: Any, stmt: tirx.Evaluate) -> list:
+        o = next(v for v in self.ops if v.call.same_as(stmt.value))
+        self.guards[stmt.value] = cond
+        if o.dst is None:
+            return [stmt]
+        ext = [int(static_int(e)) for e in o.dst.extents]
+        tmp = tirx.decl_buffer(ext, str(o.dst.buffer.dtype), f"{o.dst.buffer.name}_kept{o.index}",
+                               scope="shared")
+        self.temps.append(tmp)
+        ranges = [ir.Range.from_min_extent(st, e) for st, e in zip(o.dst.starts, ext)]
+        region = tirx.BufferRegion(o.dst.buffer, ranges)
+        skip = tirx.Not(cond)
+        save = tirx.IfThenElse(skip, tirx.Evaluate(T.copy(region, tmp)), None)
+        restore = tirx.IfThenElse(skip, tirx.Evaluate(T.copy(tmp, region)), None)
+        return [save, stmt, restore]
+
+
+def _uniform_conditions(func: tirx.PrimFunc, launch: Launch) -> tirx.PrimFunc:
+    ops = [o for o in find_comm_ops(func)]
+    if not any(o.scope for o in ops):
+        return func
+    g = _Guards(set(launch.vars), ops)
+    body = tirx.stmt_functor.ir_transform(func.body, g.visit, None,
+                                          ["tirx.IfThenElse", "tirx.Bind"])
+    if not g.guards:
+        return func
+    body = _add_allocs(body, g.temps)
+    out = tirx.PrimFunc(func.params, body, func.ret_type, func.buffer_map, func.attrs)
+    for o in find_comm_ops(out):
+        cond = next((c for call, c in g.guards.items() if call.same_as(o.call)), None)
+        if cond is not None:
+            _check_guard(o, cond, launch)
+    return out
+
+
+def _groups(o: CommOp, mesh: Mesh, space: Any) -> list:
+    """Per point of ``space``, the cores the op involves there (as a frozenset)."""
+    n, ncols = mesh.size, mesh.shape[1]
+    coords = mesh.coords
+    core = space.core
+
+    def lin(key: str) -> np.ndarray:
+        e = o.params[key]
+        vals = [space.value(x) for x in e]
+        return vals[0] if len(vals) == 1 else vals[0] * ncols + vals[1]
+
+    def group(c: int) -> frozenset:
+        rc = coords[c]
+        return frozenset(k for k in range(n) if all(coords[k][a] == rc[a]
+                                                    for a in range(2) if a not in o.mesh_axes))
+
+    out = []
+    if o.op == "tm_broadcast":
+        snd = lin("src_core")
+        for s in snd:
+            out.append(group(int(s)) | {int(s)})
+    elif o.op == "tm_put":
+        snd, dst = lin("src_core"), lin("dst_core")
+        for s, d in zip(snd, dst):
+            s, d = int(s), int(d)
+            via = {int(coords[d][0] * ncols + coords[s][1])}
+            out.append(frozenset({s, d} | via))
+    else:
+        for c in core:
+            out.append(group(int(c)))
+    return out
+
+
+def _check_guard(o: CommOp, cond: Any, launch: Launch) -> None:
+    """The chip's rule for a comm op under a condition: every core of each group the op
+    involves where the condition holds also meets it; and the cores that skip it name
+    only transfers the others name (the emulator runs the op on every core)."""
+    mesh = launch.mesh
+    space = iteration_space(o, launch, o.name)
+    active = np.asarray(space.value(cond)).astype(bool)
+    loops = [it.loop_var for it in o.scope if isinstance(it, tirx.For)
+             and not launch.is_launch_var(it.loop_var)]
+    keys = (np.stack([np.broadcast_to(space.env[v], (space.size,)) for v in loops], axis=1)
+            if loops else np.zeros((space.size, 0), dtype=np.int64))
+    groups = _groups(o, mesh, space)
+    by_exec: dict = {}
+    for p in range(space.size):
+        by_exec.setdefault(tuple(keys[p].tolist()), []).append(p)
+    for pts in by_exec.values():
+        on = {int(space.core[p]) for p in pts if active[p]}
+        named = {groups[p] for p in pts if active[p]}
+        for grp in named:
+            off = sorted(grp - on)
+            if off:
+                raise ValueError(
+                    f"{WHERE}: {o.name} is under `if {cond}`, which holds on some cores of "
+                    f"its group {[mesh.multi_index(c) for c in sorted(grp)]} but not on "
+                    f"{[mesh.multi_index(c) for c in off]}; every core of a group takes "
+                    f"part in the op on the chip, so the condition must be uniform over "
+                    f"each group the op involves")
+        if o.op in ("tm_broadcast", "tm_put"):
+            for p in pts:
+                if not active[p] and groups[p] not in named:
+                    c = int(space.core[p])
+                    raise ValueError(
+                        f"{WHERE}: {o.name} is under `if {cond}`; core "
+                        f"{mesh.multi_index(c)}, where it is false, names cores "
+                        f"{[mesh.multi_index(v) for v in sorted(groups[p])]} that no core "
+                        f"running the op names; the emulator runs such an op on every "
+                        f"core, so write its cores so that they agree (e.g. constants)")
 
 
 # -- 2. T.MeshTensor parameters: one shard per core ---------------------------------------------
@@ -318,7 +542,8 @@ def prepare_tilelang_mesh(func: tirx.PrimFunc) -> PreparedKernel:
     params = mesh_params(func)
     ops = find_comm_ops(func)
     if not params and not any(o.op in DISPLAY for o in ops):
-        return PreparedKernel(func)
+        stock = _stock_gemms(func)
+        return PreparedKernel(stock)
     meshes = {p.mesh for p in params.values()} | {o.mesh for o in ops}
     if len(meshes) != 1:
         raise ValueError(f"{WHERE}: the kernel's T.MeshTensor parameters and comm ops name "
@@ -326,8 +551,9 @@ def prepare_tilelang_mesh(func: tirx.PrimFunc) -> PreparedKernel:
                          f"on one mesh (tm.enable(mesh=...) and each device_mesh_config)")
     mesh = meshes.pop()
     func = upstream_launch(_upstream_persistent(func), mesh, WHERE, bool(ops))
-    ops = find_comm_ops(func)
     launch = Launch.of(func, mesh, WHERE)
+    func = _uniform_conditions(func, launch)
+    ops = find_comm_ops(func)
     by_buffer = {func.buffer_map[func.params[i]]: p for i, p in params.items()}
     globals_ = {b.data: b for i, v in enumerate(func.params)
                 if (b := func.buffer_map.get(v)) is not None and i not in params}
