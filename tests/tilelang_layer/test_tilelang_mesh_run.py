@@ -33,7 +33,7 @@ GEMMS = {  # (mesh side, M, N, K, block_M, block_N, block_K, pipelined)
 def gemm(request):
     n, M, N, K, bm, bn, bk, pipelined = GEMMS[request.param]
     tm.enable(mesh=(n, n))
-    func = matmul(M, N, K, bm, bn, bk, num_stages=2, pipelined=pipelined)
+    func = matmul(M, N, K, bm, bn, bk, num_stages=2, pipelined=pipelined, dtype="float32")
     return (M, N, K), compile_mesh_kernel(func, compile_flags=FLAGS)
 
 
@@ -237,3 +237,42 @@ def test_demo_runs_the_fork_gemm_and_prints_its_traffic(capsys):
     assert "result equals NumPy" in out
     assert "T.comm.all_gather A_shared -> A_shared_dist h" in out
     assert all(len(line) <= 80 for line in out.splitlines()), out
+
+
+@pytest.mark.slow
+def test_the_bfloat16_benchmark_runs_quick(capsys):
+    """benchmarks/bench_tilelang_mesh.py --quick: both GEMMs equal NumPy and the ratio
+    is printed (the 1024^3 run holds the 2x target; a 128^3 run is too short to)."""
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "bench_tilelang_mesh.py"
+    spec = importlib.util.spec_from_file_location("bench_tilelang_mesh", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    try:
+        ratio = bench.main(64, quick=True)
+    finally:
+        tm.enable(mesh=(4, 4))
+    out = capsys.readouterr().out
+    assert ratio > 0 and "ratio bfloat16 / float32:" in out
+
+
+@pytest.mark.slow
+def test_the_fork_gemm_runs_in_bfloat16_exactly():
+    """The fork's GEMM in its default dtypes (bfloat16 A and B, float32 C) against a
+    bfloat16 NumPy reference (ml_dtypes): bfloat16-valued inputs, float32 accumulation;
+    with fractional values the float32 sums are exact too (few terms, small exponent
+    range), so the comparison is bit for bit."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    tm.enable(mesh=(4, 4))
+    M, N, K = 96, 80, 72
+    kernel = compile_mesh_kernel(matmul(M, N, K, 8, 8, 8), compile_flags=FLAGS)
+    rng = np.random.default_rng(3)
+    # multiples of 1/8 in [-4, 4]: exact in bfloat16, and every partial sum exact in float32
+    a = (rng.integers(-32, 33, (M, K)) / 8).astype(ml_dtypes.bfloat16)
+    b = (rng.integers(-32, 33, (K, N)) / 8).astype(ml_dtypes.bfloat16)
+    c = torch.full((M, N), 7.0)
+    kernel(torch.from_numpy(a.astype(np.float32)).bfloat16(),
+           torch.from_numpy(b.astype(np.float32)).bfloat16(), c)
+    want = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_array_equal(c.numpy(), want)

@@ -44,9 +44,10 @@ def traffic_lines(kernel) -> list[str]:
     return lines
 
 
-def main(size: int = 512, repeat: int = 3, width: int = 80) -> int:
-    """Compile, run and check the fork's GEMM on a 4x4 mesh; print its traffic within
-    ``width`` columns."""
+def main(size: int = 512, repeat: int = 3, width: int = 80, dtype: str = "bfloat16") -> int:
+    """Compile, run and check the fork's GEMM on a 4x4 mesh, in the fork's default
+    ``bfloat16`` operands (``dtype``) with a ``float32`` accumulator; print its traffic
+    within ``width`` columns."""
     import torch
 
     out = Printer(width)
@@ -58,26 +59,30 @@ def main(size: int = 512, repeat: int = 3, width: int = 80) -> int:
     bm = min(32, shard)
     bk = min(16, shard)
     out.say("meshtensor demo --tilelang-mesh: the GEMM of Tilelang-Mesh's examples, as is,")
-    out.say(f"on a {mesh} mesh: C = A @ B, {M}x{N}x{K} float32, A, B, C T.MeshTensor with")
-    out.say(f"MeshShardingPolicy(y=0, x=1) ({shard}x{shard} shards), {bm}x{bm} tiles of C, "
-          f"k steps of {bk}")
-    out.say("in T.Pipelined, each an all_gather of A's tiles along the row and of B's")
-    out.say("down the column, then T.gemm into a core-private accumulator")
-    func = matmul(M, N, K, bm, bm, bk, num_stages=2)
+    out.say(f"on a {mesh} mesh: C = A @ B, {M}x{N}x{K}, {dtype} A and B, float32 C,")
+    out.say(f"all T.MeshTensor with MeshShardingPolicy(y=0, x=1) ({shard}x{shard} shards),")
+    out.say(f"{bm}x{bm} tiles of C, k steps of {bk} in T.Pipelined, each an all_gather of")
+    out.say("A's tiles along the row and of B's down the column, then T.gemm into a")
+    out.say("core-private float32 accumulator")
+    func = matmul(M, N, K, bm, bm, bk, num_stages=2, dtype=dtype)
     t0 = time.perf_counter()
     with quiet_tilelang():
         kernel = compile_mesh_kernel(func)
     out.say(f"compiled in {time.perf_counter() - t0:.1f} s (PrepareTilelangMesh, "
           f"LowerMeshComm, TileLang's C backend)")
     rng = np.random.default_rng(0)
-    a = rng.integers(-4, 5, (M, K)).astype(np.float32)  # integer values: exact sums
+    # integer values: every product and sum exact in float32 (and every input exact in
+    # bfloat16), so the check is bit for bit
+    a = rng.integers(-4, 5, (M, K)).astype(np.float32)
     b = rng.integers(-4, 5, (K, N)).astype(np.float32)
     want = a @ b
+    ta = torch.from_numpy(a).to(getattr(torch, dtype))
+    tb = torch.from_numpy(b).to(getattr(torch, dtype))
     times = []
     for _ in range(max(1, repeat)):
         c = torch.zeros(M, N)
         t0 = time.perf_counter()
-        kernel(torch.from_numpy(a), torch.from_numpy(b), c)
+        kernel(ta, tb, c)
         times.append(time.perf_counter() - t0)
     ok = np.array_equal(c.numpy(), want)
     out.say(f"result {'equals' if ok else 'DIFFERS FROM'} NumPy (integer-valued data: exact)")

@@ -1,13 +1,15 @@
-"""The GEMM of Tilelang-Mesh's examples, written as the fork writes it.
+"""The GEMM of Tilelang-Mesh's examples (``examples/gemm/sunmmio_example_gemm.py``),
+written as the fork writes it, in its default dtypes: ``bfloat16`` operands, a
+``float32`` accumulator and output.
 
 A, B and C are ``T.MeshTensor`` parameters with ``MeshShardingPolicy(y=0, x=1)``: core
-``(r, c)`` holds block ``(r, c)`` of each (ceil rule). It launches one program per core,
+``(r, c)`` holds part ``(r, c)`` of each. It launches one program per core,
 walks the tiles of its C shard, and per k step copies its own A and B tiles, gathers
 A's tiles along its row (``all_gather(..., "horizontal", axis=-1)``) and B's down its
 column (``"vertical", axis=0``), and multiplies them into a core-private accumulator
 (``T.gemm`` into a ``T.alloc_shared`` buffer) before copying the tile to C. On a
-square mesh the gathered K ranges of A and B match, so C = A @ B for any sizes (cells
-past an edge are zero).
+square mesh the gathered K ranges of A and B match (both split K the same way), so C =
+A @ B for any sizes (cells of a slot past its core's part are zero).
 
 >>> from meshtensor.tilelang import tilelang_mesh as tm
 >>> _ = tm.enable(mesh=(2, 2))
@@ -23,7 +25,7 @@ from ..language.tilelang_mesh import enabled_mesh
 
 
 def matmul(M: int, N: int, K: int, block_M: int, block_N: int, block_K: int,
-           num_stages: int = 2, dtype: str = "float32", accum_dtype: str = "float32",
+           num_stages: int = 2, dtype: str = "bfloat16", accum_dtype: str = "float32",
            pipelined: bool = True):
     """The fork's GEMM kernel ``C = A @ B`` (A: MxK, B: KxN) for the mesh of
     ``tm.enable`` (square meshes only, as in the fork: A's K parts follow the columns,
