@@ -946,6 +946,42 @@ def _gemm_wrapper(stock: Any) -> Any:
     return gemm
 
 
+def _reduce_wrapper(stock: Any) -> Any:
+    def reduce(buffer: Any, out: Any, reduce_type: str, dim: int, clear: bool,
+               batch: int = 1, annotations: Any = None) -> Any:
+        """TileLang's reduction; with an on-chip operand in a ``shared`` scope (SUNMMIO's
+        ``shared.rsram`` ..., which TileLang's CPU lowering cannot stage through
+        fragments) it is one reduction of the two buffers, which ``PrepareTilelangMesh``
+        keeps in core-private memory."""
+        from tilelang.language.common import evaluate
+        from tilelang.utils.language import retrieve_shape, to_buffer_region, to_tile_region
+
+        src_b = to_buffer_region(buffer).buffer
+        out_b = to_buffer_region(out).buffer
+        if _STATE.mesh is None or not any(str(b.scope()).startswith("shared")
+                                          for b in (src_b, out_b)):
+            return stock(buffer, out, reduce_type, dim, clear, batch, annotations)
+        if reduce_type in ("bitand", "bitor", "bitxor") and not str(out_b.dtype).startswith(
+                ("int", "uint", "bool")):
+            raise ValueError(f"reduce_{reduce_type} requires an integer/bool buffer, got dtype "
+                             f"{out_b.dtype}")
+        shape = list(retrieve_shape(buffer))
+        out_shape = list(retrieve_shape(out))
+        d = dim + len(shape) if dim < 0 else dim
+        want = [shape[:d] + shape[d + 1:], shape[:d] + [1] + shape[d + 1:]]
+        if out_shape not in want:
+            raise ValueError(f"Invalid reduce output shape, buffer shape is {shape}, dim is "
+                             f"{dim}, output shape is {out_shape}, expected shapes are "
+                             f"{want[0]} or {want[1]}")
+        return evaluate(tirx.call_intrin(
+            "handle", tirx.op.Op.get("tl.tileop.reduce"),
+            to_tile_region(buffer, access_type="r"), to_tile_region(out, access_type="w"),
+            reduce_type, d, clear, annotations=annotations or {}))
+
+    reduce._meshtensor = stock  # type: ignore[attr-defined]
+    return reduce
+
+
 # -- TileLang's builder: T.MeshTensor parameters and their records ----------------------------
 def _install_builder_hooks() -> None:
     """Teach TileLang's kernel builder the ``T.MeshTensor`` annotation: its parameter is
@@ -1037,6 +1073,9 @@ def enable(mesh: Any = (4, 4), compat: str | None = None) -> Mesh:
         T.annotate_layout = _annotate_layout_wrapper(T.annotate_layout)
     if not hasattr(T.gemm, "_meshtensor"):
         T.gemm = _gemm_wrapper(T.gemm)
+    import tilelang.language.reduce_op as reduce_op
+    if not hasattr(reduce_op.reduce, "_meshtensor"):
+        reduce_op.reduce = _reduce_wrapper(reduce_op.reduce)
     _install_builder_hooks()
     import tilelang.carver.arch.driver as driver
     import tilelang.layout as layout

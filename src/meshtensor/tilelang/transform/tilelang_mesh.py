@@ -44,7 +44,8 @@ __all__ = ["PrepareTilelangMesh", "prepare_tilelang_mesh", "PreparedKernel",
 
 WHERE = "PrepareTilelangMesh"
 # operands (by position) that stock TileLang's CPU lowering wants in local memory
-_LOCAL_OPERANDS = {"tl.tileop.fill": (0,), "tl.tileop.gemm": (2,)}
+_LOCAL_OPERANDS = {"tl.tileop.fill": (0,), "tl.tileop.gemm": (2,),
+                   "tl.tileop.reduce": (0, 1)}
 
 
 @dataclass(frozen=True, eq=False)
