@@ -295,10 +295,12 @@ def _compile(source: tirx.PrimFunc, target: str, kw: dict) -> Any:
     import tilelang
 
     try:
-        if narrow_dtypes(source):
-            if str(target).split()[0] != "c":
-                raise ValueError(f"compile_mesh_kernel: bfloat16/float8 kernels run on "
-                                 f"target 'c' here, got target {target!r}")
+        narrow = narrow_dtypes(source)
+        on_c = str(target).split()[0] == "c"
+        if narrow - {"float16"} and not on_c:
+            raise ValueError(f"compile_mesh_kernel: bfloat16/float8 kernels run on target "
+                             f"'c' here, got target {target!r}")
+        if narrow and on_c:
             return _compile_narrow(source, target, kw)
         return tilelang.compile(source, target=target, **kw)
     except Exception as e:  # noqa: BLE001 (TileLang wraps the compiler's error)

@@ -27,7 +27,10 @@ semantics the chip has, exactly:
 Formats: :data:`FORMATS` (``bfloat16``, ``float8_e4m3fn``, ``float8_e5m2``,
 ``float8_e4m3fnuz``, ``float8_e5m2fnuz``, ``float8_e4m3``, ``float8_e3m4``); another
 sub-32-bit float dtype (``float8_e8m0fnu``, ``float4_e2m1fn``, ``float6_*``) is a
-``ValueError`` naming it. ``float16`` is left to TileLang (its C header has a type).
+``ValueError`` naming it. ``float16`` is left to TileLang (its C header has a type), but
+a vectorised loop converting to or from it stays scalar (TileLang's C vector type cannot
+convert between element types: ``vec_type<half, 4>(float4)`` does not compile) and is
+left to the C compiler's vectoriser.
 
 >>> FORMATS["float8_e4m3fn"].max_finite
 448.0
@@ -274,12 +277,12 @@ def _decode_const(code: int, fmt: NarrowFloat) -> float:
 # -- the rewrite -----------------------------------------------------------------------
 def narrow_dtypes(func: tirx.PrimFunc) -> set[str]:
     """The narrow float dtypes a function's buffers and expressions use (a dtype this
-    pass refuses included)."""
+    pass refuses included; ``float16``, whose casting loops it keeps scalar, too)."""
     found: set = set()
 
     def see(dtype: Any) -> None:
         name = _scalar(dtype)
-        if name in FORMATS or name in UNSUPPORTED_NARROW:
+        if name in FORMATS or name in UNSUPPORTED_NARROW or name == "float16":
             found.add(name)
 
     def visit(n: Any) -> None:
@@ -292,11 +295,21 @@ def narrow_dtypes(func: tirx.PrimFunc) -> set[str]:
                 see(b.dtype)
         elif isinstance(n, tirx.PrimExpr):
             see(n.dtype)
+            if _half_cast(n):
+                found.add("float16")
 
     for buf in func.buffer_map.values():
         see(buf.dtype)
     tirx.stmt_functor.post_order_visit(func.body, visit)
     return found
+
+
+def _half_cast(n: Any) -> bool:
+    """A conversion to or from ``float16``: TileLang's C vector type has no constructor
+    from a vector of another element type (``vec_type<half, 4>(float4)`` does not
+    compile), so such a loop stays scalar."""
+    return isinstance(n, tirx.Cast) and "float16" in (_scalar(n.dtype), _scalar(n.value.dtype)) \
+        and _scalar(n.dtype) != _scalar(n.value.dtype)
 
 
 def _touches_narrow(stmt: tirx.Stmt) -> bool:
@@ -309,6 +322,8 @@ def _touches_narrow(stmt: tirx.Stmt) -> bool:
                 _scalar(n.buffer.dtype) in FORMATS:
             hit.append(n)
         elif isinstance(n, tirx.PrimExpr) and _scalar(n.dtype) in FORMATS:
+            hit.append(n)
+        elif _half_cast(n):
             hit.append(n)
 
     tirx.stmt_functor.post_order_visit(stmt, visit)
@@ -605,7 +620,7 @@ def legalize_narrow_floats(func: tirx.PrimFunc) -> tirx.PrimFunc:
     """
     if not narrow_dtypes(func):
         return func
-    return _Rewriter(func).run()
+    return _Rewriter(func).run()  # (float16 alone: only its casting loops stay scalar)
 
 
 def LegalizeNarrowFloats():  # noqa: N802 (TVM naming)

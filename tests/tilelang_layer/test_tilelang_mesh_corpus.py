@@ -1,0 +1,280 @@
+"""The corpus: kernels of SUNMMIO's TileLang (SUNMMIO/Tilelang) and of the older fork
+(wanghz18/Tilelang-Mesh), from their tests and examples that use T.comm or
+T.MeshTensor, ported by changing import lines only (tests/tilelang_layer/corpus/*.py name
+each source file and commit), each run here and checked against a NumPy reference
+written from the upstream's semantics, or refused with a ValueError where the upstream
+itself gives the kernel no defined result (CASES says why). docs/tilelang_mesh.md has the
+table; test_the_docs_table_is_this_corpus keeps them in step.
+
+Most kernels are IR tests that write nothing to global memory: the harness observes
+their on-chip buffers at the end of each block's program (corpus/harness.py). A kernel
+that reads a buffer before anything writes it (an accumulator never cleared) has no
+defined value there: only its defined buffers are compared.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tilelang")
+import tilelang.language as T  # noqa: E402,F401
+import torch  # noqa: E402
+
+import importlib.util  # noqa: E402
+import pathlib  # noqa: E402
+import sys  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location(
+    "tm_corpus_harness", pathlib.Path(__file__).parent / "corpus" / "harness.py")
+harness = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = harness  # (dataclasses look their module up there)
+_spec.loader.exec_module(harness)
+as_np, load, make_inputs, observe = harness.as_np, harness.load, harness.make_inputs, \
+    harness.observe
+from meshtensor.tilelang import compile_mesh_kernel  # noqa: E402
+from meshtensor.tilelang import tilelang_mesh as tm  # noqa: E402
+
+FLAGS = ["-O1"]
+FORK = "wanghz18/Tilelang-Mesh@cf111439"
+UP = "SUNMMIO/Tilelang"
+
+
+@dataclass
+class Case:
+    """One corpus kernel: ``build()`` makes it (after ``tm.enable(mesh, compat)``);
+    ``observe`` names on-chip buffers to read back; ``check(inputs, obs, out)``
+    compares with NumPy (``obs``: buffer -> (blocks, *shape); ``out``: parameter
+    name -> the tensor after the call). ``refused``: the ValueError's message (a regex)
+    when the upstream gives the kernel no defined result; ``why``: the table's note."""
+
+    id: str
+    source: str
+    module: str
+    build: Callable[[Any], Any]
+    mesh: tuple = (4, 4)
+    compat: str | None = None
+    observe: list = field(default_factory=list)
+    shapes: dict = field(default_factory=dict)
+    check: Callable | None = None
+    refused: str | None = None
+    why: str = ""
+    #: the kernel has no defined result (it reads memory nothing wrote): it must run,
+    #: nothing is compared; the reason
+    undefined: str = ""
+
+
+# -- references ----------------------------------------------------------------------------------
+def _tiles(a: np.ndarray, gx: int, gy: int) -> list:
+    """Block b = bx + gx * by's tile of A (rows by, columns bx)."""
+    bm, bn = a.shape[0] // gy, a.shape[1] // gx
+    return [a[(b // gx) * bm:(b // gx + 1) * bm, (b % gx) * bn:(b % gx + 1) * bn]
+            for b in range(gx * gy)]
+
+
+def _waves(nblocks: int, n: int = 16) -> list:
+    """Per block: the blocks its core runs in the same wave (core c runs c, c+n, ...)."""
+    return [[(b // n) * n + k for k in range(n)] for b in range(nblocks)]
+
+
+def comm_reference(kind: str) -> Callable:
+    """The fork's comm tests: T.Kernel(gx, gy), block b copies its tile of A, then one
+    or more comm ops over the 16 cores of its wave."""
+    def check(inp, obs, out):
+        a = inp.arrays[0]
+        gx = gy = 8
+        tiles = _tiles(a, gx, gy)
+        for b, wave in enumerate(_waves(64)):
+            core = b % 16
+            row, col = divmod(core, 4)
+            if kind in ("broadcast", "api"):
+                np.testing.assert_array_equal(obs["B_shared"][b], tiles[wave[6]], str(b))
+            if kind == "put" and core in (10, 11):  # dst (2, 3) and its turn core (2, 2)
+                np.testing.assert_array_equal(obs["B_shared"][b], tiles[wave[6]], str(b))
+            if kind in ("gather", "api"):
+                np.testing.assert_array_equal(obs["C_shared"][b], np.stack([tiles[w] for w in wave]))
+            if kind == "api":
+                np.testing.assert_array_equal(obs["R0_shared"][b],
+                                              np.concatenate([tiles[w] for w in wave], axis=0))
+                np.testing.assert_array_equal(obs["R1_shared"][b],
+                                              np.concatenate([tiles[w] for w in wave], axis=1))
+            if kind == "axis0":
+                np.testing.assert_array_equal(obs["R_shared"][b],
+                                              np.concatenate([tiles[w] for w in wave], axis=0))
+            if kind == "last_all":
+                np.testing.assert_array_equal(obs["R_shared"][b],
+                                              np.concatenate([tiles[w] for w in wave], axis=1))
+            if kind == "last_h":
+                mine = [wave[row * 4 + j] for j in range(4)]
+                np.testing.assert_array_equal(obs["R_shared"][b],
+                                              np.concatenate([tiles[w] for w in mine], axis=1))
+    return check
+
+
+# the fork's comm tests at (256, 256, 32, 32): the tests' 8x8 grid (4 waves of the 16
+# cores) with 32x32 tiles instead of 128x128 (a quarter of a second each to run)
+SMALL = dict(M=256, N=256, block_M=32, block_N=32)
+
+
+def _fork_comm(name, kind, obs):
+    return Case(f"fork_comm_{name}", f"{FORK} testing/python/language/test_tilelang_language_"
+                f"comm.py::test_comm_{name}", "fork_comm",
+                lambda m: getattr(m, f"comm_{name}")(**SMALL), observe=obs,
+                check=comm_reference(kind))
+
+
+CASES: list[Case] = [
+    _fork_comm("python_api", "api", ["B_shared", "C_shared", "R0_shared", "R1_shared"]),
+    _fork_comm("broadcast_lower", "broadcast", ["B_shared"]),
+    _fork_comm("put_lower", "put", ["B_shared"]),
+    _fork_comm("all_gather_lower", "gather", ["C_shared"]),
+    _fork_comm("all_gather_axis0_all_lower", "axis0", ["R_shared"]),
+    _fork_comm("all_gather_axis_last_horizontal_lower", "last_h", ["R_shared"]),
+    _fork_comm("all_gather_axis_last_all_lower", "last_all", ["R_shared"]),
+]
+
+
+# -- the older fork's other kernels --------------------------------------------------------------
+def _fork(id_, path, build, **kw):
+    return Case(f"fork_{id_}", f"{FORK} {path}", "fork_kernels", build, **kw)
+
+
+SKELETON = "testing/python/target/test_sunmmio_codegen_skeleton.py"
+SYNC = "testing/python/transform/test_tilelang_transform_inject_sunmmio_sync.py"
+DATAPATH = "testing/python/transform/test_tilelang_transform_legalize_sunmmio_datapath.py"
+
+
+def check_func_comm(inp, obs, out):
+    """Everything cleared, then sent: zeros wherever a transfer lands (the other cores'
+    remote buffers are never written)."""
+    z = np.zeros((32, 32), np.float32)
+    for core in range(16):
+        row, col = divmod(core, 4)
+        np.testing.assert_array_equal(obs["A_remote_1"][core], z)
+        if row == 0:
+            np.testing.assert_array_equal(obs["A_remote_2"][core], z)
+        if col == 0:
+            np.testing.assert_array_equal(obs["A_remote_3"][core], z)
+        for name, cores in (("B_remote_1", (10, 11)), ("B_remote_2", (7,)),
+                            ("B_remote_3", (14,))):
+            if core in cores:
+                np.testing.assert_array_equal(obs[name][core], z)
+        for name in ("C_allgather_1", "C_allgather_2", "C_allgather_3"):
+            assert not obs[name][core].any()
+
+
+def check_broadcast_kernel(inp, obs, out):
+    """Row 0's blocks (by = 0) get block (0, 0)'s tile of A; the other rows' B_shared is
+    never written (their part of B is undefined)."""
+    a = inp.arrays[0]
+    for bx in range(4):
+        np.testing.assert_array_equal(out["B"][0:32, bx * 32:bx * 32 + 32], a[0:32, 0:32])
+
+
+def check_broadcast_from_dram(inp, obs, out):
+    """Row 0 (by = 0) receives A from DRAM (through core (0, 0)), then C's row block is
+    A times the sum of B's row blocks of its column (the kernel multiplies the same A by
+    each K step); the other rows' A_shared is never written."""
+    a, b = inp.arrays[0], inp.arrays[1]
+    bsum = sum(b[k * 32:k * 32 + 32] for k in range(4))
+    np.testing.assert_array_equal(out["C"][0:32], (a @ bsum).astype(np.float16))
+
+
+def check_put_from_dram(inp, obs, out):
+    """Core (1, 1) gets A from DRAM through core (0, 0), and so does the turn core
+    (1, 0): blocks (bx, by) = (1, 1) and (0, 1)."""
+    a, b = inp.arrays[0], inp.arrays[1]
+    bsum = sum(b[k * 32:k * 32 + 32] for k in range(4))
+    want = (a @ bsum).astype(np.float16)
+    np.testing.assert_array_equal(out["C"][32:64, 0:64], np.concatenate([want[:, 0:32],
+                                                                         want[:, 32:64]], 1))
+
+
+def check_gemm(inp, obs, out):
+    np.testing.assert_array_equal(out["C"], inp.arrays[0] @ inp.arrays[1])
+
+
+def check_sync_kernel(inp, obs, out):
+    """Row 0 ends with D = E = zeros but [0, 0] = 10 (ten rounds of a row broadcast and
+    an increment); the rest of the kernel reads buffers nothing writes."""
+    want = np.zeros((1024, 1024), np.float32)
+    want[0, 0] = 10
+    for core in range(4):
+        np.testing.assert_array_equal(obs["D_shared"][core], want)
+        np.testing.assert_array_equal(obs["E_shared"][core], want)
+
+
+CASES += [
+    _fork("skeleton_func_comm_kernel", f"{SKELETON}::func_comm_kernel",
+          lambda m: m.func_comm_kernel(128, 128, 128, 32, 32, 32),
+          observe=["A_remote_1", "A_remote_2", "A_remote_3", "B_remote_1", "B_remote_2",
+                   "B_remote_3", "C_allgather_1", "C_allgather_2", "C_allgather_3"],
+          shapes={"A": (128, 128), "B": (128, 128), "C": (128, 128)}, check=check_func_comm),
+    _fork("inject_sync_broadcast_kernel", f"{SYNC}::broadcast_kernel",
+          lambda m: m.broadcast_kernel(128, 128, 32, 32), check=check_broadcast_kernel),
+    _fork("inject_sync_if", f"{SYNC}::test_inject_sunmmio_sync_if",
+          lambda m: m.inject_sync_if_kernel(128, 128, 128, 32, 32, 32),
+          undefined="T.gemm accumulates into C_shared, which nothing writes first; the "
+                    "broadcast sends it"),
+    _fork("inject_sync_loop", f"{SYNC}::test_inject_sunmmio_sync_loop",
+          lambda m: m.inject_sync_loop_kernel(128, 128, 32, 32),
+          undefined="the first broadcast sends C_shared, which nothing writes first"),
+    _fork("datapath_broadcast_from_dram", f"{DATAPATH}::gemm_broadcast_from_dram",
+          lambda m: m.gemm_broadcast_from_dram(128, 128, 128, 32, 32, 32)["main"],
+          check=check_broadcast_from_dram),
+    _fork("datapath_put_from_dram", f"{DATAPATH}::gemm_put_from_dram",
+          lambda m: m.gemm_put_from_dram(128, 128, 128, 32, 32, 32)["main"],
+          check=check_put_from_dram),
+    _fork("datapath_allgather_from_dram", f"{DATAPATH}::allgather_dram_to_asram",
+          lambda m: m.allgather_dram_to_asram(32, 32)["main"],
+          refused=r"the launch grid \(1, 1\) has 1 blocks for the 16 cores",
+          why="T.Kernel(1, 1) on 16 cores: one program, yet an all_gather over a row; "
+              "SUNMMIO's T.Kernel takes only T.Kernel() or T.Kernel(T.mesh_ncores())"),
+    _fork("example_sunmmio_gemm", "examples/gemm/sunmmio_example_gemm.py::matmul_persistent",
+          lambda m: m.matmul_persistent(256, 256, 256, 32, 32, 16, 2),
+          shapes={"A": (256, 256), "B": (256, 256), "C": (256, 256)}, check=check_gemm),
+]
+
+
+# -- the runner --------------------------------------------------------------------------------
+def run_case(case: Case, seed: int = 0) -> None:
+    tm.enable(mesh=case.mesh, compat=case.compat)
+    try:
+        mod = load(case.module)
+        if case.refused is not None:
+            with pytest.raises(ValueError, match=case.refused):
+                func = case.build(mod)
+                if case.observe:
+                    func = observe(func, case.observe)
+                compile_mesh_kernel(func, compile_flags=FLAGS)
+            return
+        func = case.build(mod)
+        if case.observe:
+            func = observe(func, case.observe)
+        kernel = compile_mesh_kernel(func, compile_flags=FLAGS)
+        inp = make_inputs(func, case.shapes, np.random.default_rng(seed))
+        kernel(*inp.tensors)
+        if case.undefined:
+            return
+        obs = {k: as_np(v) for k, v in inp.obs.items()}
+        out = {str(func.buffer_map[p].name): as_np(t) for p, t in zip(func.params, inp.tensors)}
+        case.check(inp, obs, out)
+    finally:
+        tm.enable(mesh=(4, 4))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_corpus_kernel(case):
+    run_case(case)
+
+
+def test_every_case_names_its_source_and_says_what_it_expects():
+    for c in CASES:
+        assert re.match(r"(wanghz18/Tilelang-Mesh|SUNMMIO/Tilelang)@[0-9a-f]{8} \S+", c.source)
+        assert sum((c.refused is not None, c.check is not None, bool(c.undefined))) == 1, c.id
+        assert c.refused is None or c.why, c.id
+    assert len({c.id for c in CASES}) == len(CASES)
