@@ -52,20 +52,49 @@ def summa_2d(M, N, K, bM, bN, bK, transpose_B=False):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("transpose_B", [False, True], ids=["plain", "transpose_B"])
-def test_the_upstream_2d_summa_runs_exactly(transpose_B):
+@pytest.mark.parametrize("transpose_B, N, bN, compat", [
+    (False, 64, 16, None), (True, 32, 8, None), (True, 64, 16, "2025")],
+    ids=["plain", "transpose_B_panel", "transpose_B_square_compat2025"])
+def test_the_upstream_2d_summa_runs_exactly(transpose_B, N, bN, compat):
     """Block (bx, by) runs on core row by, column bx (block bx + 4 by): each core's A row
     block and B column block arrive from DRAM through its row's and column's
-    broadcasts; transpose_B=True on a (K, N) tile is SUNMMIO's operand mode, still the
-    B(k, j) panel. With rows and columns swapped C would be the sum of the diagonal
+    broadcasts; transpose_B=True on a (K, N) tile that cannot be read transposed is
+    SUNMMIO's operand mode, still the B(k, j) panel (a square tile too under
+    compat="2025"). With rows and columns swapped C would be the sum of the diagonal
     blocks' products."""
-    kernel = compile_mesh_kernel(summa_2d(64, 64, 64, 16, 16, 16, transpose_B),
+    tm.enable(mesh=(4, 4), compat=compat)
+    kernel = compile_mesh_kernel(summa_2d(64, N, 64, 16, bN, 16, transpose_B),
                                  compile_flags=FLAGS)
     rng = np.random.default_rng(1)
-    a, b = _ints(rng, (64, 64)), _ints(rng, (64, 64))
-    c = torch.full((64, 64), -5.0)
+    a, b = _ints(rng, (64, 64)), _ints(rng, (64, N))
+    c = torch.full((64, N), -5.0)
     kernel(torch.from_numpy(a), torch.from_numpy(b), c)
     np.testing.assert_array_equal(c.numpy(), a @ b)
+
+
+def test_a_square_transpose_b_is_a_transpose_by_default():
+    """The current upstream's attention kernels: T.gemm(Q, K, S, transpose_B=True) with
+    square tiles is Q @ K^T."""
+    @T.prim_func
+    def k(Q: T.Tensor((8, 8), "float32"), K: T.Tensor((8, 8), "float32"),
+          S: T.Tensor((16, 8, 8), "float32")):
+        with T.Kernel() as cid:
+            Qs = T.alloc_shared((8, 8), "float32")
+            Ks = T.alloc_shared((8, 8), "float32")
+            Ss = T.alloc_shared((8, 8), "float32")
+            T.copy(Q, Qs)
+            T.copy(K, Ks)
+            T.clear(Ss)
+            T.gemm(Qs, Ks, Ss, transpose_B=True)
+            T.comm.broadcast(Ss, Ss, 0, "all")
+            T.copy(Ss, S[cid, 0:8, 0:8])
+
+    kernel = compile_mesh_kernel(k, compile_flags=FLAGS)
+    rng = np.random.default_rng(2)
+    q, kk = _ints(rng, (8, 8)), _ints(rng, (8, 8))
+    s = torch.zeros(16, 8, 8)
+    kernel(torch.from_numpy(q), torch.from_numpy(kk), s)
+    np.testing.assert_array_equal(s.numpy(), np.broadcast_to(q @ kk.T, (16, 8, 8)))
 
 
 def test_a_2d_grid_binds_block_x_to_columns():

@@ -69,7 +69,7 @@ REDUCE_TYPE_LIST = ("sum", "abssum", "max", "min", "absmax", "bitand", "bitor", 
 #: the names enable() puts on tilelang.language (where TileLang has none of its own)
 FORK_NAMES = ("comm", "MeshTensor", "MeshShardingPolicy", "MeshReplicationType",
               "placement", "mesh_nrows", "mesh_ncols", "mesh_ncores", "nrows", "ncols",
-              "get_local_extent", "get_rank_extent", "dist")
+              "get_local_extent", "get_rank_extent", "dist", "Tiles", "annotate_tileview")
 #: SUNMMIO names the emulator does not provide (their errors say so)
 UNSUPPORTED = ("dma_load", "dma_store", "TensorWithMeta")
 #: the compatibility modes of :func:`enable`
@@ -917,24 +917,27 @@ SUNMMIO_TRANSPOSE_B = "meshtensor.sunmmio_transpose_b"
 def _gemm_wrapper(stock: Any) -> Any:
     def gemm(A: Any, B: Any, C: Any, transpose_A: bool = False, transpose_B: bool = False,
              *args: Any, **kw: Any) -> Any:
-        """TileLang's ``T.gemm``; in a kernel for SUNMMIO's chip, ``transpose_B=True``
-        with a ``B`` of shape ``(K, N)`` selects the MMA's operand mode and still
-        multiplies by the ``B(k, j)`` panel (SUNMMIO's SUMMA: "algorithmically this is
-        still the SUMMA B(k, j) panel"); a ``B`` of shape ``(N, K)`` is transposed as in
-        stock TileLang. ``PrepareTilelangMesh`` gives a kernel without SUNMMIO names
-        back its stock meaning."""
+        """TileLang's ``T.gemm``, with SUNMMIO's reading of ``transpose_B=True``: the
+        MMA's transposed operand mode, which still multiplies by the ``B(k, j)`` panel
+        (the upstream's SUMMA) where ``B`` has the panel's shape ``(K, N)`` and not the
+        transposed one; a ``B`` of shape ``(N, K)`` is transposed as in stock TileLang
+        (the upstream's attention kernels: ``Q @ K^T``). A square ``B`` fits both: the
+        current upstream transposes it (its SUMMA no longer passes the flag);
+        ``compat="2025"`` reads it as the panel, as the upstream's older SUMMA meant.
+        ``PrepareTilelangMesh`` gives a kernel without SUNMMIO names the stock meaning."""
         if transpose_B:
             from tilelang.utils.language import retrieve_shape, to_buffer_region
             try:
                 a = retrieve_shape(to_buffer_region(A))
                 b = retrieve_shape(to_buffer_region(B))
                 c = retrieve_shape(to_buffer_region(C))
-                k = a[-2] if transpose_A else a[-1]
-                panel = (static_int(b[-2]), static_int(b[-1])) == (static_int(k),
-                                                                   static_int(c[-1]))
+                k = static_int(a[-2] if transpose_A else a[-1])
+                bb = (static_int(b[-2]), static_int(b[-1]))
+                panel = bb == (k, static_int(c[-1]))
+                transposed = bb == (static_int(c[-1]), k)
             except Exception:  # noqa: BLE001 - leave unusual operands to TileLang
-                panel = False
-            if panel:
+                panel = transposed = False
+            if panel and (not transposed or _STATE.compat == "2025"):
                 ann = dict(kw.pop("annotations", None) or {})
                 ann[SUNMMIO_TRANSPOSE_B] = 1
                 kw["annotations"] = ann
@@ -982,6 +985,35 @@ def _reduce_wrapper(stock: Any) -> Any:
     return reduce
 
 
+def Tiles(domain: Any, parallel: bool = False, *_: Any, **__: Any) -> Any:  # noqa: N802
+    """SUNMMIO's ``T.Tiles(buffer_or_shape, parallel=...)``: an element-wise loop nest
+    over a buffer's (or a shape's) every index, which the chip runs tile by tile on its
+    vector core. Its body is element-wise, so every order computes the same values: it
+    runs here as ``T.grid`` over the shape (the tile view of ``T.annotate_tileview``
+    changes how the chip walks it, not what it computes)."""
+    shape = domain.shape if hasattr(domain, "shape") else domain
+    shape = [shape] if isinstance(shape, (int, tirx.PrimExpr)) else list(shape)
+    return T.grid(*shape)
+
+
+def annotate_tileview(tileviews: dict) -> None:
+    """SUNMMIO's ``T.annotate_tileview``: how the chip partitions a buffer into tiles
+    for ``T.Tiles`` loops; recorded in the kernel's ``meshtensor.tileviews`` attribute
+    (it changes no value)."""
+    from tilelang.language.eager.builder import Builder
+    b = Builder.current()
+    if b is not None:
+        rec = b.__dict__.setdefault("_meshtensor_tileviews", {})
+        rec.update({str(getattr(buf, "name", buf)): str(v) for buf, v in tileviews.items()})
+
+
+def make_tileview(buffer: Any, tile_size: Any = None, index_map: Any = None, *_: Any,
+                  **__: Any) -> ForkLayout:
+    """The fork's tile view maker (``tilelang.layout.make_tileview``), recorded."""
+    return ForkLayout("tileview", _shape_of(buffer),
+                      None, None if tile_size is None else tuple(tile_size))
+
+
 # -- TileLang's builder: T.MeshTensor parameters and their records ----------------------------
 def _install_builder_hooks() -> None:
     """Teach TileLang's kernel builder the ``T.MeshTensor`` annotation: its parameter is
@@ -1020,6 +1052,9 @@ def _install_builder_hooks() -> None:
         layouts = getattr(builder, "_meshtensor_layouts", None)
         if layouts:
             pf = pf.with_attr("meshtensor.layouts", dict(layouts))
+        views = getattr(builder, "_meshtensor_tileviews", None)
+        if views:
+            pf = pf.with_attr("meshtensor.tileviews", dict(views))
         return pf
 
     prim_func_arg._meshtensor = True  # type: ignore[attr-defined]
@@ -1036,7 +1071,8 @@ def _ours() -> dict[str, Any]:
             "MeshReplicationType": MeshReplicationType, "placement": _placement.namespace,
             "mesh_nrows": mesh_nrows, "mesh_ncols": mesh_ncols, "mesh_ncores": mesh_ncores,
             "nrows": mesh_nrows, "ncols": mesh_ncols, "get_local_extent": get_local_extent,
-            "get_rank_extent": get_rank_extent, "dist": _dist}
+            "get_rank_extent": get_rank_extent, "dist": _dist, "Tiles": Tiles,
+            "annotate_tileview": annotate_tileview}
 
 
 def _install(module: Any, names: dict[str, Any]) -> None:
@@ -1080,7 +1116,7 @@ def enable(mesh: Any = (4, 4), compat: str | None = None) -> Mesh:
     import tilelang.carver.arch.driver as driver
     import tilelang.layout as layout
     _install(driver, {"get_sunmmio_device_mesh_config": get_sunmmio_device_mesh_config})
-    _install(layout, LAYOUT_MAKERS)
+    _install(layout, dict(LAYOUT_MAKERS, make_tileview=make_tileview))
     return m
 
 
