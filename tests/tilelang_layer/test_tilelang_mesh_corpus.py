@@ -239,6 +239,94 @@ CASES += [
 ]
 
 
+# -- SUNMMIO's TileLang ---------------------------------------------------------------------------
+UP_COMM = "SUNMMIO/Tilelang@38dd2c6d testing/python/language/test_tilelang_language_comm.py"
+
+
+def _up_comm(name, kind, obs):
+    """The current upstream's comm tests hold the fork's kernels unchanged (the same
+    text; only the IR they expect differs)."""
+    return Case(f"upstream_comm_{name}", f"{UP_COMM}::test_comm_{name}", "fork_comm",
+                lambda m: getattr(m, f"comm_{name}")(**SMALL), observe=obs,
+                check=comm_reference(kind))
+
+
+def check_summa_sharded(inp, obs, out):
+    """C = A @ B (the SUMMA's K tiles cycle over the mesh's columns and rows)."""
+    want = inp.arrays[0] @ inp.arrays[1]
+    np.testing.assert_array_equal(out["C"], want)
+
+
+def check_pipeline_comm(inp, obs, out):
+    """Every core's tile of its 1x1 per-core domain: core 0's is tile (0, 0), the
+    others name tiles past their domain (their copies read and write nothing), yet
+    every core runs the comm ops (SUNMMIO's single wave has no guard). All sources are
+    cleared: every buffer a transfer lands in holds zeros."""
+    z = np.zeros((64, 64), np.float32)
+    for core in range(16):
+        row, col = divmod(core, 4)
+        np.testing.assert_array_equal(obs["A_remote_1"][core], z)
+        if row == 0:
+            np.testing.assert_array_equal(obs["A_remote_2"][core], z)
+        if col == 0:
+            np.testing.assert_array_equal(obs["A_remote_3"][core], z)
+        assert not obs["C_allgather_1"][core].any() and not obs["C_allgather_2"][core].any()
+
+
+def check_pipeline_overall(inp, obs, out):
+    """Each core multiplies its own shards' tiles (the test checks IR, not a GEMM):
+    core (0, 0) names tile (0, 0) of its 32x32 shards, the rest tiles past them.
+    C_remote of row 0 is core (0, 0)'s A B + Bias; only core (0, 0)'s tile lands in C."""
+    a, b, bias, c0 = inp.arrays[:4]
+    want = a[0:32, 0:32] @ b[0:32, 0:32] + bias[0:32, 0:32]
+    np.testing.assert_array_equal(out["C"][0:32, 0:32], want)
+    rest = np.ones(c0.shape, bool)
+    rest[0:32, 0:32] = False
+    np.testing.assert_array_equal(out["C"][rest], c0[rest])
+
+
+CASES += [
+    _up_comm("python_api", "api", ["B_shared", "C_shared", "R0_shared", "R1_shared"]),
+    _up_comm("broadcast_lower", "broadcast", ["B_shared"]),
+    _up_comm("put_lower", "put", ["B_shared"]),
+    _up_comm("all_gather_lower", "gather", ["C_shared"]),
+    _up_comm("all_gather_axis0_all_lower", "axis0", ["R_shared"]),
+    _up_comm("all_gather_axis_last_horizontal_lower", "last_h", ["R_shared"]),
+    _up_comm("all_gather_axis_last_all_lower", "last_all", ["R_shared"]),
+    Case("upstream_comm_buffer_like_region_python_api",
+         f"{UP_COMM}::test_comm_buffer_like_region_python_api", "upstream_kernels",
+         lambda m: m.comm_buffer_like_region_python_api(),
+         refused=r"the launch grid \(1,\) has 1 blocks for the 16 cores",
+         why="T.Kernel(1) on 16 cores: one program, yet comm ops over a row; SUNMMIO's "
+             "T.Kernel takes only T.Kernel() or T.Kernel(T.mesh_ncores())"),
+    Case("upstream_summa_opt_validate",
+         "SUNMMIO/Tilelang@3cb93397 testing/python/sunmmio/codegen/test_summa_opt_validate.py"
+         "::summa_matmul", "upstream_kernels", lambda m: m.summa_matmul_opt_validate(),
+         compat="2025", shapes={"A": (128, 128), "B": (128, 128), "C": (128, 128)},
+         check=check_summa_sharded),
+    Case("upstream_summa_compile_pipeline",
+         "SUNMMIO/Tilelang@48cff264 testing/python/compile_pipeline/test_summa.py::summa_matmul",
+         "upstream_kernels", lambda m: m.summa_matmul_pipeline(128, 128, 128, 32, 32, 32),
+         check=check_summa_sharded),
+    Case("upstream_mesh_matmul_new",
+         "SUNMMIO/Tilelang@3b5993cb testing/python/transform/sunmmio_mesh_kernel_new_syntax_"
+         "reference.py::mesh_matmul_new", "upstream_kernels",
+         lambda m: m.mesh_matmul_new(256, 256, 256, block_M=64, block_N=64),
+         shapes={"A": (256, 256), "B": (256, 256), "C": (256, 256)},
+         check=check_summa_sharded),
+    Case("fork_pipeline_comm", "wanghz18/Tilelang-Mesh@b5c29b04 testing/python/compile_pipeline/"
+         "test_comm.py::kernel_comm", "fork_pipeline",
+         lambda m: m.kernel_comm(256, 256, 256, 64, 64, 64),
+         observe=["A_remote_1", "A_remote_2", "A_remote_3", "C_allgather_1", "C_allgather_2"],
+         shapes={"A": (256, 256), "B": (256, 256), "C": (256, 256)}, check=check_pipeline_comm),
+    Case("fork_pipeline_overall", "wanghz18/Tilelang-Mesh@b5c29b04 testing/python/"
+         "compile_pipeline/test_overall.py::kernel_overall", "fork_pipeline",
+         lambda m: m.kernel_overall(128, 128, 128, 64, 64, 32),
+         shapes={"A": (128, 128), "B": (128, 128), "Bias": (128, 128), "C": (128, 128)},
+         check=check_pipeline_overall),
+]
+
+
 # -- the runner --------------------------------------------------------------------------------
 def run_case(case: Case, seed: int = 0) -> None:
     tm.enable(mesh=case.mesh, compat=case.compat)
