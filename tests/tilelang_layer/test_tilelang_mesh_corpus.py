@@ -327,6 +327,102 @@ CASES += [
 ]
 
 
+# -- the older fork's bfloat16 GEMMs (LegalizeSunmmioGemm tests) ---------------------------------
+LEGALIZE = "testing/python/transform/test_tilelang_transform_sunmmio_legalize_gemm.py"
+GEMM_ARGS = (128, 128, 128, 32, 32, 32)  # 32x32 shards on 4x4: each core's tiles fit its shard
+
+
+def _shard(x: np.ndarray, core: int) -> np.ndarray:
+    r, c = divmod(core, 4)
+    h, w = x.shape[0] // 4, x.shape[1] // 4
+    return x[r * h:(r + 1) * h, c * w:(c + 1) * w]
+
+
+def _per_core(fn: Callable[[int], np.ndarray], shape=(128, 128)) -> np.ndarray:
+    out = np.zeros(shape, np.float32)
+    for core in range(16):
+        r, c = divmod(core, 4)
+        h, w = shape[0] // 4, shape[1] // 4
+        out[r * h:(r + 1) * h, c * w:(c + 1) * w] = fn(core)
+    return out
+
+
+def _bf16_acc(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """T.gemm into a bfloat16 accumulator: each product and each sum rounded to
+    bfloat16, k in order (TileLang's scalar GEMM)."""
+    import ml_dtypes
+    bf = ml_dtypes.bfloat16
+    a, b = a.astype(bf), b.astype(bf)
+    acc = np.zeros((a.shape[0], b.shape[1]), bf)
+    for k in range(a.shape[1]):
+        acc = acc + a[:, k:k + 1] * b[k:k + 1, :]
+    return acc.astype(np.float32)
+
+
+def _local(x, y):
+    return lambda core: _shard(x, core) @ _shard(y, core)
+
+
+def legalize_check(kind: str) -> Callable:
+    def check(inp, obs, out):
+        arr = dict(zip(out, inp.arrays))
+        if kind == "global":
+            np.testing.assert_array_equal(out["C"], arr["A"] @ arr["B"])
+        elif kind == "local":
+            np.testing.assert_array_equal(out["C"], _per_core(_local(arr["A"], arr["B"])))
+        elif kind == "local_bf16":
+            np.testing.assert_array_equal(out["C"], _per_core(
+                lambda c: _bf16_acc(_shard(arr["A"], c), _shard(arr["B"], c))))
+        elif kind == "two_writers":
+            np.testing.assert_array_equal(out["C"], _per_core(_local(arr["A"], arr["B"])))
+            np.testing.assert_array_equal(out["C2"], _per_core(_local(arr["A2"], arr["B"])))
+        elif kind == "two_consumers":
+            np.testing.assert_array_equal(out["C"], _per_core(_local(arr["A"], arr["B"])))
+            np.testing.assert_array_equal(out["C2"], _per_core(_local(arr["A"], arr["B"])))
+        elif kind == "two_consumers_b2":
+            np.testing.assert_array_equal(out["C"], _per_core(_local(arr["A"], arr["B"])))
+            np.testing.assert_array_equal(out["C2"], _per_core(_local(arr["A"], arr["B2"])))
+        elif kind == "writers_by_core":
+            np.testing.assert_array_equal(out["C"], _per_core(
+                lambda c: _shard(arr["A2"] if c == 0 else arr["A"], c) @ _shard(arr["B"], c)))
+        elif kind == "flash":
+            def o(c):
+                s_ = _bf16_acc(_shard(arr["Q"], c), _shard(arr["Kt"], c))
+                return s_ @ _shard(arr["V"], c)
+            np.testing.assert_array_equal(out["O"], _per_core(o))
+    return check
+
+
+def _lg(name, kind=None, undefined=""):
+    shapes = {n: (128, 128) for n in ("A", "A2", "B", "B2", "C", "C2", "Q", "Kt", "V", "O")}
+    extra = dict(check=legalize_check(kind)) if kind else dict(undefined=undefined)
+    return _fork(f"legalize_gemm_{name}", f"{LEGALIZE}::bf16_gemm_{name}".replace(
+        "bf16_gemm_flash", "bf16_flash"), lambda m: getattr(m, (
+            "bf16_flash_attention_shaped" if name == "flash_attention_shaped"
+            else f"bf16_gemm_{name}"))(*GEMM_ARGS), shapes=shapes, **extra)
+
+
+CASES += [
+    _lg("with_allgather", "global"),
+    _lg("with_copy_to_asram", undefined="T.gemm reads A_dist's other cores' slots, which "
+                                         "nothing writes (only slot 0 is copied)"),
+    _lg("with_hoisted_copy_writer", "local"),
+    _lg("with_hoisted_copy_writer_bf16_acc", "local_bf16"),
+    _lg("with_two_independent_hoisted_writers", "two_writers"),
+    _lg("with_hoisted_writer_dirty_source", "local"),
+    _lg("with_hoisted_allgather", "global"),
+    _lg("with_hoisted_allgather_dirty_source", "global"),
+    _lg("multi_consumer_groupable", "two_consumers"),
+    _lg("multi_consumer_non_groupable", "two_consumers_b2"),
+    _lg("flash_attention_shaped", "flash"),
+    _lg("no_reaching_writer", undefined="T.gemm reads A_shared, which nothing writes"),
+    _lg("multiple_writers", "writers_by_core"),
+    _lg("diverging_scopes", "local"),
+]
+for _c in CASES[-14:]:
+    _c.module = "fork_legalize_gemm"
+
+
 # -- the runner --------------------------------------------------------------------------------
 def run_case(case: Case, seed: int = 0) -> None:
     tm.enable(mesh=case.mesh, compat=case.compat)
