@@ -462,3 +462,18 @@ def test_every_case_names_its_source_and_says_what_it_expects():
         assert sum((c.refused is not None, c.check is not None, bool(c.undefined))) == 1, c.id
         assert c.refused is None or c.why, c.id
     assert len({c.id for c in CASES}) == len(CASES)
+
+
+def test_the_docs_table_is_this_corpus():
+    """docs/tilelang_mesh.md lists every case, with its source and result, and the
+    counts; a case added here and not there (or the other way) fails."""
+    doc = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "tilelang_mesh.md").read_text()
+    rows = re.findall(r"^\| `(\w+)` \| (\S+) `([^`]+)` \| (exact|refused|no defined result)",
+                      doc, re.MULTILINE)
+    want = [(c.id, *c.source.split(" ", 1),
+             "exact" if c.check else "refused" if c.refused else "no defined result")
+            for c in CASES]
+    assert rows == want
+    n = len(CASES)
+    exact = sum(1 for c in CASES if c.check)
+    assert f"Of\n{n} kernels: {exact} exact" in doc or f"Of {n} kernels: {exact} exact" in doc
