@@ -1023,6 +1023,13 @@ def _tm_identity(kind: str, dtype: str) -> tirx.PrimExpr:
     """The start of a fold of ``kind`` (as the fork's reductions start)."""
     t = tvm.runtime.DataType(dtype)
     flt = t.type_code in (tvm.runtime.DataTypeCode.FLOAT, tvm.runtime.DataTypeCode.BFLOAT)
+    from .narrow_float import FORMATS
+    fmt = FORMATS.get(dtype)
+    if fmt is not None and kind in ("max", "min"):
+        # TVM has no infinity for bfloat16/float8: build it in float32 and convert (a
+        # format without infinities starts from its largest finite value)
+        big = float("inf") if fmt.kind == "ieee" else fmt.max_finite
+        return tirx.Cast(dtype, tirx.const(-big if kind == "max" else big, "float32"))
     if kind == "max":
         return -tirx.infinity(dtype) if flt else tirx.min_value(dtype)
     if kind == "min":
