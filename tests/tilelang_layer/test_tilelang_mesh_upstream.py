@@ -393,3 +393,47 @@ def test_t_dist_says_it_is_not_available_yet():
                                          r"in meshtensor yet; the chip has them"):
         T.dist.put  # noqa: B018
     assert not hasattr(T.dist, "world_size")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["sum", "max", "abssum"])
+def test_a_bfloat16_all_reduce_rounds_each_fold(kind):
+    """T.comm.all_reduce in bfloat16 over the mesh: each core folds its row, then the
+    group folds each row's results, then the rows (the fork's order), every addition
+    rounded to bfloat16 as ml_dtypes rounds it."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    bf = ml_dtypes.bfloat16
+    tm.enable(mesh=(2, 2))
+
+    @T.prim_func
+    def k(X: T.MeshTensor((4, 4, 8), T.placement.mesh_as_line(0), "bfloat16"),
+          Y: T.MeshTensor((4, 4), T.placement.mesh_as_line(0), "bfloat16")):
+        with T.Kernel() as cid:
+            S = T.alloc_shared((4, 8), "bfloat16")
+            O = T.alloc_shared((4,), "bfloat16")
+            T.copy(X[0, 0:4, 0:8], S)
+            T.comm.all_reduce(S, O, kind, "all", dim=1)
+            T.copy(O, Y[0, 0:4])
+
+    kernel = compile_mesh_kernel(k, compile_flags=FLAGS)
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((4, 4, 8)) * 100).astype(bf)
+    y = torch.zeros(4, 4, dtype=torch.bfloat16)
+    kernel(torch.from_numpy(x.astype(np.float32)).bfloat16(), y)
+
+    def fold(vals):
+        acc = {"sum": bf(0), "abssum": bf(0), "max": bf(-np.inf)}[kind]
+        for v in vals:
+            v = abs(v) if kind == "abssum" else v
+            acc = max(acc, v) if kind == "max" else bf(acc + v)
+        return acc
+
+    want = np.zeros((4,), bf)
+    for j in range(4):
+        rows = []
+        for r in range(2):
+            rows.append(fold([fold(x[r * 2 + c, j, :]) for c in range(2)]))
+        want[j] = fold(rows)
+    got = y.float().numpy()
+    for core in range(4):
+        np.testing.assert_array_equal(got[core], want.astype(np.float32))
