@@ -41,6 +41,7 @@ from ...mesh import Mesh
 from ..ir.evaluate import IterSpace, eval_np, is_if_then_else, iteration_space, region_box
 from ..ir.kernel import KernelView
 from ..ir.launch import Launch, row_major
+from ..ir.memory import Memory
 from ..ir.metadata import MeshTensorEntry
 from ..ir.scope import COPY_OP, CopyCall, CopyRegion, direct_accesses
 from ..language.comm import mesh_comm
@@ -349,6 +350,7 @@ def plan_mesh_copies(func: Any) -> list[CopyPlan]:
     _refuse_direct_access(view.func, view.info)
     launch = view.launch
     written = {c.dst.buffer.name for c in view.copies}
+    memory = Memory.of(view.func)
     plans = []
     for i, c in enumerate(view.copies):
         src_e, dst_e = view.entry_of(c.src), view.entry_of(c.dst)
@@ -362,7 +364,7 @@ def plan_mesh_copies(func: Any) -> list[CopyPlan]:
                                   f"{_block_text(c.dst, dst_e, c)} <- local write (own shard)"))
         elif src_e is not None:
             plan = _plan_read(c, i, src_e, launch, written)
-            if plan.kind != "local" and c.dst.buffer.scope() == "global":
+            if plan.kind != "local" and not memory.is_per_core(c.dst.buffer):
                 raise ValueError(f"{WHERE}: {what} reads remote tiles of {src_e.name} straight "
                                  f"into the global tensor {c.dst.buffer.name!r}; comm ops "
                                  f"deliver into per-core buffers: copy into a T.alloc_local / "
