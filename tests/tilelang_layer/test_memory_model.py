@@ -226,3 +226,90 @@ def test_a_k_split_gemm_all_reduces_its_fragment_accumulator():
     b = rng.integers(-3, 4, (32, 16)).astype(np.float32)
     *_, c = run(k, a, b, np.zeros((16, 16), np.float32))
     assert np.array_equal(c, a @ b)
+
+
+# -- every evaluation in the expression's own dtype --------------------------------------------
+def test_a_dst_start_that_wraps_in_int16_is_refused():
+    """``T.Cast("int16", k * 20000) // 20000`` is 0, 1, 2 in int64 but -2 at k = 2 in C:
+    core c wrote before its own ``D`` (into another buffer), silently."""
+    @T.prim_func
+    def k():
+        with T.Kernel(4, threads=1) as bx:
+            S = T.alloc_shared((1,), "int32", scope="shared")
+            D = T.alloc_shared((4,), "int32", scope="shared")
+            for kk in T.serial(3):
+                start = T.Cast("int16", kk * 20000) // 20000
+                MC.shift(S, D[start:start + 1], ["x"], "x", 1, rotate=True)
+    with pytest.raises(ValueError, match=r"dst region of 'D' runs outside dim 0 of size 4: "
+                                         r"start .* takes values in \[-2, 1\]"):
+        lower_mesh_comm(k)
+
+
+def test_a_root_that_wraps_in_int16_is_refused():
+    mc = mesh_comm({"x": 4, "y": 4})
+
+    @T.prim_func
+    def k():
+        with T.Kernel(4, 4, threads=1) as (bx, by):
+            S = T.alloc_shared((1,), "int32", scope="shared")
+            for kk in T.serial(3):
+                mc.broadcast(S, S, ["y"], root=[T.Cast("int16", kk * 16384) // 16384])
+    with pytest.raises(ValueError, match=r"root coordinate .* takes values in \[-2, 1\], out "
+                                         r"of range \[0, 4\)"):
+        lower_mesh_comm(k)
+
+
+def test_a_start_that_wraps_into_range_runs():
+    """``T.Cast("uint8", k * 256 + 1)`` is 1 for every k, as the C code computes it (it
+    was refused: 257 and 513 in int64)."""
+    @T.prim_func
+    def k(Y: T.Tensor((4, 4), "int32")):
+        with T.Kernel(4, threads=1) as bx:
+            S = T.alloc_shared((1,), "int32", scope="shared")
+            D = T.alloc_shared((4,), "int32", scope="shared")
+            for i in T.serial(4):
+                D[i] = -1
+            S[0] = bx
+            for kk in T.serial(40):  # not unrolled: TileLang folds the cast of a constant
+                start = T.Cast("int32", T.Cast("uint8", kk * 256 + 1))
+                MC.shift(S, D[start:start + 1], ["x"], "x", 1, rotate=True)
+            for i in T.serial(4):
+                Y[bx, i] = D[i]
+    y, = run(k, np.zeros((4, 4), np.int32))
+    assert y[:, 1].tolist() == [3, 0, 1, 2] and (y[:, [0, 2, 3]] == -1).all()
+
+
+def test_a_start_that_overflows_int32_is_refused():
+    """Signed overflow is undefined in C: no value is right, so the op is refused."""
+    @T.prim_func
+    def k():
+        with T.Kernel(4, threads=1) as bx:
+            S = T.alloc_shared((1,), "int32", scope="shared")
+            D = T.alloc_shared((4,), "int32", scope="shared")
+            for kk in T.serial(3):
+                MC.shift(S, D[(kk * 1500000000) % 4:(kk * 1500000000) % 4 + 1], ["x"], "x", 1,
+                         rotate=True)
+    with pytest.raises(ValueError, match=r"mesh_comm.shift \(comm op #0\): .*kk \* 1500000000 "
+                                         r"overflows int32 \(undefined in C\)"):
+        lower_mesh_comm(k)
+
+
+def test_wrap_narrowing_casts_before_after():
+    """A narrowing cast's wrap is written out in the wider type (TVM folded the cast of
+    a known value into an out-of-range literal and TileLang stopped)."""
+    from meshtensor.tilelang.transform.wrap_casts import wrap_narrowing_casts
+    import tvm
+
+    @T.prim_func
+    def before(Y: T.Tensor((4,), "int32")):
+        for k in T.serial(4):
+            Y[k] = T.Cast("int32", T.Cast("int16", k * 20000)) + T.Cast("int32", T.Cast("uint8", k))
+
+    @T.prim_func
+    def expected(Y: T.Tensor((4,), "int32")):
+        for k in T.serial(4):
+            Y[k] = T.Cast("int32", T.Cast("int16", T.bitwise_and(k * 20000 + 32768, 65535) - 32768)) \
+                + T.Cast("int32", T.Cast("uint8", T.bitwise_and(k, 255)))
+
+    tvm.ir.assert_structural_equal(wrap_narrowing_casts(before),
+                                   expected.with_attr("global_symbol", "before"))

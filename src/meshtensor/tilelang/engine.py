@@ -28,6 +28,7 @@ from .logs import quiet_tilelang
 from .transform.lower_comm import WORKSPACE_ATTR, LowerMeshComm
 from .transform.select_min_max import select_min_max
 from .transform.tilelang_mesh import prepare_tilelang_mesh
+from .transform.wrap_casts import wrap_narrowing_casts
 
 __all__ = ["CPU_FLAGS", "MeshKernel", "compile_mesh_kernel", "guard_stock_compile"]
 
@@ -159,6 +160,8 @@ def compile_mesh_kernel(func: tirx.PrimFunc, target: str = "c", **kw: Any) -> Me
         kw["compile_flags"] = flags + header_flags(flags)
     # TVM's C code generator reuses a min/max operand's load across a store
     source = select_min_max(lowered) if on_c else lowered
+    # TVM folds a narrowing cast of a known value into an out-of-range literal
+    source = wrap_narrowing_casts(source)
     with quiet_tilelang():
         if not find_comm_ops(work):
             return MeshKernel(func, lowered, _compile(source, target, kw),

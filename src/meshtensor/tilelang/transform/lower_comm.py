@@ -36,7 +36,7 @@ import tvm
 from tvm import arith, ir, tirx
 
 from ..ir.comm_op import CommOp, decode, find_comm_ops, is_comm_call
-from ..ir.evaluate import static_int
+from ..ir.evaluate import Overflow, iteration_space, static_int
 from ..ir.launch import Launch, row_major as _row_major, unravel as _unravel
 from ..ir.memory import Memory, View
 from ..ir.resolve import prim_func
@@ -489,13 +489,14 @@ class _Lowering:
         exact over its iteration space (enclosing uniform conditions applied, e.g. a
         prefetch's ``if k + 1 < n``), else bounded through the enclosing loops' ranges
         and lets (``exact`` False); ``None`` when the statement never runs."""
-        from ..ir.evaluate import iteration_space
         try:
             space = iteration_space(o, self.launch, o.name)
             if not space.size:
                 return None
             v = space.value(expr)
             return int(v.min()), int(v.max()), True
+        except Overflow as err:
+            raise Overflow(f"{o.name}: {err}") from None
         except ValueError:
             pass  # e.g. under `while` or a condition on memory: bound it instead
         ana = arith.Analyzer()
@@ -949,7 +950,6 @@ class _ExchangeBuilder:
         """Evaluate the cores the op names over its iteration space: out of range, a put
         to itself or two senders to one destination is a ValueError naming it."""
         from ..analysis.flows import tm_executions
-        from ..ir.evaluate import iteration_space
         tm_executions(self.o, iteration_space(self.o, self.low.launch, self.o.name),
                       "LowerMeshComm")
 

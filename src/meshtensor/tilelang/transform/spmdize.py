@@ -38,7 +38,8 @@ from tvm import arith, ir, tirx
 
 from ...boxes import clip_boxes, split_by_owner
 from ...mesh import Mesh
-from ..ir.evaluate import IterSpace, eval_np, is_if_then_else, iteration_space, region_box
+from ..ir.evaluate import (IterSpace, Overflow, eval_np, is_if_then_else, iteration_space,
+                            region_box)
 from ..ir.kernel import KernelView
 from ..ir.launch import Launch, row_major
 from ..ir.memory import Memory
@@ -328,6 +329,8 @@ def _space_and_boxes(c: CopyCall, i: int, region: CopyRegion, e: MeshTensorEntry
     try:
         space = iteration_space(c, launch, f"{WHERE}: {what}")
         lo, hi = region_box(region, space, f"{WHERE}: {what}")
+    except Overflow:
+        raise
     except ValueError as err:
         raise ValueError(f"{WHERE}: {what} cannot be classified: its region of {e.name!r} "
                          f"is not a function of the launch grid and loops (data-dependent "
@@ -565,6 +568,8 @@ def _per_core(region: tirx.Call, launch: Launch) -> tirx.Call:
             continue
         try:
             got = np.broadcast_to(np.asarray(eval_np(e, env), dtype=np.int64), (mesh.size,))
+        except Overflow:
+            raise
         except ValueError:  # a loop variable or data: keep the expression
             starts.append(e)
             continue
@@ -654,6 +659,8 @@ class _Rewriter:
             space = iteration_space(plan.copy, self.launch, WHERE)
             same = all(np.array_equal(space.value(a), space.value(b))
                        for a, b in zip(src.args[0].indices, out.args[0].indices))
+        except Overflow:
+            raise
         except ValueError:  # a start that reads data was refused by the planner already
             return out
         if not same:
@@ -674,6 +681,8 @@ class _Rewriter:
         env = self.launch.env_of(others)
         try:
             target = [np.broadcast_to(np.asarray(eval_np(e, env)), others.shape) for e in to]
+        except Overflow:
+            raise
         except ValueError:
             return False
         tgt = np.ravel_multi_index(target, mesh.shape)
@@ -829,6 +838,8 @@ def spmdize(func: tirx.PrimFunc) -> tirx.PrimFunc:
         # a read that every core runs equally often may still sit in a loop or under an
         # `if` that depends on the core: its comm op would break the collective rule
         check_collective_rule(out)
+    except Overflow:
+        raise
     except ValueError as e:
         raise ValueError(f"{WHERE}: a remote read sits where its comm op cannot go: {e} "
                          f"(move the copy out of core-dependent conditions and loop "
