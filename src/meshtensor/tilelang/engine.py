@@ -28,6 +28,7 @@ from .logs import quiet_tilelang
 from .transform.lower_comm import WORKSPACE_ATTR, LowerMeshComm
 from .transform.select_min_max import select_min_max
 from .transform.tilelang_mesh import prepare_tilelang_mesh
+from .transform.protect_indices import protect_folded_indices
 from .transform.wrap_casts import wrap_narrowing_casts
 
 __all__ = ["CPU_FLAGS", "MeshKernel", "compile_mesh_kernel", "guard_stock_compile"]
@@ -162,6 +163,8 @@ def compile_mesh_kernel(func: tirx.PrimFunc, target: str = "c", **kw: Any) -> Me
     source = select_min_max(lowered) if on_c else lowered
     # TVM folds a narrowing cast of a known value into an out-of-range literal
     source = wrap_narrowing_casts(source)
+    # indices TileLang's simplifier would fold into other values, computed first
+    source = protect_folded_indices(source)
     with quiet_tilelang():
         if not find_comm_ops(work):
             return MeshKernel(func, lowered, _compile(source, target, kw),
