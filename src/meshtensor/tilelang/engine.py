@@ -20,15 +20,19 @@ from typing import Any
 import tvm
 from tvm import tirx
 
+from .analysis.races import find_races, grid_mesh
 from .analysis.verify import VerifyMeshTensors
 from .c_header import header_flags
 from .ir.comm_op import find_comm_ops
+from .ir.launch import Launch
+from .ir.memory import Memory
 from .ir.scope import find_calls
 from .logs import quiet_tilelang
 from .transform.lower_comm import WORKSPACE_ATTR, LowerMeshComm
 from .transform.select_min_max import select_min_max
 from .transform.tilelang_mesh import prepare_tilelang_mesh
 from .transform.protect_indices import protect_folded_indices
+from .transform.race_check import HEADER, RaceShadow, add_shadow_param
 from .transform.wrap_casts import wrap_narrowing_casts
 
 __all__ = ["CPU_FLAGS", "MeshKernel", "compile_mesh_kernel", "guard_stock_compile"]
@@ -62,8 +66,10 @@ class MeshKernel:
     prim_func: tirx.PrimFunc
     lowered: tirx.PrimFunc
     jit_kernel: Any
-    workspace: Any = None  # the scratch array passed as the last argument, if any
+    workspace: Any = None  # the scratch array passed after the kernel's arguments, if any
     mesh_tensors: tuple = ()
+    # the checked run (check_races=True): its RaceShadow, the cores' mesh, the record
+    race_check: Any = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.mesh_tensors:
@@ -71,10 +77,18 @@ class MeshKernel:
         return self._run(*args, **kwargs)
 
     def _run(self, *args: Any, **kwargs: Any) -> Any:
-        if self.workspace is None:
-            return self.jit_kernel(*args, **kwargs)
         # one kernel call at a time: the cores' buffers live in this one array
-        return self.jit_kernel(*args, self.workspace, **kwargs)
+        extra = [] if self.workspace is None else [self.workspace]
+        if self.race_check is None:
+            return self.jit_kernel(*args, *extra, **kwargs)
+        shadow, mesh, record = self.race_check
+        record.fill_(-1)
+        record[:HEADER] = 0
+        out = self.jit_kernel(*args, *extra, record, **kwargs)
+        race = shadow.race(record[:HEADER].numpy(), mesh)
+        if race is not None:
+            raise ValueError(race.message("compile_mesh_kernel (check_races=True)"))
+        return out
 
     def _call_global(self, args: tuple, kwargs: dict) -> Any:
         n = len(self.prim_func.params)
@@ -117,9 +131,13 @@ def _out_idx(out_idx: Any, nparams: int) -> Any:
     return out[0] if one else out
 
 
-def compile_mesh_kernel(func: tirx.PrimFunc, target: str = "c", **kw: Any) -> MeshKernel:
-    """Check (``VerifyMeshTensors``), lower the comm ops (``LowerMeshComm``) and
-    ``tilelang.compile`` a mesh kernel; ``kw`` goes to ``tilelang.compile``
+def compile_mesh_kernel(func: tirx.PrimFunc, target: str = "c", *, check_races: bool = False,
+                        **kw: Any) -> MeshKernel:
+    """Check (``VerifyMeshTensors``, races on global memory: :func:`~.analysis.races.
+    find_races`), lower the comm ops (``LowerMeshComm``) and ``tilelang.compile`` a mesh
+    kernel. ``check_races=True`` also checks, as the kernel runs, the accesses the static
+    check cannot evaluate: a race raises ``ValueError`` from the call (see
+    :mod:`~.transform.race_check`). ``kw`` goes to ``tilelang.compile``
     (``compile_flags`` defaults to :data:`CPU_FLAGS` on ``"c"``; ``out_idx`` counts the
     kernel's own parameters). A kernel without comm ops compiles as ``tilelang.compile``
     would, but for target ``"c"`` its ``min``/``max`` of loaded values become selects
@@ -145,8 +163,22 @@ def compile_mesh_kernel(func: tirx.PrimFunc, target: str = "c", **kw: Any) -> Me
     if "out_idx" in kw:
         kw["out_idx"] = _out_idx(kw["out_idx"], len(func.params))
     work = prepared.func
+    races = find_races(work)
+    if races.race is not None:
+        raise ValueError(races.race.message("compile_mesh_kernel"))
     mod = VerifyMeshTensors()(tvm.IRModule({"main": work}))
-    lowered = LowerMeshComm(workspace="argument")(mod)["main"]
+    shadow = RaceShadow.plan(Memory.of(work).params) if check_races else None
+    lowered = LowerMeshComm(workspace="argument", race_shadow=shadow)(mod)["main"]
+    race_mesh = None
+    if shadow is not None:
+        ops = find_comm_ops(work)
+        if ops:
+            race_mesh = ops[0].mesh
+        else:  # no supersteps: the blocks are the cores, all in one superstep
+            race_mesh = grid_mesh(work)
+            launch = Launch.of(work, race_mesh, "compile_mesh_kernel")
+            lowered = lowered.with_body(shadow.instrument(lowered.body, launch.core_id()))
+        lowered = add_shadow_param(lowered, shadow)
     on_c = str(target).split()[0] == "c"
     if on_c and find_calls(lowered, _is_loop_break):
         # TileLang 0.1.15's C code generator has no break: its error names no statement
@@ -165,20 +197,22 @@ def compile_mesh_kernel(func: tirx.PrimFunc, target: str = "c", **kw: Any) -> Me
     source = wrap_narrowing_casts(source)
     # indices TileLang's simplifier would fold into other values, computed first
     source = protect_folded_indices(source)
+    import torch
+    device = "cuda" if str(target).startswith("cuda") else "cpu"
+    check = None if shadow is None else \
+        (shadow, race_mesh, torch.empty(shadow.size, dtype=torch.int32, device=device))
     with quiet_tilelang():
         if not find_comm_ops(work):
             return MeshKernel(func, lowered, _compile(source, target, kw),
-                              mesh_tensors=prepared.params)
+                              mesh_tensors=prepared.params, race_check=check)
         # buffers filled only by exchanges look uninitialised to TileLang's check
         configs = dict(kw.pop("pass_configs", None) or {})
         configs.setdefault(tilelang.PassConfigKey.TL_DISABLE_BUFFER_INIT_CHECK, True)
         kw["pass_configs"] = configs
         jit = _compile(source, target, kw)
-    import torch
     nbytes = int(lowered.attrs[WORKSPACE_ATTR])
-    device = "cuda" if str(target).startswith("cuda") else "cpu"
     return MeshKernel(func, lowered, jit, torch.empty(nbytes, dtype=torch.uint8, device=device),
-                      prepared.params)
+                      prepared.params, check)
 
 
 #: a gather in TileLang's C source: a vector of loads at the lanes of an index vector

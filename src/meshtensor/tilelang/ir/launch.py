@@ -19,7 +19,7 @@ from tvm import arith, ir, tirx
 from ...mesh import Mesh
 from .evaluate import static_int
 
-__all__ = ["Launch", "row_major", "unravel", "BLOCK_TAGS"]
+__all__ = ["Launch", "row_major", "unravel", "BLOCK_TAGS", "launch_grid"]
 
 BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 
@@ -170,3 +170,20 @@ class Launch:
 
     def is_launch_var(self, var: tirx.Var) -> bool:
         return any(var.same_as(v) for v in self.vars)
+
+
+def launch_grid(func: tirx.PrimFunc | tirx.Stmt) -> list[int | None]:
+    """The extents of a kernel's block indices in ``blockIdx.x, .y, .z`` order (``None``
+    for a symbolic one); ``[]`` for a kernel without blocks.
+
+    >>> import tilelang
+    >>> import tilelang.language as T
+    >>> @T.prim_func
+    ... def k():
+    ...     with T.Kernel(2, 3, threads=1) as (bx, by):
+    ...         T.evaluate(0)
+    >>> launch_grid(k)
+    [2, 3]
+    """
+    loops = sorted(_block_loops(func), key=lambda lp: lp.thread_binding.thread_tag)
+    return [static_int(lp.extent) for lp in loops]

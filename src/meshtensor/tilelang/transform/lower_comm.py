@@ -445,11 +445,13 @@ def _dead_at_entry(stmt: tirx.Stmt, buf: tirx.Buffer) -> bool:
 
 # -- the pass --------------------------------------------------------------------------------
 class _Lowering:
-    def __init__(self, func: tirx.PrimFunc, ops: list[CommOp], workspace: str = "malloc"):
+    def __init__(self, func: tirx.PrimFunc, ops: list[CommOp], workspace: str = "malloc",
+                 shadow: Any = None):
         if workspace not in WORKSPACES:
             raise ValueError(f"LowerMeshComm: workspace must be one of {list(WORKSPACES)}, got "
                              f"{workspace!r}")
         self.workspace = workspace
+        self.shadow = shadow  # a RaceShadow: the checked run's record (race_check)
         self.ws_buf = None
         meshes = {tuple(o.mesh.as_dict.items()) for o in ops}
         if len(meshes) > 1:
@@ -642,8 +644,9 @@ class _Lowering:
             return self._segment(tree)
         if isinstance(tree, _Comm):
             # tagged, so the lowered kernel still says which comm op each exchange is
-            return tirx.AttrStmt(tree.op.op, COMM_OP_ATTR,
-                                 _i32(tree.op.index), self._exchange(tree.op))
+            ex = tirx.AttrStmt(tree.op.op, COMM_OP_ATTR, _i32(tree.op.index),
+                               self._exchange(tree.op))
+            return ex if self.shadow is None else _seq([ex, self.shadow.bump()])
         kind, stmt = tree[0], tree[1]
         if kind == "keep":
             return stmt
@@ -768,6 +771,8 @@ class _Lowering:
             return new
 
         body = _strip_decls(_seq(seg.stmts), self.stores)
+        if self.shadow is not None:  # the checked run: record what touches global memory
+            body = self.shadow.instrument(body, self.launch.core_id())
         body = _remap_buffers(tirx.stmt_functor.substitute(body, vmap), core_view)
         used = _vars_in(body)
         pre = [tirx.Bind(p, v) for p, v in ptrs if p in used] + \
@@ -1126,8 +1131,11 @@ def _tm_combine(kind: str, a: tirx.PrimExpr, b: tirx.PrimExpr) -> tirx.PrimExpr:
             "bitxor": tirx.bitwise_xor}[kind](a, b)
 
 
-def lower_mesh_comm(func: tirx.PrimFunc, workspace: str = "malloc") -> tirx.PrimFunc:
+def lower_mesh_comm(func: tirx.PrimFunc, workspace: str = "malloc",
+                    race_shadow: Any = None) -> tirx.PrimFunc:
     """The function form of :func:`LowerMeshComm` (a PrimFunc in, a PrimFunc out).
+    ``race_shadow``: a :class:`~.race_check.RaceShadow`, for the checked run (the
+    segments record their global accesses in it; the caller adds its argument).
 
     >>> import tilelang.language as T
     >>> from meshtensor.tilelang import find_comm_ops, mesh_comm
@@ -1143,7 +1151,7 @@ def lower_mesh_comm(func: tirx.PrimFunc, workspace: str = "malloc") -> tirx.Prim
     ops = find_comm_ops(func)
     if not ops:
         return func
-    return _Lowering(func, ops, workspace).run()
+    return _Lowering(func, ops, workspace, race_shadow).run()
 
 
 def check_collective_rule(func: Any) -> None:
@@ -1174,7 +1182,8 @@ def check_collective_rule(func: Any) -> None:
         low._check_regions()
 
 
-def LowerMeshComm(workspace: str = "malloc") -> tvm.transform.Pass:  # noqa: N802 (TVM naming)
+def LowerMeshComm(workspace: str = "malloc", race_shadow: Any = None  # noqa: N802
+                  ) -> tvm.transform.Pass:
     """The ``prim_func_pass`` ``"meshtensor.LowerMeshComm"``: make a kernel with comm ops
     run on TileLang's C backend (bulk-synchronous supersteps; see the module docstring).
 
@@ -1193,6 +1202,6 @@ def LowerMeshComm(workspace: str = "malloc") -> tvm.transform.Pass:  # noqa: N80
                          f"{workspace!r}")
 
     def transform(func, mod, ctx):
-        return lower_mesh_comm(func, workspace)
+        return lower_mesh_comm(func, workspace, race_shadow)
 
     return tirx.transform.prim_func_pass(transform, opt_level=0, name="meshtensor.LowerMeshComm")
