@@ -33,6 +33,7 @@ from .transform.select_min_max import select_min_max
 from .transform.tilelang_mesh import prepare_tilelang_mesh
 from .transform.protect_indices import protect_folded_indices
 from .transform.race_check import HEADER, RaceShadow, add_shadow_param
+from .transform.spmdize import SPMDIZED_ATTR
 from .transform.wrap_casts import wrap_narrowing_casts
 
 __all__ = ["CPU_FLAGS", "MeshKernel", "compile_mesh_kernel", "guard_stock_compile"]
@@ -152,10 +153,23 @@ def compile_mesh_kernel(func: tirx.PrimFunc, target: str = "c", *, check_races: 
         kernel = compile_mesh_kernel(build_gemm("summa_comm", 64, 64, 64))
         kernel(a, b, c)          # torch tensors, as for the JITKernel
     """
-    import tilelang
-
     if not isinstance(func, tirx.PrimFunc):
         raise TypeError(f"compile_mesh_kernel: expected a PrimFunc, got {type(func).__name__}")
+    try:
+        return _compile_mesh_kernel(func, target, check_races, kw)
+    except ValueError as e:
+        if func.attrs is None or SPMDIZED_ATTR not in func.attrs:
+            raise
+        # spmdize promises kernels the layer accepts: a refusal here is its bug
+        raise ValueError(f"compile_mesh_kernel refuses a kernel that spmdize wrote, which "
+                         f"is a bug in spmdize, not in your kernel (please report it with "
+                         f"the global-view kernel): {e}") from None
+
+
+def _compile_mesh_kernel(func: tirx.PrimFunc, target: str, check_races: bool, kw: dict
+                         ) -> MeshKernel:
+    import tilelang
+
     prepared = prepare_tilelang_mesh(func)
     if prepared.params and kw.get("out_idx") is not None:
         raise ValueError("compile_mesh_kernel: out_idx is not supported for a kernel with "

@@ -48,7 +48,10 @@ from ..ir.scope import COPY_OP, CopyCall, CopyRegion, direct_accesses
 from ..language.comm import mesh_comm
 from .lower_comm import check_collective_rule
 
-__all__ = ["CopyPlan", "plan_mesh_copies", "spmdize", "SpmdizeMeshCopies"]
+#: a function attribute on spmdize's output: a refusal downstream is spmdize's fault
+SPMDIZED_ATTR = "meshtensor.spmdized"
+
+__all__ = ["SPMDIZED_ATTR", "CopyPlan", "plan_mesh_copies", "spmdize", "SpmdizeMeshCopies"]
 
 WHERE = "SpmdizeMeshCopies"
 Kind = Literal["local", "broadcast", "shift", "permute", "carried"]
@@ -595,7 +598,12 @@ def _core_values(values: np.ndarray, launch: Launch, dtype: str, like: tirx.Prim
         return launch.bound(arith.Analyzer()).simplify(e)
     if not _branches(like):
         return like
-    table = _table_expr(launch.core_id(), {i: int(v) for i, v in enumerate(values)})
+    # a table of multiples of g is written as a table times g, so that TileLang can prove
+    # a copy from it aligned: a bare table of tile starts became a vector gather that
+    # its C back end cannot build (the clamped stencil of issue 26)
+    g = int(np.gcd.reduce(np.abs(values))) or 1
+    table = _table_expr(launch.core_id(), {i: int(v) // g for i, v in enumerate(values)})
+    table = table if g == 1 else table * g
     return table if table.dtype == dtype else tirx.Cast(dtype, table)
 
 
@@ -833,7 +841,7 @@ def spmdize(func: tirx.PrimFunc) -> tirx.PrimFunc:
     if not any(b.same_as(rw.buffers[0]) for b in _allocated(body)):
         raise ValueError(f"{WHERE}: the kernel has no 'tilelang_root' block to hold the "
                          f"staging buffers (was it written with T.Kernel?)")
-    out = func.with_body(body)
+    out = func.with_body(body).with_attr(SPMDIZED_ATTR, True)
     try:
         # a read that every core runs equally often may still sit in a loop or under an
         # `if` that depends on the core: its comm op would break the collective rule
