@@ -19,7 +19,8 @@ import numpy as np
 from ...collectives import root_position, shift_sources
 from ...sharding import chunk_bounds
 from ..ir.comm_op import CommOp
-from ..ir.evaluate import IterSpace, static_int
+from ..ir.expr import static_int
+from ..ir.evaluate import IterSpace
 from ..ir.kernel import executions, runs_per_core
 
 __all__ = ["comm_flows", "TM_OPS", "tm_executions", "tm_phases"]

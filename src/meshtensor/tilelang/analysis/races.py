@@ -30,7 +30,8 @@ from tvm import tirx
 
 from ...boxes import clip_boxes
 from ...mesh import Mesh
-from ..ir.evaluate import region_box, static_int
+from ..ir.expr import static_int
+from ..ir.evaluate import region_box
 from ..ir.kernel import KernelView, execution_keys
 from ..ir.launch import launch_grid
 from ..ir.memory import Memory

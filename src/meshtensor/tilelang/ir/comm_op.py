@@ -38,13 +38,14 @@ from tvm import tirx
 
 from ...mesh import Mesh, _is_int
 from ...sharding import chunk_bounds
-from .evaluate import static_int
+from .expr import static_int
+from .names import EXTERN_PREFIX, is_comm_call
+from .resolve import prim_func
 from .scope import CopyRegion, Found, find_calls, region_of
 
 __all__ = ["COMM_OPS", "PARAMS", "DISPLAY", "EXTERN_PREFIX", "CommOp", "encode", "decode",
            "is_comm_call", "find_comm_ops", "result_extents"]
 
-EXTERN_PREFIX = "meshtensor_comm_"
 
 # Each op's parameters and their kinds, in the order they are written into the call.
 PARAMS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -171,14 +172,6 @@ class CommOp(Found):
         return self.src.nbytes  # type: ignore[union-attr]
 
 
-def is_comm_call(call: tirx.Call) -> bool:
-    """Whether ``call`` is a comm op's ``call_extern``."""
-    if getattr(call.op, "name", None) != "tirx.call_extern" or not call.args:
-        return False
-    name = call.args[0]
-    return isinstance(name, tirx.StringImm) and name.value.startswith(EXTERN_PREFIX)
-
-
 class _Reader:
     """Reads a comm call's arguments in order; any mismatch is a ``ValueError``."""
 
@@ -269,7 +262,6 @@ def find_comm_ops(func: Any) -> list[CommOp]:
     >>> [(o.index, o.op, o.mesh_axes, o.params["offset"]) for o in find_comm_ops(k)]
     [(0, 'shift', (0,), 1)]
     """
-    from .resolve import prim_func
     pf = func if isinstance(func, (tirx.PrimFunc, tirx.Stmt)) else \
         prim_func(func, "find_comm_ops")
     return [decode(f, i) for i, f in enumerate(find_calls(pf, is_comm_call))]

@@ -21,16 +21,14 @@ docs/decisions.md).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from tvm import tirx
 
 from ...mesh import _is_int
+from .expr import int_bits, static_int
 from .scope import Cond, CopyRegion, Let, WhileLoop
-
-if TYPE_CHECKING:
-    from .launch import Launch
 
 _ARITH = {
     tirx.Add: np.add, tirx.Sub: np.subtract, tirx.Mul: np.multiply,
@@ -46,19 +44,6 @@ _WRAPPING = (tirx.Add, tirx.Sub, tirx.Mul)
 class Overflow(ValueError):
     """An integer expression's value leaves its dtype where C does not define (or does
     not compute) the wrapped value: the statement holding it is refused."""
-
-
-def int_bits(dtype: str) -> tuple[int, bool] | None:
-    """``(bits, signed)`` of an integer dtype (``None`` for bool and others).
-
-    >>> int_bits("int16"), int_bits("uint8"), int_bits("float32")
-    ((16, True), (8, False), None)
-    """
-    d = str(dtype)
-    for prefix, signed in (("int", True), ("uint", False)):
-        if d.startswith(prefix) and d[len(prefix):].isdigit():
-            return int(d[len(prefix):]), signed
-    return None
 
 
 def _wrap(v: Any, bits: int, signed: bool) -> Any:
@@ -97,21 +82,6 @@ def _in_dtype(expr: Any, v: Any) -> Any:
     why = "undefined in C" if bits >= 32 else \
         f"C computes it in int, where TVM's {expr.dtype} wraps"
     raise Overflow(f"{expr} overflows {expr.dtype} ({why}); compute it in a wider dtype")
-
-
-def static_int(x: Any) -> int | None:
-    """The value of an int or ``IntImm`` (a constant), else ``None`` (symbolic).
-
-    >>> import tilelang
-    >>> from tvm import tirx
-    >>> static_int(tirx.IntImm("int32", 4)), static_int(tirx.Var("n", "int32"))
-    (4, None)
-    """
-    if _is_int(x):
-        return int(x)
-    if isinstance(x, tirx.IntImm):
-        return int(x.value)
-    return None
 
 
 def _int64(x: Any) -> np.ndarray:
@@ -268,7 +238,7 @@ def _subset(env: dict, idx: np.ndarray) -> dict:
     return {k: v[idx] for k, v in env.items()}
 
 
-def iteration_space(found: Any, launch: "Launch", where: str) -> IterSpace:
+def iteration_space(found: Any, launch: Any, where: str) -> IterSpace:
     """The :class:`IterSpace` of a statement found by :func:`~.scope.find_calls` (any
     object with a ``scope``: loops, :class:`~.scope.Let` and :class:`~.scope.Cond`
     items, outermost first) in a kernel launched as ``launch``.

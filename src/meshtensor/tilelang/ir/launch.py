@@ -17,7 +17,7 @@ import numpy as np
 from tvm import arith, ir, tirx
 
 from ...mesh import Mesh
-from .evaluate import static_int
+from .expr import static_int
 
 __all__ = ["Launch", "row_major", "unravel", "BLOCK_TAGS", "launch_grid"]
 

@@ -42,7 +42,7 @@ from typing import Any, Sequence
 import numpy as np
 from tvm import tirx
 
-from .evaluate import static_int
+from .expr import static_int
 from .scope import itemsize
 
 __all__ = ["Memory", "View", "compact_strides"]

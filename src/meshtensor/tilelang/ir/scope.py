@@ -12,6 +12,8 @@ import numpy as np
 from tvm import tirx
 from tvm.runtime import DataType
 
+from .expr import static_int
+
 COPY_OP = "tl.tileop.copy"
 
 
@@ -35,7 +37,6 @@ class CopyRegion:
 
     def static_extents(self) -> tuple[int, ...] | None:
         """The extents as ints, or ``None`` when one is symbolic."""
-        from .evaluate import static_int  # evaluate reads this module's scope items
         ext = tuple(static_int(e) for e in self.extents)
         return None if None in ext else ext  # type: ignore[return-value]
 

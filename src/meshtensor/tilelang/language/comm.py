@@ -47,7 +47,7 @@ from ...collectives import (check_tensor_axis, permute_sources, root_position,
 from ...mesh import Mesh, _is_int
 from ...reduction import check_reduction
 from ..ir.comm_op import encode, result_extents
-from ..ir.evaluate import static_int
+from ..ir.expr import static_int
 from .mesh_tensor import _as_mesh
 
 __all__ = ["MeshComm", "mesh_comm"]

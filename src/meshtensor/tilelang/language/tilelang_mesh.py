@@ -42,7 +42,7 @@ from tvm import arith, tirx
 from ...mesh import Mesh, _is_int
 from ...sharding import Sharding
 from ..ir.comm_op import encode
-from ..ir.evaluate import static_int
+from ..ir.expr import static_int
 from ..ir.mesh_param import MeshParam, register, registered
 from .comm import _per_core_scope, _statement
 from .comm import _region as _comm_region

@@ -36,7 +36,8 @@ import tvm
 from tvm import arith, ir, tirx
 
 from ..ir.comm_op import CommOp, decode, find_comm_ops, is_comm_call
-from ..ir.evaluate import Overflow, iteration_space, static_int
+from ..ir.expr import static_int
+from ..ir.evaluate import Overflow, iteration_space
 from ..ir.launch import Launch, row_major as _row_major, unravel as _unravel
 from ..ir.memory import Memory, View
 from ..ir.resolve import prim_func

@@ -30,7 +30,8 @@ import numpy as np
 import tvm
 from tvm import arith, ir, tirx
 
-from ..ir.evaluate import eval_np, static_int
+from ..ir.expr import static_int
+from ..ir.evaluate import eval_np
 
 __all__ = ["ProtectFoldedIndices", "protect_folded_indices", "folds_wrongly", "MAX_POINTS"]
 

@@ -24,7 +24,7 @@ import numpy as np
 from tvm import tirx
 
 from ..analysis.races import Race, statement_text
-from ..ir.evaluate import static_int
+from ..ir.expr import static_int
 from ..ir.scope import find_accesses
 
 __all__ = ["RaceShadow", "SHADOW_PARAM", "add_shadow_param"]

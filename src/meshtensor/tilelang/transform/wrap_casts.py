@@ -21,7 +21,7 @@ from typing import Any
 import tvm
 from tvm import tirx
 
-from ..ir.evaluate import int_bits
+from ..ir.expr import int_bits
 
 __all__ = ["WrapNarrowingCasts", "wrap_narrowing_casts"]
 
