@@ -35,6 +35,7 @@ import numpy as np
 import tvm
 from tvm import arith, ir, tirx
 
+from ...reduction import REDUCTIONS
 from ..ir.comm_op import CommOp, decode, find_comm_ops, is_comm_call
 from ..ir.expr import static_int
 from ..ir.evaluate import Overflow, iteration_space
@@ -44,7 +45,7 @@ from ..ir.resolve import prim_func
 from ..ir.scope import Found, Let, WhileLoop, find_calls, itemsize
 
 __all__ = ["LowerMeshComm", "lower_mesh_comm", "check_collective_rule", "WORKSPACE_ATTR",
-           "COMM_OP_ATTR"]
+           "COMM_OP_ATTR", "TIR"]
 
 WORKSPACES = ("malloc", "argument")
 WORKSPACE_PARAM = "mesh_workspace"
@@ -856,11 +857,12 @@ class _ExchangeBuilder:
         return _row_major([coords[a] for a in self.axes], [self.mesh.shape[a] for a in self.axes])
 
     def build(self) -> tirx.Stmt:
+        method = TIR[self.o.op]
         if self.o.op == "permute":
-            return self._permute()
+            return method(self)
         c = self.low._core_vars("dst")
         idx = _fresh_idx(len(self.ext))
-        return _nest(c, self.mesh.shape, getattr(self, "_" + self.o.op)(c, idx))
+        return _nest(c, self.mesh.shape, method(self, c, idx))
 
     def _permute(self) -> tirx.Stmt:
         # the pairs are static: one copy nest per pair between constant cores (a table
@@ -874,6 +876,9 @@ class _ExchangeBuilder:
             nests.append(_nest(idx, self.ext, self.write(dst, idx, self.read(src, idx))))
         return _seq(nests)
 
+
+    def _barrier(self, c, idx):
+        return tirx.Evaluate(_i32(0))  # every exchange ends a superstep for every core
 
     def _broadcast(self, c, idx):
         src = list(c)
@@ -903,14 +908,7 @@ class _ExchangeBuilder:
                                       self.write(c, didx, self.read(self.member(c, p), idx))))
 
     def _combine(self, a, b):
-        kind = self.o.params["reduction"]
-        if kind == "sum":
-            return a + b
-        if kind == "prod":
-            return a * b
-        if kind == "max":
-            return tirx.max(a, b)
-        return tirx.min(a, b)
+        return _apply(REDUCTIONS[self.o.params["reduction"]], a, b)
 
     def _reduced(self, c, sidx, didx, extents, idx):
         """dst[didx] = reduce over members of src[sidx], in group order (as the host)."""
@@ -1079,7 +1077,7 @@ class _ExchangeBuilder:
         init = _tm_identity(kind, dtype)
 
         def fold(a, x):
-            return _tm_combine(kind, a, _tm_abs(x) if kind.startswith("abs") else x)
+            return _tm_combine(kind, a, _tm_abs(x) if REDUCTIONS[kind].absolute else x)
 
         def local(member):
             return _seq([put(0, init),
@@ -1102,16 +1100,17 @@ class _ExchangeBuilder:
 
 
 def _tm_identity(kind: str, dtype: str) -> tirx.PrimExpr:
-    """The start of a fold of ``kind`` (as the fork's reductions start)."""
+    """The start of a fold of ``kind`` (as the fork's reductions start), in TIR."""
+    r = REDUCTIONS[kind]
     t = tvm.runtime.DataType(dtype)
     flt = t.type_code in (tvm.runtime.DataTypeCode.FLOAT, tvm.runtime.DataTypeCode.BFLOAT)
-    if kind == "max":
+    if r.op == "max":
         return -tirx.infinity(dtype) if flt else tirx.min_value(dtype)
-    if kind == "min":
+    if r.op == "min":
         return tirx.infinity(dtype) if flt else tirx.max_value(dtype)
-    if kind == "bitand":
+    if r.op == "and":
         return tirx.max_value(dtype) if dtype.startswith("uint") else tirx.const(-1, dtype)
-    return tirx.const(0, dtype)
+    return tirx.const(1 if r.op == "mul" else 0, dtype)
 
 
 def _tm_abs(x: tirx.PrimExpr) -> tirx.PrimExpr:
@@ -1121,15 +1120,31 @@ def _tm_abs(x: tirx.PrimExpr) -> tirx.PrimExpr:
     return tirx.Select(x < tirx.const(0, x.dtype), -x, x)
 
 
+#: each binary operation of a Reduction (meshtensor.reduction) in TIR
+_OPS: dict[str, Callable] = {"add": lambda a, b: a + b, "mul": lambda a, b: a * b,
+                             "max": tirx.max, "min": tirx.min, "and": tirx.bitwise_and,
+                             "or": tirx.bitwise_or, "xor": tirx.bitwise_xor}
+
+
+def _apply(r: Any, a: tirx.PrimExpr, b: tirx.PrimExpr) -> tirx.PrimExpr:
+    return _OPS[r.op](a, b)
+
+
 def _tm_combine(kind: str, a: tirx.PrimExpr, b: tirx.PrimExpr) -> tirx.PrimExpr:
-    if kind in ("sum", "abssum"):
-        return a + b
-    if kind in ("max", "absmax"):
-        return tirx.max(a, b)
-    if kind == "min":
-        return tirx.min(a, b)
-    return {"bitand": tirx.bitwise_and, "bitor": tirx.bitwise_or,
-            "bitxor": tirx.bitwise_xor}[kind](a, b)
+    return _apply(REDUCTIONS[kind], a, b)
+
+
+#: the TIR backend of each comm op's forms (meshtensor.comm_ops): what one exchange does
+TIR: dict[str, Callable] = {
+    "broadcast": _ExchangeBuilder._broadcast, "all_gather": _ExchangeBuilder._all_gather,
+    "all_reduce": _ExchangeBuilder._all_reduce,
+    "reduce_scatter": _ExchangeBuilder._reduce_scatter,
+    "all_to_all": _ExchangeBuilder._all_to_all, "shift": _ExchangeBuilder._shift,
+    "permute": _ExchangeBuilder._permute, "barrier": _ExchangeBuilder._barrier,
+    "tm_broadcast": _ExchangeBuilder._tm_broadcast, "tm_put": _ExchangeBuilder._tm_put,
+    "tm_all_gather": _ExchangeBuilder._tm_all_gather,
+    "tm_all_reduce": _ExchangeBuilder._tm_all_reduce,
+}
 
 
 def lower_mesh_comm(func: tirx.PrimFunc, workspace: str = "malloc",
