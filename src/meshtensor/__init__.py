@@ -18,14 +18,15 @@ from .mesh import TARGETS, Mesh, default_axis_names
 from .mesh_array import MeshArray, distribute
 from .resharding import (CollectiveStep, Move, ReshardPlan, Transfer, TransferStep,
                          apply_step, plan_reshard, reshard)
-from .sharding import REDUCTION_KINDS, Sharding, chunk_bounds
+from .reduction import REDUCTION_KINDS, REDUCTIONS, Reduction
+from .sharding import Sharding, chunk_bounds
 from .visualize import save_plan_png, save_png, visualize, visualize_plan
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Mesh", "Sharding", "MeshArray", "distribute", "collectives", "interop", "chunk_bounds",
-    "default_axis_names", "TARGETS", "REDUCTION_KINDS",
+    "default_axis_names", "TARGETS", "REDUCTION_KINDS", "REDUCTIONS", "Reduction",
     "plan_reshard", "reshard", "apply_step", "ReshardPlan", "Move", "CollectiveStep",
     "TransferStep", "Transfer", "visualize", "visualize_plan", "save_png", "save_plan_png",
     "Machine", "get_machine", "load_machine", "machine_names",

@@ -504,3 +504,10 @@ def update_halo(x: MeshArray, sharding: Sharding) -> MeshArray:
     for r, arr_r in fresh.items():
         out[r] = arr_r
     return _result(x, out)
+
+
+#: the NumPy backend of every host op (meshtensor.comm_ops), by its declared name
+NUMPY = {"all_gather": all_gather, "all_reduce": all_reduce, "all_slice": all_slice,
+         "all_to_all": all_to_all, "broadcast": broadcast, "gather": gather, "reduce": reduce,
+         "reduce_scatter": reduce_scatter, "scatter": scatter, "permute": permute,
+         "shift": shift, "update_halo": update_halo}

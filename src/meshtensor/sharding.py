@@ -16,10 +16,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .mesh import AxisLike, DeviceLike, Mesh, _is_int
-
-#: Reduction kinds of partial shardings and reducing collectives.
-REDUCTION_KINDS = ("sum", "max", "min", "prod")
-
+from .reduction import REDUCTION_KINDS  # the kinds of partial shardings
 
 def chunk_bounds(n: int, k: int) -> np.ndarray:
     """The ``k + 1`` boundaries of the ceil-div rule: shard ``i`` of a dim of size ``n``

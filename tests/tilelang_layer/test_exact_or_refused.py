@@ -306,19 +306,24 @@ def test_comm_op_in_a_parallel_loop_is_refused():
         lower_mesh_comm(k)
 
 
-# -- fragments --------------------------------------------------------------------------------
-def test_fragment_in_a_comm_op_is_refused_when_built():
+# -- fragments: per-core buffers like any other (see also test_memory_model.py) ------------
+def test_fragment_in_a_comm_op_runs():
     mc = mesh_comm({"x": 4})
-    with pytest.raises(ValueError, match=r"mesh_comm.shift: src 'S' has scope 'local.fragment'"):
-        @T.prim_func
-        def k():
-            with T.Kernel(4, threads=1) as bx:
-                S = T.alloc_fragment((4,), "float32")
-                R = T.alloc_local((4,), "float32")
-                mc.shift(S, R, ["x"], "x", 1, rotate=True)
+
+    @T.prim_func
+    def k(X: T.Tensor((4, 4), "float32"), Y: T.Tensor((4, 4), "float32")):
+        with T.Kernel(4, threads=1) as bx:
+            S = T.alloc_fragment((4,), "float32")
+            R = T.alloc_fragment((4,), "float32")
+            for i in T.Parallel(4):
+                S[i] = X[bx, i]
+            mc.shift(S, R, ["x"], "x", 1, rotate=True)
+            T.copy(R, Y[bx, 0:4])
+    x = np.arange(16, dtype=np.float32).reshape(4, 4)
+    assert np.array_equal(run(k, x, np.zeros((4, 4), np.float32))[1], np.roll(x, 1, axis=0))
 
 
-def test_fragment_living_across_a_comm_op_is_refused():
+def test_fragment_living_across_a_comm_op_keeps_its_value():
     mc = mesh_comm({"x": 4})
 
     @T.prim_func
@@ -327,11 +332,11 @@ def test_fragment_living_across_a_comm_op_is_refused():
             S = T.alloc_fragment((1,), "float32")
             R = T.alloc_local((1,), "float32")
             S[0] = X[bx]
+            R[0] = X[bx] * 10
             mc.shift(R, R, ["x"], "x", 1, rotate=True)
             Y[bx] = S[0] + R[0]
-    with pytest.raises(ValueError, match=r"T.alloc_fragment buffer 'S' holds a value across "
-                                         r"comm ops"):
-        compile_mesh_kernel(k)
+    x = np.array([1, 2, 3, 4], np.float32)
+    assert run(k, x, np.zeros(4, np.float32))[1].tolist() == (x + 10 * np.roll(x, 1)).tolist()
 
 
 # -- compile_mesh_kernel's arguments and dtypes --------------------------------------------

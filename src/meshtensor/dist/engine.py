@@ -24,14 +24,19 @@ import torch.distributed as dist
 from ..collectives import (check_same_shapes, check_tensor_axis, permute_sources,
                            root_position, shift_sources)
 from ..mesh import AxisLike, DeviceLike, Mesh
-from ..reduction import check_accumulation, check_reduction
+from ..reduction import REDUCTIONS, check_accumulation, check_reduction
 from ..boxes import box_slices
 from ..resharding import (TransferStep, new_local_shape, own_cells, plan_reshard,
                           transfer_step)
 from ..sharding import Sharding, chunk_bounds
 
-_OPS = {"sum": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX, "min": dist.ReduceOp.MIN,
-        "prod": dist.ReduceOp.PRODUCT}
+# each binary operation of a Reduction (meshtensor.reduction) in torch.distributed
+_REDUCE_OPS = {"add": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX, "min": dist.ReduceOp.MIN,
+               "mul": dist.ReduceOp.PRODUCT}
+
+
+def _op(reduction: str) -> dist.ReduceOp:
+    return _REDUCE_OPS[REDUCTIONS[reduction].op]
 
 
 # gloo has no 16-bit or unsigned wide integers ("Invalid scalar type"). Data moves as a
@@ -69,7 +74,7 @@ def _unreducible(t: torch.Tensor, dtype: torch.dtype, reduction: str) -> torch.T
 
 # Reductions of two terms the engine runs itself after one point-to-point swap: for
 # these dtypes torch's elementwise op is gloo's, and a op b is b op a bit for bit.
-_P2P_OPS = {"sum": torch.add, "prod": torch.mul}
+_P2P_OPS = {"add": torch.add, "mul": torch.mul}
 _P2P_DTYPES = (torch.float32, torch.float64, torch.int32, torch.int64)
 
 
@@ -86,8 +91,8 @@ def runs_point_to_point(op: str, group_size: int, reduction: str | None = None,
     """
     if op == "all_gather":
         return group_size > 1
-    return (op == "reduce_scatter" and group_size == 2 and reduction in _P2P_OPS
-            and dtype in _P2P_DTYPES)
+    return (op == "reduce_scatter" and group_size == 2 and reduction in REDUCTIONS
+            and REDUCTIONS[reduction].op in _P2P_OPS and dtype in _P2P_DTYPES)
 
 
 def _p2p(sends: dict[int, torch.Tensor], recvs: dict[int, torch.Tensor], group=None) -> None:
@@ -464,7 +469,7 @@ class DistMesh:
         y = x.to(dt, copy=True)
         if len(members) > 1:
             z = _reducible(y, reduction)
-            dist.all_reduce(z, op=_OPS[reduction], group=pg)
+            dist.all_reduce(z, op=_op(reduction), group=pg)
             y = _unreducible(z, dt, reduction)
         return y
 
@@ -563,7 +568,7 @@ class DistMesh:
         if len(members) > 1:
             z = _reducible(y, reduction)
             z = y.clone() if z is y else z  # the backend may write into z on any rank
-            dist.reduce(z, dst=members[r], op=_OPS[reduction], group=pg)
+            dist.reduce(z, dst=members[r], op=_op(reduction), group=pg)
             if pos == r:
                 y = _unreducible(z, dt, reduction)
         return y
@@ -591,12 +596,12 @@ class DistMesh:
             mine = self._piece(y, ax, 2, pos)
             got = torch.empty(tuple(mine.shape), dtype=dt)
             _p2p({members[other]: self._piece(y, ax, 2, other)}, {members[other]: got}, pg)
-            return _P2P_OPS[reduction](mine, got, out=got)
+            return _P2P_OPS[REDUCTIONS[reduction].op](mine, got, out=got)
         big = list(y.shape)
         big[ax] = -(-y.shape[ax] // k)
         ins = [_reducible(self._pad(self._piece(y, ax, k, j), big), reduction) for j in range(k)]
         out = torch.empty(big, dtype=ins[0].dtype)
-        dist.reduce_scatter(out, self._to_torch(members, ins), op=_OPS[reduction], group=pg)
+        dist.reduce_scatter(out, self._to_torch(members, ins), op=_op(reduction), group=pg)
         out = _unreducible(out, dt, reduction)
         n = self._piece_shape(tuple(y.shape), ax, k, pos)[ax]
         return out if n == big[ax] else out.narrow(ax, 0, n).clone()
@@ -739,3 +744,9 @@ def _run_transfer_step(dmesh: DistMesh, x: torch.Tensor, step: TransferStep, sha
 
 
 __all__ = ["DistMesh", "DistCollectiveError", "dist_reshard", "runs_point_to_point"]
+
+
+#: the torch.distributed backend of every host op (meshtensor.comm_ops): DistMesh methods
+TORCH = {name: getattr(DistMesh, name) for name in (
+    "all_gather", "all_reduce", "all_slice", "all_to_all", "broadcast", "gather", "reduce",
+    "reduce_scatter", "scatter", "permute", "shift", "update_halo")}

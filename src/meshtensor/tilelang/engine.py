@@ -20,15 +20,22 @@ from typing import Any
 import tvm
 from tvm import tirx
 
+from .analysis.races import find_races, grid_mesh
 from .analysis.verify import VerifyMeshTensors
 from .c_header import header_flags
 from .ir.comm_op import find_comm_ops
+from .ir.launch import Launch
+from .ir.memory import Memory
 from .ir.scope import find_calls
 from .logs import quiet_tilelang
 from .transform.lower_comm import WORKSPACE_ATTR, LowerMeshComm
 from .transform.narrow_float import FORMATS, legalize_narrow_floats, narrow_dtypes
 from .transform.select_min_max import select_min_max
 from .transform.tilelang_mesh import prepare_tilelang_mesh
+from .transform.protect_indices import protect_folded_indices
+from .transform.race_check import HEADER, RaceShadow, add_shadow_param
+from .transform.spmdize import SPMDIZED_ATTR
+from .transform.wrap_casts import wrap_narrowing_casts
 
 __all__ = ["CPU_FLAGS", "MeshKernel", "compile_mesh_kernel", "guard_stock_compile"]
 
@@ -61,11 +68,13 @@ class MeshKernel:
     prim_func: tirx.PrimFunc
     lowered: tirx.PrimFunc
     jit_kernel: Any
-    workspace: Any = None  # the scratch array passed as the last argument, if any
+    workspace: Any = None  # the scratch array passed after the kernel's arguments, if any
     mesh_tensors: tuple = ()
     #: ``(parameter index, dtype)`` of each parameter of a narrow float dtype
     #: (``bfloat16``, float8): the compiled kernel takes its bits, the caller the tensor
     narrow: tuple = ()
+    # the checked run (check_races=True): its RaceShadow, the cores' mesh, the record
+    race_check: Any = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.mesh_tensors:
@@ -75,9 +84,18 @@ class MeshKernel:
     def _run(self, *args: Any, **kwargs: Any) -> Any:
         if self.narrow:
             args = _as_bits(args, self.narrow)
-        out = (self.jit_kernel(*args, **kwargs) if self.workspace is None
-               # one kernel call at a time: the cores' buffers live in this one array
-               else self.jit_kernel(*args, self.workspace, **kwargs))
+        # one kernel call at a time: the cores' buffers live in this one array
+        extra = [] if self.workspace is None else [self.workspace]
+        if self.race_check is not None:
+            shadow, mesh, record = self.race_check
+            record.fill_(-1)
+            record[:HEADER] = 0
+            extra.append(record)
+        out = self.jit_kernel(*args, *extra, **kwargs)
+        if self.race_check is not None:
+            race = shadow.race(record[:HEADER].numpy(), mesh)
+            if race is not None:
+                raise ValueError(race.message("compile_mesh_kernel (check_races=True)"))
         return _from_bits(out, getattr(self.jit_kernel, "out_idx", None), self.narrow) \
             if self.narrow else out
 
@@ -122,9 +140,13 @@ def _out_idx(out_idx: Any, nparams: int) -> Any:
     return out[0] if one else out
 
 
-def compile_mesh_kernel(func: tirx.PrimFunc, target: str = "c", **kw: Any) -> MeshKernel:
-    """Check (``VerifyMeshTensors``), lower the comm ops (``LowerMeshComm``) and
-    ``tilelang.compile`` a mesh kernel; ``kw`` goes to ``tilelang.compile``
+def compile_mesh_kernel(func: tirx.PrimFunc, target: str = "c", *, check_races: bool = False,
+                        **kw: Any) -> MeshKernel:
+    """Check (``VerifyMeshTensors``, races on global memory: :func:`~.analysis.races.
+    find_races`), lower the comm ops (``LowerMeshComm``) and ``tilelang.compile`` a mesh
+    kernel. ``check_races=True`` also checks, as the kernel runs, the accesses the static
+    check cannot evaluate: a race raises ``ValueError`` from the call (see
+    :mod:`~.transform.race_check`). ``kw`` goes to ``tilelang.compile``
     (``compile_flags`` defaults to :data:`CPU_FLAGS` on ``"c"``; ``out_idx`` counts the
     kernel's own parameters). A kernel without comm ops compiles as ``tilelang.compile``
     would, but for target ``"c"`` its ``min``/``max`` of loaded values become selects
@@ -139,10 +161,23 @@ def compile_mesh_kernel(func: tirx.PrimFunc, target: str = "c", **kw: Any) -> Me
         kernel = compile_mesh_kernel(build_gemm("summa_comm", 64, 64, 64))
         kernel(a, b, c)          # torch tensors, as for the JITKernel
     """
-    import tilelang
-
     if not isinstance(func, tirx.PrimFunc):
         raise TypeError(f"compile_mesh_kernel: expected a PrimFunc, got {type(func).__name__}")
+    try:
+        return _compile_mesh_kernel(func, target, check_races, kw)
+    except ValueError as e:
+        if func.attrs is None or SPMDIZED_ATTR not in func.attrs:
+            raise
+        # spmdize promises kernels the layer accepts: a refusal here is its bug
+        raise ValueError(f"compile_mesh_kernel refuses a kernel that spmdize wrote, which "
+                         f"is a bug in spmdize, not in your kernel (please report it with "
+                         f"the global-view kernel): {e}") from None
+
+
+def _compile_mesh_kernel(func: tirx.PrimFunc, target: str, check_races: bool, kw: dict
+                         ) -> MeshKernel:
+    import tilelang
+
     prepared = prepare_tilelang_mesh(func)
     if prepared.params and kw.get("out_idx") is not None:
         raise ValueError("compile_mesh_kernel: out_idx is not supported for a kernel with "
@@ -150,8 +185,22 @@ def compile_mesh_kernel(func: tirx.PrimFunc, target: str = "c", **kw: Any) -> Me
     if "out_idx" in kw:
         kw["out_idx"] = _out_idx(kw["out_idx"], len(func.params))
     work = prepared.func
+    races = find_races(work)
+    if races.race is not None:
+        raise ValueError(races.race.message("compile_mesh_kernel"))
     mod = VerifyMeshTensors()(tvm.IRModule({"main": work}))
-    lowered = LowerMeshComm(workspace="argument")(mod)["main"]
+    shadow = RaceShadow.plan(Memory.of(work).params) if check_races else None
+    lowered = LowerMeshComm(workspace="argument", race_shadow=shadow)(mod)["main"]
+    race_mesh = None
+    if shadow is not None:
+        ops = find_comm_ops(work)
+        if ops:
+            race_mesh = ops[0].mesh
+        else:  # no supersteps: the blocks are the cores, all in one superstep
+            race_mesh = grid_mesh(work)
+            launch = Launch.of(work, race_mesh, "compile_mesh_kernel")
+            lowered = lowered.with_body(shadow.instrument(lowered.body, launch.core_id()))
+        lowered = add_shadow_param(lowered, shadow)
     on_c = str(target).split()[0] == "c"
     if on_c and find_calls(lowered, _is_loop_break):
         # TileLang 0.1.15's C code generator has no break: its error names no statement
@@ -166,20 +215,27 @@ def compile_mesh_kernel(func: tirx.PrimFunc, target: str = "c", **kw: Any) -> Me
         kw["compile_flags"] = flags + header_flags(flags)
     # TVM's C code generator reuses a min/max operand's load across a store
     source = select_min_max(lowered) if on_c else lowered
+    # TVM folds a narrowing cast of a known value into an out-of-range literal
+    source = wrap_narrowing_casts(source)
+    # indices TileLang's simplifier would fold into other values, computed first
+    source = protect_folded_indices(source)
+    import torch
+    device = "cuda" if str(target).startswith("cuda") else "cpu"
+    check = None if shadow is None else \
+        (shadow, race_mesh, torch.empty(shadow.size, dtype=torch.int32, device=device))
     with quiet_tilelang():
         if not find_comm_ops(work):
             return MeshKernel(func, lowered, _compile(source, target, kw),
-                              mesh_tensors=prepared.params, narrow=_narrow_params(lowered))
+                              mesh_tensors=prepared.params, narrow=_narrow_params(lowered),
+                              race_check=check)
         # buffers filled only by exchanges look uninitialised to TileLang's check
         configs = dict(kw.pop("pass_configs", None) or {})
         configs.setdefault(tilelang.PassConfigKey.TL_DISABLE_BUFFER_INIT_CHECK, True)
         kw["pass_configs"] = configs
         jit = _compile(source, target, kw)
-    import torch
     nbytes = int(lowered.attrs[WORKSPACE_ATTR])
-    device = "cuda" if str(target).startswith("cuda") else "cpu"
     return MeshKernel(func, lowered, jit, torch.empty(nbytes, dtype=torch.uint8, device=device),
-                      prepared.params, _narrow_params(lowered))
+                      prepared.params, _narrow_params(lowered), check)
 
 
 def _narrow_params(func: tirx.PrimFunc) -> tuple:

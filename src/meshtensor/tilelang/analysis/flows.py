@@ -19,10 +19,11 @@ import numpy as np
 from ...collectives import root_position, shift_sources
 from ...sharding import chunk_bounds
 from ..ir.comm_op import CommOp
-from ..ir.evaluate import IterSpace, static_int
+from ..ir.expr import static_int
+from ..ir.evaluate import IterSpace
 from ..ir.kernel import executions, runs_per_core
 
-__all__ = ["comm_flows", "TM_OPS", "tm_executions", "tm_phases"]
+__all__ = ["comm_flows", "FLOWS", "TM_OPS", "tm_executions", "tm_phases"]
 
 TM_OPS = ("tm_broadcast", "tm_put", "tm_all_gather", "tm_all_reduce")
 
@@ -73,46 +74,81 @@ def comm_flows(op: CommOp, root: Sequence[int] | None = None, cores: Any = None
     >>> [a.tolist() for a in comm_flows(find_comm_ops(k)[0])]
     [[0, 2], [1, 3], [16, 16]]
     """
-    if op.op == "barrier":
-        z = np.zeros(0, dtype=np.int64)
-        return z, z.copy(), z.copy()
-    if op.op in TM_OPS:
-        phases = tm_phases(op, _static_cores(op) if cores is None else _cores_key(op, cores))
-        return tuple(np.concatenate(a) for a in zip(*phases))  # type: ignore[return-value]
-    mesh, axes = op.mesh, tuple(op.mesh_axes)
-    groups = mesh.group_array(axes)
-    G, k = groups.shape
-    nbytes = op.nbytes
-    ext = op.static_extents("src")
-    itemsize = nbytes // max(int(np.prod(ext, dtype=np.int64)), 1)
+    if op.op not in FLOWS:
+        raise ValueError(f"comm_flows: unknown comm op {op.op!r}")
+    return FLOWS[op.op](op, root, cores)
+
+
+def _groups(op: CommOp) -> tuple[Any, tuple[int, ...], np.ndarray]:
+    axes = tuple(op.mesh_axes)
+    return op.mesh, axes, op.mesh.group_array(axes)
+
+
+def _flows_barrier(op: CommOp, root: Any, cores: Any) -> _Flow:
+    z = np.zeros(0, dtype=np.int64)
+    return z, z.copy(), z.copy()
+
+
+def _flows_tm(op: CommOp, root: Any, cores: Any) -> _Flow:
+    phases = tm_phases(op, _static_cores(op) if cores is None else _cores_key(op, cores))
+    return tuple(np.concatenate(a) for a in zip(*phases))  # type: ignore[return-value]
+
+
+def _flows_broadcast(op: CommOp, root: Any, cores: Any) -> _Flow:
+    mesh, axes, groups = _groups(op)
     what = f"comm_flows({op.op})"
-    if op.op == "broadcast":
-        if root is None:
-            vals = [static_int(r) for r in op.root]
-            if None in vals:
-                raise ValueError(f"{what}: root {[str(r) for r in op.root]} is not static; "
-                                 f"pass root= as in-group coordinates")
-            root = vals
-        r = root_position(what, mesh, axes, root)
-        return _flows(np.broadcast_to(groups[:, r:r + 1], (G, k)), groups, nbytes)
-    if op.op == "all_gather":
-        return _exchange(groups, np.int64(nbytes))
-    if op.op in ("reduce_scatter", "all_to_all"):
-        ax = op.params["scatter_axis" if op.op == "reduce_scatter" else "split_axis"]
-        piece = _piece_sizes(ext[ax], k) * (nbytes // max(ext[ax], 1))
-        return _exchange(groups, piece[None, None, :])
-    if op.op == "all_reduce":
-        p = _piece_sizes(int(np.prod(ext, dtype=np.int64)), k) * itemsize
-        return _exchange(groups, p[None, None, :] + p[None, :, None])
-    if op.op == "shift":
-        src, valid = shift_sources(what, mesh, axes, op.params["shift_axis"],
-                                   op.params["offset"], op.params["rotate"])
-        ids = np.arange(mesh.size, dtype=np.int64)
-        return _flows(src[valid], ids[valid], nbytes)
-    if op.op == "permute":
-        pairs = np.asarray(op.params["pairs"], dtype=np.int64).reshape(-1, 2)
-        return _flows(pairs[:, 0], pairs[:, 1], nbytes)
-    raise ValueError(f"comm_flows: unknown comm op {op.op!r}")
+    if root is None:
+        vals = [static_int(r) for r in op.root]
+        if None in vals:
+            raise ValueError(f"{what}: root {[str(r) for r in op.root]} is not static; "
+                             f"pass root= as in-group coordinates")
+        root = vals
+    r = root_position(what, mesh, axes, root)
+    G, k = groups.shape
+    return _flows(np.broadcast_to(groups[:, r:r + 1], (G, k)), groups, op.nbytes)
+
+
+def _flows_all_gather(op: CommOp, root: Any, cores: Any) -> _Flow:
+    return _exchange(_groups(op)[2], np.int64(op.nbytes))
+
+
+def _flows_pieces(op: CommOp, root: Any, cores: Any) -> _Flow:
+    """reduce_scatter and all_to_all: member p's piece p of every member's region."""
+    groups = _groups(op)[2]
+    ext = op.static_extents("src")
+    ax = op.params["scatter_axis" if op.op == "reduce_scatter" else "split_axis"]
+    piece = _piece_sizes(ext[ax], groups.shape[1]) * (op.nbytes // max(ext[ax], 1))
+    return _exchange(groups, piece[None, None, :])
+
+
+def _flows_all_reduce(op: CommOp, root: Any, cores: Any) -> _Flow:
+    groups = _groups(op)[2]
+    ext = op.static_extents("src")
+    n = int(np.prod(ext, dtype=np.int64))
+    p = _piece_sizes(n, groups.shape[1]) * (op.nbytes // max(n, 1))
+    return _exchange(groups, p[None, None, :] + p[None, :, None])
+
+
+def _flows_shift(op: CommOp, root: Any, cores: Any) -> _Flow:
+    mesh, axes, _ = _groups(op)
+    src, valid = shift_sources(f"comm_flows({op.op})", mesh, axes, op.params["shift_axis"],
+                               op.params["offset"], op.params["rotate"])
+    ids = np.arange(mesh.size, dtype=np.int64)
+    return _flows(src[valid], ids[valid], op.nbytes)
+
+
+def _flows_permute(op: CommOp, root: Any, cores: Any) -> _Flow:
+    pairs = np.asarray(op.params["pairs"], dtype=np.int64).reshape(-1, 2)
+    return _flows(pairs[:, 0], pairs[:, 1], op.nbytes)
+
+
+#: the traffic backend of each comm op's forms (meshtensor.comm_ops), with the
+#: conventions of meshtensor.cost: one execution's (sender, receiver, nbytes)
+FLOWS = {"broadcast": _flows_broadcast, "all_gather": _flows_all_gather,
+         "all_reduce": _flows_all_reduce, "reduce_scatter": _flows_pieces,
+         "all_to_all": _flows_pieces, "shift": _flows_shift, "permute": _flows_permute,
+         "barrier": _flows_barrier, "tm_broadcast": _flows_tm, "tm_put": _flows_tm,
+         "tm_all_gather": _flows_tm, "tm_all_reduce": _flows_tm}
 
 
 # -- Tilelang-Mesh's ops ---------------------------------------------------------------------

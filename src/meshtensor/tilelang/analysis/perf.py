@@ -42,7 +42,8 @@ from ...boxes import clip_boxes, volume
 from ...machines import Machine, get_machine
 from ...mesh import Mesh
 from ..ir.comm_op import is_comm_call
-from ..ir.evaluate import IterSpace, region_box, static_int
+from ..ir.expr import static_int
+from ..ir.evaluate import IterSpace, region_box
 from ..ir.kernel import KernelView, execution_keys
 from ..ir.scope import (COPY_OP, Cond, CopyRegion, Found, Let, WhileLoop, find_calls,
                         itemsize, region_of)

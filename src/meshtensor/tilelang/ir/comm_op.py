@@ -36,39 +36,44 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from tvm import tirx
 
+from ...comm_ops import DECLS, CommOpDecl
 from ...mesh import Mesh, _is_int
-from ...sharding import chunk_bounds
-from .evaluate import static_int
+from .expr import static_int
+from .names import EXTERN_PREFIX, is_comm_call
+from .resolve import prim_func
 from .scope import CopyRegion, Found, find_calls, region_of
 
-__all__ = ["COMM_OPS", "PARAMS", "DISPLAY", "EXTERN_PREFIX", "CommOp", "encode", "decode",
+__all__ = ["COMM_OPS", "FORMS", "PARAMS", "DISPLAY", "EXTERN_PREFIX", "CommOp", "encode", "decode",
            "is_comm_call", "find_comm_ops", "result_extents"]
 
-EXTERN_PREFIX = "meshtensor_comm_"
 
-# Each op's parameters and their kinds, in the order they are written into the call.
+# How each kind of parameter of a declaration (meshtensor.comm_ops) is written in TIR;
+# a T.comm direction becomes the record's mesh axes, not a parameter.
+_ENCODING = {"coords": "exprs", "cores": "exprs", "tensor_axis": "int", "axis": "int",
+             "int": "int", "bool": "bool", "reduction": "str", "pairs": "pairs"}
+
+
+def _forms() -> dict[str, tuple[str, str]]:
+    """Each TIR form of a comm op: ``{form: (declared op, dialect)}``. A ``mesh_comm``
+    op is written under its own name; a ``T.comm`` op as ``tm_<name>`` (its barrier is
+    ``mesh_comm``'s)."""
+    forms = {n: (n, "mesh_comm") for n, d in DECLS.items() if "mesh_comm" in d.params}
+    forms.update({f"tm_{n}": (n, "T.comm") for n, d in DECLS.items()
+                  if "T.comm" in d.params and n != "barrier"})
+    return forms
+
+
+#: every TIR form: the declared op it spells and its dialect
+FORMS: dict[str, tuple[str, str]] = _forms()
+#: each form's parameters and their TIR kinds, in the order they are written in the call
 PARAMS: dict[str, tuple[tuple[str, str], ...]] = {
-    "broadcast": (("root", "exprs"),),
-    "all_gather": (("gather_axis", "int"),),
-    "all_reduce": (("reduction", "str"),),
-    "reduce_scatter": (("scatter_axis", "int"), ("reduction", "str")),
-    "all_to_all": (("split_axis", "int"), ("concat_axis", "int")),
-    "shift": (("shift_axis", "int"), ("offset", "int"), ("rotate", "bool")),
-    "permute": (("pairs", "pairs"),),
-    "barrier": (),
-    # Tilelang-Mesh's ops (language.tilelang_mesh) on its (row, col) mesh: mesh_axes are
-    # the group's axes ((1,): a row, "h"; (0,): a column, "v"; (0, 1): all cores); a
-    # core is one linear-id expression or (row, col) expressions of the core id and
-    # loop variables; size is the element count moved (row-major prefixes).
-    "tm_broadcast": (("src_core", "exprs"), ("size", "int")),
-    "tm_put": (("src_core", "exprs"), ("dst_core", "exprs"), ("size", "int")),
-    "tm_all_gather": (("size", "int"), ("stacked", "bool"), ("axis", "int")),
-    "tm_all_reduce": (("reduce_type", "str"), ("dim", "int"), ("clear", "bool")),
-}
+    form: DECLS[op].tir.get(dialect) or tuple((p.name, _ENCODING[p.kind])
+                                              for p in DECLS[op].params[dialect]
+                                              if p.kind in _ENCODING)
+    for form, (op, dialect) in FORMS.items()}
 COMM_OPS = tuple(PARAMS)
 # how errors name a comm op: Tilelang-Mesh's ops by the fork's names
-DISPLAY = {"tm_broadcast": "T.comm.broadcast", "tm_put": "T.comm.put",
-           "tm_all_gather": "T.comm.all_gather", "tm_all_reduce": "T.comm.all_reduce"}
+DISPLAY = {form: f"T.comm.{op}" for form, (op, dialect) in FORMS.items() if dialect == "T.comm"}
 _INT32 = (-(2 ** 31), 2 ** 31 - 1)
 
 
@@ -142,6 +147,16 @@ class CommOp(Found):
     dst: CopyRegion | None = None
 
     @property
+    def decl(self) -> CommOpDecl:
+        """The op's declaration (:mod:`meshtensor.comm_ops`)."""
+        return DECLS[FORMS[self.op][0]]
+
+    @property
+    def dialect(self) -> str:
+        """``"mesh_comm"`` or ``"T.comm"``."""
+        return FORMS[self.op][1]
+
+    @property
     def root(self) -> tuple[tirx.PrimExpr, ...] | None:
         """A broadcast's root (in-group coordinates, TIR expressions), else ``None``."""
         return self.params.get("root")
@@ -169,14 +184,6 @@ class CommOp(Found):
     def nbytes(self) -> int:
         """Bytes of one core's ``src`` region."""
         return self.src.nbytes  # type: ignore[union-attr]
-
-
-def is_comm_call(call: tirx.Call) -> bool:
-    """Whether ``call`` is a comm op's ``call_extern``."""
-    if getattr(call.op, "name", None) != "tirx.call_extern" or not call.args:
-        return False
-    name = call.args[0]
-    return isinstance(name, tirx.StringImm) and name.value.startswith(EXTERN_PREFIX)
 
 
 class _Reader:
@@ -269,7 +276,6 @@ def find_comm_ops(func: Any) -> list[CommOp]:
     >>> [(o.index, o.op, o.mesh_axes, o.params["offset"]) for o in find_comm_ops(k)]
     [(0, 'shift', (0,), 1)]
     """
-    from .resolve import prim_func
     pf = func if isinstance(func, (tirx.PrimFunc, tirx.Stmt)) else \
         prim_func(func, "find_comm_ops")
     return [decode(f, i) for i, f in enumerate(find_calls(pf, is_comm_call))]
@@ -278,20 +284,10 @@ def find_comm_ops(func: Any) -> list[CommOp]:
 def result_extents(op: str, src: Sequence[int], k: int, params: Mapping[str, Any]
                    ) -> tuple[int, ...]:
     """The shape the host collective gives in-group position 0 (the largest result)
-    for a ``src`` region of extents ``src`` in groups of ``k``.
+    for a ``src`` region of extents ``src`` in groups of ``k`` (the declaration's
+    :meth:`~meshtensor.comm_ops.CommOpDecl.result_extents`; ``op`` is a TIR form).
 
     >>> result_extents("all_gather", (4, 3), 2, {"gather_axis": 1})
     (4, 6)
     """
-    out = list(src)
-    if op == "all_gather":
-        out[params["gather_axis"]] *= k
-    elif op == "reduce_scatter":
-        ax = params["scatter_axis"]
-        out[ax] = int(np.diff(chunk_bounds(src[ax], k))[0])
-    elif op == "all_to_all":
-        sa, ca = params["split_axis"], params["concat_axis"]
-        piece = int(np.diff(chunk_bounds(src[sa], k))[0])
-        out[sa] = piece
-        out[ca] = k * (piece if sa == ca else src[ca])
-    return tuple(out)
+    return DECLS[FORMS[op][0]].result_extents(src, k, params)

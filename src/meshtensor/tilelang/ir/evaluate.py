@@ -4,6 +4,13 @@ constant, :func:`eval_np` with NumPy over every point at which a statement execu
 conditions applied). Every mesh pass reads copy offsets, comm-op regions and roots
 through it; nothing is compiled.
 
+Every value is computed in its expression's own dtype, as the generated C computes it:
+a cast to a narrower integer wraps (gcc's conversion, two's complement), unsigned 32-
+and 64-bit arithmetic wraps; signed arithmetic that overflows its dtype (undefined in
+C), or arithmetic in an 8- or 16-bit dtype whose value leaves it (TVM's dtype says it
+wraps, the C code computes it in ``int``), raises :class:`Overflow`, a ``ValueError``
+that callers never treat as "cannot evaluate": it refuses the statement.
+
 A point is one execution of the statement: one value of every enclosing loop variable.
 Loop bounds are evaluated in the enclosing environment (a bound may use outer loops or
 lets: ragged spaces), and points whose enclosing conditions do not hold are dropped.
@@ -14,16 +21,14 @@ docs/decisions.md).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from tvm import tirx
 
 from ...mesh import _is_int
+from .expr import int_bits, static_int
 from .scope import Cond, CopyRegion, Let, WhileLoop
-
-if TYPE_CHECKING:
-    from .launch import Launch
 
 _ARITH = {
     tirx.Add: np.add, tirx.Sub: np.subtract, tirx.Mul: np.multiply,
@@ -33,21 +38,50 @@ _ARITH = {
     tirx.And: np.logical_and, tirx.Or: np.logical_or,
 }
 _DIVS = (tirx.Div, tirx.Mod, tirx.FloorDiv, tirx.FloorMod)
+_WRAPPING = (tirx.Add, tirx.Sub, tirx.Mul)
 
 
-def static_int(x: Any) -> int | None:
-    """The value of an int or ``IntImm`` (a constant), else ``None`` (symbolic).
+class Overflow(ValueError):
+    """An integer expression's value leaves its dtype where C does not define (or does
+    not compute) the wrapped value: the statement holding it is refused."""
 
-    >>> import tilelang
-    >>> from tvm import tirx
-    >>> static_int(tirx.IntImm("int32", 4)), static_int(tirx.Var("n", "int32"))
-    (4, None)
-    """
-    if _is_int(x):
-        return int(x)
-    if isinstance(x, tirx.IntImm):
-        return int(x.value)
-    return None
+
+def _wrap(v: Any, bits: int, signed: bool) -> Any:
+    """``v`` modulo ``2**bits``, as a ``bits``-bit (un)signed integer."""
+    if bits >= 64 and signed:
+        return v
+    if isinstance(v, np.ndarray):
+        if bits == 64:  # uint64: NumPy's int64 cannot hold it; keep the two's complement
+            return v
+        m = np.int64(1) << bits
+        w = np.mod(v, m)
+        return np.where(w >= (m >> 1), w - m, w) if signed else w
+    m = 1 << bits
+    w = int(v) % m
+    return w - m if signed and w >= m >> 1 else w
+
+
+def _fits(v: Any, bits: int, signed: bool) -> bool:
+    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+    if isinstance(v, np.ndarray):
+        return bool(v.size == 0 or (v.min() >= lo and v.max() <= hi))
+    return lo <= int(v) <= hi
+
+
+def _in_dtype(expr: Any, v: Any) -> Any:
+    """An arithmetic result in ``expr``'s dtype, as the C code computes it."""
+    t = int_bits(expr.dtype)
+    if t is None or isinstance(v, (bool, np.bool_)) or \
+            (isinstance(v, np.ndarray) and v.dtype == bool):
+        return v
+    bits, signed = t
+    if _fits(v, bits, signed):
+        return v
+    if not signed and bits >= 32:
+        return _wrap(v, bits, signed)  # C's unsigned arithmetic wraps
+    why = "undefined in C" if bits >= 32 else \
+        f"C computes it in int, where TVM's {expr.dtype} wraps"
+    raise Overflow(f"{expr} overflows {expr.dtype} ({why}); compute it in a wider dtype")
 
 
 def _int64(x: Any) -> np.ndarray:
@@ -111,9 +145,10 @@ def _eval(expr: Any, env: dict) -> Any:
         return _lookup(expr, env)
     fn = _ARITH.get(type(expr))
     if fn is not None:
-        return fn(_eval(expr.a, env), _eval(expr.b, env))
+        v = fn(_eval(expr.a, env), _eval(expr.b, env))
+        return _in_dtype(expr, v) if isinstance(expr, _WRAPPING) else v
     if isinstance(expr, _DIVS):
-        return _divide(expr, _eval(expr.a, env), _eval(expr.b, env))
+        return _in_dtype(expr, _divide(expr, _eval(expr.a, env), _eval(expr.b, env)))
     if isinstance(expr, tirx.Not):
         return np.logical_not(_eval(expr.a, env))
     if isinstance(expr, tirx.Select):
@@ -127,8 +162,10 @@ def _eval(expr: Any, env: dict) -> Any:
         v = _eval(expr.value, env)
         if expr.dtype == "bool":
             return np.not_equal(v, 0)
-        if str(expr.dtype).startswith(("int", "uint")):
-            return _int64(v)
+        t = int_bits(expr.dtype)
+        if t is not None:
+            # a conversion to a narrower integer wraps (gcc: modulo 2**bits)
+            return _int64(v) if _fits(v, *t) else _wrap(_int64(v), *t)
     raise ValueError(f"cannot evaluate {type(expr).__name__} {expr}")
 
 
@@ -151,16 +188,20 @@ def eval_np(expr: Any, env: dict) -> np.ndarray | int:
     bound to its variables in ``env``: an int (or bool) when it is constant, else an
     array (int64, or bool for conditions) broadcast over ``env``'s points.
 
-    Arithmetic is exact int64: ``Div``/``Mod`` truncate toward zero as in C,
-    ``FloorDiv``/``FloorMod`` round down. Comparisons, ``And``/``Or``/``Not``,
-    ``Select``, ``if_then_else``, ``Let`` and integer casts are understood. Raises
-    ``ValueError`` for a free variable, a division by zero or anything else.
+    Arithmetic is in each expression's dtype, as the C code computes it (see the
+    module docstring): ``Div``/``Mod`` truncate toward zero as in C, ``FloorDiv``/
+    ``FloorMod`` round down, a narrowing integer cast wraps. Comparisons, ``And``/
+    ``Or``/``Not``, ``Select``, ``if_then_else``, ``Let`` and integer casts are
+    understood. Raises ``ValueError`` for a free variable, a division by zero or
+    anything else, and :class:`Overflow` for a value C leaves undefined.
 
     >>> import tilelang
     >>> from tvm import tirx
     >>> i = tirx.Var("i", "int32")
     >>> eval_np(tirx.Div(i - 7, 2), {i: np.arange(3)}).tolist()
     [-3, -3, -2]
+    >>> eval_np(tirx.Cast("int16", i * 20000), {i: np.arange(3)}).tolist()  # wraps
+    [0, 20000, -25536]
     """
     v = _eval(expr, env)
     if isinstance(v, np.ndarray) and v.ndim == 0 or isinstance(v, np.generic):
@@ -197,7 +238,7 @@ def _subset(env: dict, idx: np.ndarray) -> dict:
     return {k: v[idx] for k, v in env.items()}
 
 
-def iteration_space(found: Any, launch: "Launch", where: str) -> IterSpace:
+def iteration_space(found: Any, launch: Any, where: str) -> IterSpace:
     """The :class:`IterSpace` of a statement found by :func:`~.scope.find_calls` (any
     object with a ``scope``: loops, :class:`~.scope.Let` and :class:`~.scope.Cond`
     items, outermost first) in a kernel launched as ``launch``.
@@ -229,6 +270,8 @@ def iteration_space(found: Any, launch: "Launch", where: str) -> IterSpace:
             try:
                 lo = np.broadcast_to(_int64(eval_np(item.min, env)), (size,))
                 n = np.broadcast_to(_int64(eval_np(item.extent, env)), (size,))
+            except Overflow as err:
+                raise Overflow(f"{where}: {err}") from None
             except ValueError as err:
                 raise ValueError(f"{where}: loop {name} has a symbolic range [{item.min}, "
                                  f"{item.min} + {item.extent}) ({err}); bind the shapes "
@@ -242,11 +285,15 @@ def iteration_space(found: Any, launch: "Launch", where: str) -> IterSpace:
         elif isinstance(item, Let):
             try:
                 env[item.var] = np.broadcast_to(_int64(eval_np(item.value, env)), (size,)).copy()
+            except Overflow as err:
+                raise Overflow(f"{where}: {err}") from None
             except ValueError:
                 pass  # e.g. launch_thread_idx: an error only if a later expression uses it
         elif isinstance(item, Cond):
             try:
                 c = np.broadcast_to(np.asarray(eval_np(item.expr, env), dtype=bool), (size,))
+            except Overflow as err:
+                raise Overflow(f"{where}: {err}") from None
             except ValueError as err:
                 raise ValueError(f"{where}: cannot evaluate the condition {item.expr} "
                                  f"enclosing a statement ({err})") from None
@@ -279,6 +326,8 @@ def region_box(region: CopyRegion, space: IterSpace, where: str) -> tuple[np.nda
     def column(exprs, what):
         try:
             return [space.value(x) for x in exprs]
+        except Overflow as err:
+            raise Overflow(f"{where}: {err}") from None
         except ValueError as err:
             raise ValueError(f"{where}: the {what} of a region of {region.buffer.name!r} "
                              f"cannot be evaluated ({err})") from None

@@ -31,9 +31,9 @@ import numpy as np
 from tvm import arith, ir, tirx
 
 from ...mesh import Mesh
-from .evaluate import static_int
+from .expr import static_int
 
-__all__ = ["Launch", "row_major", "unravel", "BLOCK_TAGS", "upstream_launch"]
+__all__ = ["Launch", "row_major", "unravel", "BLOCK_TAGS", "upstream_launch", "launch_grid"]
 
 BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 
@@ -286,3 +286,20 @@ def upstream_launch(func: tirx.PrimFunc, mesh: Mesh, where: str, has_comm: bool 
 
     out = tirx.stmt_functor.ir_transform(func.body, None, post, ["tirx.For"])
     return tirx.PrimFunc(func.params, out, func.ret_type, func.buffer_map, func.attrs)
+
+
+def launch_grid(func: tirx.PrimFunc | tirx.Stmt) -> list[int | None]:
+    """The extents of a kernel's block indices in ``blockIdx.x, .y, .z`` order (``None``
+    for a symbolic one); ``[]`` for a kernel without blocks.
+
+    >>> import tilelang
+    >>> import tilelang.language as T
+    >>> @T.prim_func
+    ... def k():
+    ...     with T.Kernel(2, 3, threads=1) as (bx, by):
+    ...         T.evaluate(0)
+    >>> launch_grid(k)
+    [2, 3]
+    """
+    loops = sorted(_block_loops(func), key=lambda lp: lp.thread_binding.thread_tag)
+    return [static_int(lp.extent) for lp in loops]

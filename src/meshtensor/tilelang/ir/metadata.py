@@ -17,11 +17,12 @@ from tvm import tirx
 
 from ...mesh import Mesh
 from ...sharding import Sharding
-from .evaluate import static_int
+from .expr import static_int
+from .names import ATTR_KEY
+from .resolve import prim_func
 
 __all__ = ["ATTR_KEY", "MeshTensorEntry", "attr_value", "read_mesh_tensor_info"]
 
-ATTR_KEY = "mesh_tensor_info"
 # keys of an entry that are ours; any other key is the user's and is kept in `extra`
 _KNOWN = ("block_shape", "program_id", "sharding", "order", "mesh_shape", "mesh_axes",
           "split_axes", "halo_sizes", "sharded_dims_offsets", "global_shape", "tile_shape")
@@ -114,7 +115,6 @@ def read_mesh_tensor_info(func: Any) -> dict[str, MeshTensorEntry]:
     >>> str(info["A"].sharding), info["A"].tile_shape
     ('S(x)S(y)', (16, 16))
     """
-    from .resolve import prim_func
     pf = prim_func(func, "read_mesh_tensor_info")
     if pf.attrs is None or ATTR_KEY not in pf.attrs:
         return {}

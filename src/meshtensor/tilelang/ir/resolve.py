@@ -6,6 +6,9 @@ from typing import Any
 
 from tvm import tirx
 
+from .names import ATTR_KEY, is_comm_call
+from .scope import find_calls
+
 __all__ = ["prim_func"]
 
 
@@ -31,9 +34,6 @@ def prim_func(func: Any, where: str) -> tirx.PrimFunc:
     if funcs is None:
         raise TypeError(f"{where}: expected a PrimFunc, JITKernel, MeshKernel or IRModule, "
                         f"got {type(func).__name__}")
-    from .comm_op import is_comm_call
-    from .metadata import ATTR_KEY
-    from .scope import find_calls
     prims = [f for f in funcs.values() if isinstance(f, tirx.PrimFunc)]
     mesh = [f for f in prims if (f.attrs is not None and ATTR_KEY in f.attrs)
             or find_calls(f, is_comm_call)]

@@ -12,6 +12,8 @@ import numpy as np
 from tvm import tirx
 from tvm.runtime import DataType
 
+from .expr import static_int
+
 COPY_OP = "tl.tileop.copy"
 
 
@@ -35,7 +37,6 @@ class CopyRegion:
 
     def static_extents(self) -> tuple[int, ...] | None:
         """The extents as ints, or ``None`` when one is symbolic."""
-        from .evaluate import static_int  # evaluate reads this module's scope items
         ext = tuple(static_int(e) for e in self.extents)
         return None if None in ext else ext  # type: ignore[return-value]
 
@@ -125,12 +126,10 @@ def region_of(arg: Any) -> CopyRegion:
     raise ValueError(f"unexpected copy operand {arg!r}")
 
 
-def find_calls(func: tirx.PrimFunc | tirx.Stmt, match: Callable[[tirx.Call], bool]) -> list[Found]:
-    """Every ``Evaluate(call)`` statement whose call satisfies ``match``, in program
-    order, with its scope (loops, lets, ``if`` conditions, block predicates and
-    ``while`` loops, outermost first) and its ``order`` key (see :class:`Found`)."""
-    body = func.body if isinstance(func, tirx.PrimFunc) else func
-    out: list[Found] = []
+def _walk(body: Any, leaf: Callable[[Any, tuple, tuple], None]) -> None:
+    """Call ``leaf(node, scope, order)`` for every statement that computes something
+    (``Evaluate``, ``BufferStore``, a ``Bind``'s value, an ``if``/``while`` condition),
+    in program order, with what encloses it (see :class:`Found`)."""
 
     def walk(node: Any, scope: tuple, order: tuple) -> None:
         if isinstance(node, tirx.For):
@@ -139,16 +138,14 @@ def find_calls(func: tirx.PrimFunc | tirx.Stmt, match: Callable[[tirx.Call], boo
         elif isinstance(node, tirx.SeqStmt):
             for i, s in enumerate(node.seq):
                 if isinstance(s, tirx.Bind):  # `v: T.int32 = e` scopes over later siblings
+                    leaf(s, scope, order + (i,))
                     scope = scope + (Let(s.var, s.value),)
                 else:
                     walk(s, scope, order + (i,))
-        elif isinstance(node, tirx.Bind):
-            pass  # a lone binding encloses nothing
-        elif isinstance(node, tirx.Evaluate):
-            v = node.value
-            if isinstance(v, tirx.Call) and match(v):
-                out.append(Found(v, scope, order))
+        elif isinstance(node, (tirx.Evaluate, tirx.BufferStore, tirx.Bind)):
+            leaf(node, scope, order)
         elif isinstance(node, tirx.IfThenElse):
+            leaf(node, scope, order)
             walk(node.then_case, scope + (Cond(node.condition, True),), order + (0,))
             if node.else_case is not None:
                 walk(node.else_case, scope + (Cond(node.condition, False),), order + (1,))
@@ -167,6 +164,123 @@ def find_calls(func: tirx.PrimFunc | tirx.Stmt, match: Callable[[tirx.Call], boo
                     break
 
     walk(body, (), ())
+
+
+def find_calls(func: tirx.PrimFunc | tirx.Stmt, match: Callable[[tirx.Call], bool]) -> list[Found]:
+    """Every ``Evaluate(call)`` statement whose call satisfies ``match``, in program
+    order, with its scope (loops, lets, ``if`` conditions, block predicates and
+    ``while`` loops, outermost first) and its ``order`` key (see :class:`Found`)."""
+    body = func.body if isinstance(func, tirx.PrimFunc) else func
+    out: list[Found] = []
+
+    def leaf(node: Any, scope: tuple, order: tuple) -> None:
+        if isinstance(node, tirx.Evaluate):
+            v = node.value
+            if isinstance(v, tirx.Call) and match(v):
+                out.append(Found(v, scope, order))
+
+    _walk(body, leaf)
+    return out
+
+
+@dataclass(frozen=True)
+class Access(Found):
+    """One statement's access to a buffer (:func:`find_accesses`): ``region`` the
+    element (extents 1) or tile-op region it touches, ``write`` whether it writes,
+    ``atomic`` whether through an atomic op, ``stmt`` the statement holding it."""
+
+    region: CopyRegion = None  # type: ignore[assignment]
+    write: bool = False
+    atomic: bool = False
+    stmt: Any = None
+
+
+_REGION_READ, _REGION_WRITE = 1, 2
+
+
+def find_accesses(func: tirx.PrimFunc | tirx.Stmt, data: Any) -> list[Access]:
+    """Every load, store and tile-op region of the buffers whose data variables are in
+    ``data`` (views included), in program order, with their scope: a store writes its
+    element, a ``tl.region`` operand reads and/or writes its box (its access mask),
+    every other load reads its element; a call whose op is atomic (``atomic_add``...)
+    marks its accesses ``atomic``. Conditions, lets' values and loop bounds count as
+    reads of the statement that holds them.
+
+    >>> import tilelang
+    >>> import tilelang.language as T
+    >>> @T.prim_func
+    ... def k():
+    ...     with T.Kernel(2, threads=1) as bx:
+    ...         Y = T.alloc_shared((4,), "float32", scope="shared")
+    ...         for i in T.serial(2):
+    ...             Y[bx * 2 + i] = Y[0] + 1.0
+    >>> acc = find_accesses(k, {find_buffers(k, "Y")[0].data})
+    >>> [(str(a.region.starts[0]), a.write) for a in acc]  # the value is read first
+    [('0', False), ('bx * 2 + i', True)]
+    """
+    body = func.body if isinstance(func, tirx.PrimFunc) else func
+    out: list[Access] = []
+
+    def mine(buf: tirx.Buffer) -> bool:
+        return any(buf.data.same_as(d) for d in data)
+
+    def leaf(node: Any, scope: tuple, order: tuple) -> None:
+        found: list = []
+        atomic = isinstance(node, tirx.Evaluate) and isinstance(node.value, tirx.Call) and \
+            "atomic" in getattr(node.value.op, "name", "")
+        in_region: set = set()
+
+        def visit(n: Any) -> None:
+            if isinstance(n, tirx.Call) and getattr(n.op, "name", "") == "tl.region":
+                load = n.args[0]
+                in_region.add(load)
+                if mine(load.buffer):
+                    mask = static_mask(n.args[1])
+                    r = region_of(n)
+                    if mask & _REGION_READ:
+                        found.append((r, False))
+                    if mask & _REGION_WRITE:
+                        found.append((r, True))
+            elif isinstance(n, tirx.BufferLoad) and not any(n.same_as(x) for x in in_region) \
+                    and mine(n.buffer):
+                found.append((region_of(n), False))
+
+        if isinstance(node, tirx.BufferStore):
+            exprs = [node.value, *node.indices]
+        elif isinstance(node, tirx.Bind):
+            exprs = [node.value]
+        elif isinstance(node, tirx.IfThenElse):
+            exprs = [node.condition]
+        else:
+            exprs = [node.value]
+        # pre-order: a region's load is seen (and skipped) before its own visit
+        for e in exprs:
+            tirx.stmt_functor.pre_order_visit(tirx.Evaluate(e), lambda n: visit(n) or True)
+        if isinstance(node, tirx.BufferStore) and mine(node.buffer):
+            found.append((CopyRegion(node.buffer, tuple(node.indices),
+                                     (tirx.IntImm("int32", 1),) * len(node.indices)), True))
+        for r, w in found:
+            out.append(Access(None, scope, order, region=r, write=w, atomic=atomic, stmt=node))
+
+    _walk(body, leaf)
+    return out
+
+
+def static_mask(e: Any) -> int:
+    """A ``tl.region`` access mask as an int (1 read, 2 write, 3 both)."""
+    return int(e.value) if isinstance(e, tirx.IntImm) else 3
+
+
+def find_buffers(func: tirx.PrimFunc, name: str) -> list[tirx.Buffer]:
+    """The buffers named ``name`` that a kernel's loads and stores use."""
+    out: list = []
+
+    def visit(n: Any) -> None:
+        if isinstance(n, (tirx.BufferLoad, tirx.BufferStore)) and n.buffer.name == name and \
+                not any(n.buffer.same_as(b) for b in out):
+            out.append(n.buffer)
+
+    tirx.stmt_functor.post_order_visit(func.body, visit)
     return out
 
 

@@ -47,30 +47,40 @@ from ...collectives import (check_tensor_axis, permute_sources, root_position,
 from ...mesh import Mesh, _is_int
 from ...reduction import check_reduction
 from ..ir.comm_op import encode, result_extents
-from ..ir.evaluate import static_int
+from ..ir.expr import static_int
 from .mesh_tensor import _as_mesh
 
 __all__ = ["MeshComm", "mesh_comm"]
 
-# Per-core memory a comm op may move (shared scopes include "shared.dyn" and tagged
-# ones). Fragments are refused: TileLang infers their layout from the tile ops that use
-# them, which an exchange between cores is not.
+# What a core owns is decided by allocation (ir.memory), not by scope: any buffer the
+# kernel allocates, fragments and T.alloc_buffer's "global" included, or a view of one.
+# A kernel parameter is global memory; the passes refuse it as an operand, since only
+# they see where a buffer was allocated.
 def _per_core_scope(scope: str) -> bool:
-    return scope in ("local", "local.var") or scope == "shared" or scope.startswith("shared.")
+    """Whether a buffer of ``scope`` can be on-chip memory (every scope but global)."""
+    return scope != "global"
+
+
+def kernel_param(buf: tirx.Buffer) -> bool:
+    """Whether ``buf`` is (a view of) a parameter of the kernel being built: global
+    memory. ``False`` outside a kernel being built (the passes check again)."""
+    from tvm.script.ir_builder import IRBuilder
+
+    # the frame class by name: importing TVM's tirx frame module again would register
+    # its frame types a second time, under classes TileLang does not check against
+    if not IRBuilder.is_in_scope():
+        return False
+    frames = [f for f in IRBuilder.current().frames if type(f).__name__ == "PrimFuncFrame"]
+    return any(p.data.same_as(buf.data) for f in frames for p in f.buffer_map.values())
 
 
 def _per_core(op: str, side: str, buf: tirx.Buffer) -> None:
-    """Refuse a buffer that is not per-core memory (``ValueError``)."""
-    scope = buf.scope()
-    if scope == "global":
-        raise ValueError(f"{op}: {side} {buf.name!r} is a global-memory buffer (scope "
-                         f"'global', e.g. a kernel parameter); comm ops move per-core "
-                         f"buffers (T.alloc_shared / T.alloc_local)")
-    if not _per_core_scope(scope):
-        raise ValueError(f"{op}: {side} {buf.name!r} has scope {scope!r}; comm ops move "
-                         f"per-core buffers of scope 'shared' or 'local' (T.alloc_shared / "
-                         f"T.alloc_local; a T.alloc_fragment's layout is TileLang's to "
-                         f"choose, so exchange a shared copy of it)")
+    """Refuse a kernel parameter (``ValueError``): comm ops move per-core memory."""
+    if kernel_param(buf):
+        raise ValueError(f"{op}: {side} {buf.name!r} is a global-memory buffer (a kernel "
+                         f"parameter); comm ops move per-core buffers, which the kernel "
+                         f"allocates (T.alloc_shared, T.alloc_local, T.alloc_fragment, "
+                         f"...): copy the tile into one first")
 
 
 def _region(op: str, side: str, x: Any, check: Callable = _per_core

@@ -17,7 +17,7 @@ from tvm import tirx
 
 from ...mesh import TARGETS, Mesh, _is_int
 from ...sharding import Sharding
-from ..ir.evaluate import static_int
+from ..ir.expr import static_int
 from ..ir.metadata import _KNOWN, ATTR_KEY, MeshTensorEntry, _seed_dict, attr_value
 
 _REQUIRED = ("block_shape", "program_id", "sharding")

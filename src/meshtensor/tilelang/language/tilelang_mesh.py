@@ -51,8 +51,9 @@ from tilelang.language.utils import region as _tl_region
 from tvm import arith, tirx
 
 from ...mesh import Mesh, _is_int
+from ...reduction import REDUCTIONS, kinds
 from ..ir.comm_op import encode
-from ..ir.evaluate import static_int
+from ..ir.expr import static_int
 from ..ir.mesh_param import MeshParam, with_mesh_params
 from . import dist as _dist
 from . import placement as _placement
@@ -65,7 +66,7 @@ __all__ = ["enable", "enabled_mesh", "compat", "MeshReplicationType", "MeshShard
            "mesh_nrows", "mesh_ncols", "mesh_ncores"]
 
 DIRECTION_MAP = {"horizontal": 0, "h": 0, "vertical": 1, "v": 1, "all": 2, "a": 2}
-REDUCE_TYPE_LIST = ("sum", "abssum", "max", "min", "absmax", "bitand", "bitor", "bitxor")
+REDUCE_TYPE_LIST = kinds("T.comm")  # the fork's reduction kinds (meshtensor.reduction)
 #: the names enable() puts on tilelang.language (where TileLang has none of its own)
 FORK_NAMES = ("comm", "MeshTensor", "MeshShardingPolicy", "MeshReplicationType",
               "placement", "mesh_nrows", "mesh_ncols", "mesh_ncores", "nrows", "ncols",
@@ -840,7 +841,7 @@ class TilelangMeshComm:
         if clear not in (True, False):
             raise ValueError("clear must be a boolean value.")
         _dtypes(op, s_buf, d_buf)
-        if kind.startswith("bit") and not str(s_buf.dtype).startswith(("int", "uint")):
+        if REDUCTIONS[kind].integer_only and not str(s_buf.dtype).startswith(("int", "uint")):
             raise ValueError(f"T.comm.all_reduce: reduce type {kind!r} needs an integer "
                              f"dtype, got {s_buf.dtype} ({s_buf.name!r})")
         return _statement(encode("tm_all_reduce", mesh, _DIR_AXES[code],

@@ -35,14 +35,18 @@ import numpy as np
 import tvm
 from tvm import arith, ir, tirx
 
+from ...reduction import REDUCTIONS
 from ..ir.comm_op import CommOp, decode, find_comm_ops, is_comm_call
-from ..ir.evaluate import static_int
+from ..ir.expr import static_int
+from ..ir.evaluate import Overflow, iteration_space
 from ..ir.launch import Launch, row_major as _row_major, unravel as _unravel
+from ..ir.memory import Memory, View
 from ..ir.resolve import prim_func
-from ..ir.scope import Found, Let, WhileLoop, find_calls
+from ..ir.scope import Found, Let, WhileLoop, find_calls, itemsize
+from .narrow_float import FORMATS
 
 __all__ = ["LowerMeshComm", "lower_mesh_comm", "check_collective_rule", "WORKSPACE_ATTR",
-           "COMM_OP_ATTR"]
+           "COMM_OP_ATTR", "TIR"]
 
 WORKSPACES = ("malloc", "argument")
 WORKSPACE_PARAM = "mesh_workspace"
@@ -94,37 +98,38 @@ def _vars_in(node: Any) -> set:
     return out
 
 
-def _remap_buffers(stmt: tirx.Stmt, bmap: dict) -> tirx.Stmt:
-    """Replace buffers (keyed by their data var) in every load and store."""
-    if not bmap:
-        return stmt
+def _remap_buffers(stmt: tirx.Stmt, remap: Callable[[tirx.Buffer], Any]) -> tirx.Stmt:
+    """Replace the buffer of every load and store by ``remap(buffer)`` (unchanged where
+    it returns ``None``)."""
 
     def post(n: Any) -> Any:
-        if isinstance(n, tirx.BufferLoad) and n.buffer.data in bmap:
-            return tirx.BufferLoad(bmap[n.buffer.data], n.indices, n.predicate)
-        if isinstance(n, tirx.BufferStore) and n.buffer.data in bmap:
-            return tirx.BufferStore(bmap[n.buffer.data], n.value, n.indices, n.predicate)
-        return None
+        new = remap(n.buffer)
+        if new is None:
+            return None
+        if isinstance(n, tirx.BufferLoad):
+            return tirx.BufferLoad(new, n.indices, n.predicate)
+        return tirx.BufferStore(new, n.value, n.indices, n.predicate)
 
     return tirx.stmt_functor.ir_transform(stmt, None, post, ["tirx.BufferLoad", "tirx.BufferStore"])
 
 
+def _strip_decls(stmt: tirx.Stmt, stores: dict) -> tirx.Stmt:
+    """``stmt`` without the allocations of promoted buffers (``T.alloc_buffer`` in the
+    body) and the declarations of their views (``T.decl_buffer(data=...)``): each core's
+    copy lives in the shared array, declared where it is used."""
+
+    def post(n: Any) -> Any:
+        st = stores.get(n.buffer.data)
+        # a private buffer is allocated in the block instead; its views stay declared
+        if st is not None and (isinstance(n, tirx.AllocBuffer) or not st.private):
+            return tirx.Evaluate(_i32(0))
+        return None
+
+    return tirx.stmt_functor.ir_transform(stmt, None, post, ["tirx.AllocBuffer", "tirx.DeclBuffer"])
+
+
 def _contains_comm(stmt: tirx.Stmt) -> bool:
     return bool(find_calls(stmt, is_comm_call))
-
-
-def _loads_per_core_data(node: Any) -> bool:
-    """Whether ``node`` reads a per-core (non-global) buffer: a value that differs
-    between cores as much as the core id does."""
-    hit: list = []
-
-    def visit(n: Any) -> None:
-        if isinstance(n, tirx.BufferLoad) and n.buffer.scope() != "global":
-            hit.append(n)
-
-    stmt = node if isinstance(node, tirx.Stmt) else tirx.Evaluate(node)
-    tirx.stmt_functor.post_order_visit(stmt, visit)
-    return bool(hit)
 
 
 def _reads_memory(node: Any) -> bool:
@@ -158,8 +163,9 @@ class _Planner:
     """Walks the kernel body once: checks the collective rule, substitutes core-dependent
     lets, and records segments and comm ops (emission comes after buffer analysis)."""
 
-    def __init__(self, launch: Launch, ops: list[CommOp]):
+    def __init__(self, launch: Launch, ops: list[CommOp], mem: Memory):
         self.launch = launch
+        self.mem = mem
         self.by_call = ops
         self.core_vars = set(launch.vars)
         self.segs: list[_Seg] = []
@@ -180,7 +186,7 @@ class _Planner:
 
     def _core_dependent(self, expr: Any) -> bool:
         # a per-core buffer's value (S[0]) differs between cores like the core id does
-        return bool(_vars_in(expr) & self.core_vars) or _loads_per_core_data(expr)
+        return bool(_vars_in(expr) & self.core_vars) or self.mem.reads(expr)
 
     def _segment(self, stmts: list, in_loop: bool) -> _Seg:
         """A new segment; refuses control flow that would escape the core loop it is
@@ -287,6 +293,7 @@ class _Planner:
                     var = tirx.decl_buffer((1,), s.var.dtype, f"{s.var.name}_var",
                                            scope="local.var")
                     self.new_allocs.append(var)
+                    self.mem = Memory(self.mem.allocations + (var,), self.mem.params)
                     run.append(tirx.BufferStore(var, s.value, [_i32(0)]))
                     value: Any = tirx.BufferLoad(var, [_i32(0)])
                 else:
@@ -326,40 +333,66 @@ class _Planner:
 
 
 # -- buffers -------------------------------------------------------------------------------
-def _slice_stride(numel: int) -> int:
+def _slice_stride(numel: int, itemsize: int) -> int:
     """Elements between two cores' copies of a buffer of ``numel``: rounded up to a
     multiple of 64, or of the next power of two for smaller buffers, so that core
     ``c``'s copy starts where a vector access of the buffer's own alignment stays
     aligned (TVM's C code generator emits a vector load only where it can prove the
     index aligned; otherwise an element-wise gather that TileLang's vector types cannot
-    build)."""
+    build); and to a multiple of 8 bytes, so that a view of the buffer in another dtype
+    (``T.view``) starts on one of its own elements in every core's copy."""
     align = min(64, 1 << max(numel - 1, 0).bit_length())
+    align = max(align, 8 // itemsize if itemsize < 8 else 1)
     return -(-numel // align) * align
 
 
 @dataclass
 class _Store:
     """Every core's copy of a promoted per-core buffer, in one heap array: core ``c``'s
-    copy at element ``c * stride``."""
+    copy at element ``c * stride``. Views of the buffer (``T.reshape``, ``T.view``,
+    ``T.decl_buffer(data=...)``) address the same bytes with their own shape, strides,
+    offset and dtype (:class:`~meshtensor.tilelang.ir.memory.View`)."""
 
-    buf: tirx.Buffer       # the original per-core buffer
+    buf: tirx.Buffer       # the allocation (per-core buffer)
     flat: tirx.Buffer      # (ncores * stride,) over the malloc'd pointer
     numel: int
     private: bool          # copied in/out around its single segment
     stride: int = 0        # elements from one core's copy to the next (_slice_stride)
+    # the same bytes in other dtypes (views with another dtype), declared beside ``flat``
+    flats: dict = field(default_factory=dict)
 
-    def strides(self) -> list[int]:
-        shape = [int(static_int(n)) for n in self.buf.shape]
-        return [int(np.prod(shape[d + 1:], dtype=np.int64)) for d in range(len(shape))]
+    @property
+    def stride_bytes(self) -> int:
+        return self.stride * _itemsize(self.buf)
 
-    def load(self, core: Any, idx: Sequence[Any]) -> tirx.BufferLoad:
-        off = core * self.stride
-        for i, s in zip(idx, self.strides()):
-            off = off + i * s
-        return tirx.BufferLoad(self.flat, [off])
+    def flat_of(self, dtype: str) -> tirx.Buffer:
+        """The whole array as elements of ``dtype`` (``flat`` for the buffer's own)."""
+        if dtype == str(self.buf.dtype):
+            return self.flat
+        if dtype not in self.flats:
+            n = int(self.flat.shape[0]) * _itemsize(self.buf) // itemsize(dtype)
+            self.flats[dtype] = tirx.decl_buffer((n,), dtype, f"{self.buf.name}_all_{dtype}",
+                                                 data=self.flat.data)
+        return self.flats[dtype]
 
-    def store(self, core: Any, idx: Sequence[Any], value: Any) -> tirx.BufferStore:
-        return tirx.BufferStore(self.flat, value, self.load(core, idx).indices)
+    def core_offset(self, view: View, core: Any) -> Any:
+        """Where core ``core``'s copy starts, in elements of the view's dtype."""
+        per = self.stride_bytes // view.itemsize
+        return core * per
+
+    def at(self, view: View, core: Any, idx: Sequence[Any]) -> tirx.BufferLoad:
+        """Element ``idx`` of ``view`` in core ``core``'s copy."""
+        off = view.elem_index(idx)
+        base = self.core_offset(view, core)
+        return tirx.BufferLoad(self.flat_of(view.dtype),
+                               [base if static_int(off) == 0 else base + off])
+
+    def put(self, view: View, core: Any, idx: Sequence[Any], value: Any) -> tirx.BufferStore:
+        load = self.at(view, core, idx)
+        return tirx.BufferStore(load.buffer, value, load.indices)
+
+    def decls(self) -> list:
+        return [tirx.DeclBuffer(self.flat)] + [tirx.DeclBuffer(f) for f in self.flats.values()]
 
 
 def _numel(buf: tirx.Buffer) -> int | None:
@@ -368,8 +401,7 @@ def _numel(buf: tirx.Buffer) -> int | None:
 
 
 def _itemsize(buf: tirx.Buffer) -> int:
-    t = tvm.runtime.DataType(str(buf.dtype))
-    return t.bits * t.lanes // 8
+    return itemsize(buf.dtype)
 
 
 def _dead_at_entry(stmt: tirx.Stmt, buf: tirx.Buffer) -> bool:
@@ -388,8 +420,8 @@ def _dead_at_entry(stmt: tirx.Stmt, buf: tirx.Buffer) -> bool:
     def full_store(node: Any, idx_loops: list) -> bool:
         if isinstance(node, tirx.For):
             return full_store(node.body, idx_loops + [node])
-        if not isinstance(node, tirx.BufferStore) or not node.buffer.data.same_as(buf.data):
-            return False
+        if not isinstance(node, tirx.BufferStore) or not node.buffer.same_as(buf):
+            return False  # a view of buf may cover only part of it
         if touches(node.value) or len(node.indices) != len(shape) or len(idx_loops) != len(shape):
             return False
         for i, lp, n in zip(node.indices, idx_loops, shape):
@@ -416,11 +448,13 @@ def _dead_at_entry(stmt: tirx.Stmt, buf: tirx.Buffer) -> bool:
 
 # -- the pass --------------------------------------------------------------------------------
 class _Lowering:
-    def __init__(self, func: tirx.PrimFunc, ops: list[CommOp], workspace: str = "malloc"):
+    def __init__(self, func: tirx.PrimFunc, ops: list[CommOp], workspace: str = "malloc",
+                 shadow: Any = None):
         if workspace not in WORKSPACES:
             raise ValueError(f"LowerMeshComm: workspace must be one of {list(WORKSPACES)}, got "
                              f"{workspace!r}")
         self.workspace = workspace
+        self.shadow = shadow  # a RaceShadow: the checked run's record (race_check)
         self.ws_buf = None
         meshes = {tuple(o.mesh.as_dict.items()) for o in ops}
         if len(meshes) > 1:
@@ -429,7 +463,8 @@ class _Lowering:
         self.func = func
         self.mesh = ops[0].mesh
         self.launch = Launch.of(func, self.mesh, "LowerMeshComm")
-        self.planner = _Planner(self.launch, ops)
+        self.mem = Memory.of(func)
+        self.planner = _Planner(self.launch, ops, self.mem)
         self.ncores = self.mesh.size
 
     # each segment and exchange gets fresh core loop variables
@@ -439,6 +474,7 @@ class _Lowering:
     def run(self) -> tirx.PrimFunc:
         body = self.func.body
         tree = self.planner.plan(body, False)
+        self.mem = self.planner.mem  # with the per-core variables made from lets
         self.ops = self.planner.by_call
         self._check_roots()
         self._check_regions()
@@ -458,13 +494,14 @@ class _Lowering:
         exact over its iteration space (enclosing uniform conditions applied, e.g. a
         prefetch's ``if k + 1 < n``), else bounded through the enclosing loops' ranges
         and lets (``exact`` False); ``None`` when the statement never runs."""
-        from ..ir.evaluate import iteration_space
         try:
             space = iteration_space(o, self.launch, o.name)
             if not space.size:
                 return None
             v = space.value(expr)
             return int(v.min()), int(v.max()), True
+        except Overflow as err:
+            raise Overflow(f"{o.name}: {err}") from None
         except ValueError:
             pass  # e.g. under `while` or a condition on memory: bound it instead
         ana = arith.Analyzer()
@@ -506,7 +543,7 @@ class _Lowering:
                 for d, (start, ext, n) in enumerate(zip(r.starts, r.extents, r.buffer.shape)):
                     if static_int(start) is not None:
                         continue  # checked when the op was built
-                    if _loads_per_core_data(start):
+                    if self.mem.reads(start):
                         # the exchange reads every core's region at once: a start held in
                         # one core's buffer is not known there
                         raise ValueError(f"{o.name}: the start {start} of the {side} region "
@@ -526,8 +563,9 @@ class _Lowering:
 
     def _choose_stores(self) -> None:
         """Which per-core buffers need one copy per core (see the module docstring)."""
-        allocs = [b for blk in self.planner.blocks for b in blk.alloc_buffers] + \
-            self.planner.new_allocs
+        # every buffer allocated in the kernel is per-core, whatever its scope (fragments
+        # and T.alloc_buffer's "global" included); views share their allocation's data
+        allocs = list(self.mem.allocations)
         seg_uses: dict = {}
         for i, seg in enumerate(self.planner.segs):
             vs = set()
@@ -560,20 +598,12 @@ class _Lowering:
                 continue
             else:
                 private = False
-            if b.scope().startswith("local.fragment"):
-                # TileLang lays fragments out from the tile ops that use them; one copy per
-                # core in a shared array is not a layout it can infer
-                o = self.ops[0]
-                raise ValueError(f"LowerMeshComm: T.alloc_fragment buffer {b.name!r} holds a "
-                                 f"value across comm ops (first: {o.name}); keep values that "
-                                 f"live across exchanges in T.alloc_local or T.alloc_shared "
-                                 f"buffers")
             if n is None:
                 raise ValueError(f"LowerMeshComm: per-core buffer {b.name!r} has symbolic shape "
                                  f"{list(b.shape)}; buffers live across comm ops need static "
                                  f"shapes")
             ptr = tirx.Var(f"{b.name}_all", ir.PointerType(ir.PrimType(str(b.dtype)), "global"))
-            stride = _slice_stride(n)
+            stride = _slice_stride(n, _itemsize(b))
             flat = tirx.decl_buffer((stride * self.ncores,), str(b.dtype), f"{b.name}_all",
                                     data=ptr)
             self.stores[b.data] = _Store(b, flat, n, private, stride)
@@ -582,16 +612,32 @@ class _Lowering:
             for side, r in (("src", o.src), ("dst", o.dst)):
                 if r is not None and r.buffer.data not in self.stores:
                     raise ValueError(f"{o.name}: {side} {r.buffer.name!r} is not a per-core "
-                                     f"buffer allocated in the kernel (T.alloc_shared / "
-                                     f"T.alloc_local)")
+                                     f"buffer allocated in the kernel (T.alloc_shared, "
+                                     f"T.alloc_local, T.alloc_fragment, ...), or a view of "
+                                     f"one; a kernel parameter is global memory")
+                if r is not None:
+                    self._view(r.buffer, o.name)  # fits its allocation
         # staging arrays for comm ops whose src and dst share a buffer
         self.stage = None
         need = [int(np.prod(o.static_extents("src"), dtype=np.int64)) * _itemsize(o.src.buffer)
-                for o in self.ops if o.src is not None and o.src.buffer.same_as(o.dst.buffer)]
+                for o in self.ops if o.src is not None and o.src.buffer.data.same_as(o.dst.buffer.data)]
         if need:
             nbytes = max(need) * self.ncores
             ptr = tirx.Var("comm_stage", ir.PointerType(ir.PrimType("uint8"), "global"))
             self.stage = (ptr, nbytes)
+
+    def _view(self, buf: tirx.Buffer, where: str) -> View:
+        """``buf`` resolved to its allocation; ``ValueError`` when the view reaches past
+        the allocation (it would read or write the next core's copy)."""
+        view = self.mem.view(buf)
+        span = view.byte_span()
+        size = _numel(view.alloc)
+        size = None if size is None else size * _itemsize(view.alloc)
+        if span is not None and size is not None and (span[0] < 0 or span[1] >= size):
+            raise ValueError(f"{where}: {buf.name!r}, a view of {view.alloc.name!r}, covers "
+                             f"bytes [{span[0]}, {span[1]}] of an allocation of {size} bytes; "
+                             f"a view must lie inside the buffer it views")
+        return view
 
     # -- emission ------------------------------------------------------------------------
     def _emit(self, tree: Any) -> tirx.Stmt:
@@ -601,8 +647,9 @@ class _Lowering:
             return self._segment(tree)
         if isinstance(tree, _Comm):
             # tagged, so the lowered kernel still says which comm op each exchange is
-            return tirx.AttrStmt(tree.op.op, COMM_OP_ATTR,
-                                 _i32(tree.op.index), self._exchange(tree.op))
+            ex = tirx.AttrStmt(tree.op.op, COMM_OP_ATTR, _i32(tree.op.index),
+                               self._exchange(tree.op))
+            return ex if self.shadow is None else _seq([ex, self.shadow.bump()])
         kind, stmt = tree[0], tree[1]
         if kind == "keep":
             return stmt
@@ -633,7 +680,13 @@ class _Lowering:
         blk = realize.block
         mine = list(blk.alloc_buffers)
         if self.planner.blocks and blk.same_as(self.planner.blocks[0]):
-            mine += self.planner.new_allocs  # the per-core variables made from lets
+            # the per-core variables made from lets, and the private buffers that
+            # statements of the body allocated (T.alloc_buffer: stripped from segments)
+            inblocks = {b.data for k in self.planner.blocks for b in k.alloc_buffers}
+            mine += [b for b in self.mem.allocations if b.data not in inblocks and
+                     (b.data not in self.stores or self.stores[b.data].private) and
+                     (any(b.same_as(n) for n in self.planner.new_allocs) or
+                      b.data in self.stores)]
         keep = [b for b in mine if b.data not in self.stores or self.stores[b.data].private]
         body = self._emit(sub)
         if not self.planner.blocks:
@@ -661,7 +714,7 @@ class _Lowering:
                 pre.append(tirx.Bind(ptr, raw))
                 post.append(tirx.Evaluate(tirx.call_extern("void", "free", raw)))
             for s in self.stores.values():
-                pre.append(tirx.DeclBuffer(s.flat))
+                pre.extend(s.decls())
             body = _seq(pre + [body] + post)
         new = tirx.SBlock(blk.iter_vars, blk.reads, blk.writes, blk.name_hint, body, blk.init,
                           keep, blk.match_buffers, blk.annotations)
@@ -675,29 +728,58 @@ class _Lowering:
         coords = [v if n > 1 else _i32(0) for v, n in zip(loops, self.mesh.shape)]
         lin = _row_major(coords, self.mesh.shape)
         vmap = dict(self.launch.at(coords))
-        bmap: dict = {}
-        pre, post = [], []
+        pre, post, ptrs = [], [], []
         for data, st in self.stores.items():
             if data not in seg.uses:
                 continue
             if st.private:
                 # copy the core's slice into the ordinary per-core buffer and back
+                view = self.mem.view(st.buf)
                 shape = [int(static_int(n)) for n in st.buf.shape]
                 i, o = _fresh_idx(len(shape)), _fresh_idx(len(shape))
-                pre.append(_nest(i, shape, tirx.BufferStore(st.buf, st.load(lin, i), i)))
-                post.append(_nest(o, shape, st.store(lin, o, tirx.BufferLoad(st.buf, o))))
+                pre.append(_nest(i, shape, tirx.BufferStore(st.buf, st.at(view, lin, i), i)))
+                post.append(_nest(o, shape, st.put(view, lin, o, tirx.BufferLoad(st.buf, o))))
                 continue
-            # the core's copy is a view of the shared array at the core's offset (a
-            # pointer to the slice instead makes TVM's StorageRewrite retype it as one
-            # vector of numel lanes when every access is vectorized: past 32767 lanes
-            # it fails with "scalable vector"); the stride keeps vector accesses aligned
-            b = st.buf
-            bmap[data] = tirx.decl_buffer(b.shape, str(b.dtype), b.name, data=st.flat.data,
-                                          strides=b.strides, elem_offset=lin * st.stride,
-                                          scope=st.flat.scope())
-            pre.append(tirx.DeclBuffer(bmap[data]))
-            vmap[data] = st.flat.data
-        body = _remap_buffers(tirx.stmt_functor.substitute(_seq(seg.stmts), vmap), bmap)
+            # the data variable itself (an access_ptr, a call taking the buffer) is the
+            # core's own copy: a pointer to its slice
+            ptr = tirx.Var(f"{st.buf.name}_core",
+                           ir.PointerType(ir.PrimType(str(st.buf.dtype)), "global"))
+            vmap[data] = ptr
+            ptrs.append((ptr, tirx.call_intrin("handle", "tirx.address_of",
+                                               st.at(self.mem.view(st.buf), lin, []))))
+        views: dict = {}
+
+        def core_view(buf: tirx.Buffer) -> tirx.Buffer | None:
+            """Core ``lin``'s copy of a promoted buffer or of a view of it: a buffer over
+            the shared array at the core's offset, with the view's own shape, strides,
+            offset and dtype (a pointer to the slice instead makes TVM's StorageRewrite
+            retype it as one vector of numel lanes when every access is vectorized: past
+            32767 lanes it fails with "scalable vector"); the stride keeps vector
+            accesses aligned."""
+            st = self.stores.get(buf.data)
+            if st is None or st.private:
+                return None
+            for b, new in views.values():
+                if b.same_as(buf):
+                    return new
+            view = self._view(buf, "LowerMeshComm")
+            flat = st.flat_of(view.dtype)
+            new = tirx.decl_buffer(buf.shape, view.dtype, buf.name, data=flat.data,
+                                   strides=buf.strides,
+                                   elem_offset=st.core_offset(view, lin) if
+                                   static_int(view.elem_offset) == 0 else
+                                   st.core_offset(view, lin) + view.elem_offset,
+                                   scope=flat.scope())
+            views[len(views)] = (buf, new)
+            return new
+
+        body = _strip_decls(_seq(seg.stmts), self.stores)
+        if self.shadow is not None:  # the checked run: record what touches global memory
+            body = self.shadow.instrument(body, self.launch.core_id())
+        body = _remap_buffers(tirx.stmt_functor.substitute(body, vmap), core_view)
+        used = _vars_in(body)
+        pre = [tirx.Bind(p, v) for p, v in ptrs if p in used] + \
+            [tirx.DeclBuffer(new) for _, new in views.values()] + pre
         kept = [(v, n) for v, n in zip(loops, self.mesh.shape) if n > 1]
         return _nest([v for v, _ in kept], [n for _, n in kept], _seq(pre + [body] + post))
 
@@ -711,16 +793,17 @@ class _Lowering:
         if o.op == "barrier":
             return tirx.Evaluate(_i32(0))
         src_st, dst_st = self.stores[o.src.buffer.data], self.stores[o.dst.buffer.data]
+        src_view = self.mem.view(o.src.buffer)
         ext = list(o.static_extents("src"))
         E = int(np.prod(ext, dtype=np.int64))
-        if not o.src.buffer.same_as(o.dst.buffer):
+        if not o.src.buffer.data.same_as(o.dst.buffer.data):
             def read(core_coords, idx):
                 core = _row_major(core_coords, self.mesh.shape)
                 starts = self._starts(o.src, core_coords)
-                return src_st.load(core, [s + i for s, i in zip(starts, idx)])
+                return src_st.at(src_view, core, [s + i for s, i in zip(starts, idx)])
 
             return _ExchangeBuilder(self, o, read, dst_st).build()
-        # src and dst share a buffer: stage every core's src region first
+        # src and dst share an allocation: stage every core's src region first
         dtype = str(o.src.buffer.dtype)
         sptr = tirx.Var("stage", ir.PointerType(ir.PrimType(dtype), "global"))
         sbuf = tirx.decl_buffer((E * self.ncores,), dtype, "stage", data=sptr)
@@ -735,7 +818,8 @@ class _Lowering:
         c = self._core_vars("src")
         idx = _fresh_idx(len(ext))
         starts = self._starts(o.src, c)
-        value = src_st.load(_row_major(c, self.mesh.shape), [s + i for s, i in zip(starts, idx)])
+        value = src_st.at(src_view, _row_major(c, self.mesh.shape),
+                          [s + i for s, i in zip(starts, idx)])
         copy_in = _nest(c, self.mesh.shape,
                         _nest(idx, ext, tirx.BufferStore(sbuf, value, staged(c, idx).indices)))
         return _seq([tirx.Bind(sptr, self.stage[0]), tirx.DeclBuffer(sbuf), copy_in,
@@ -747,6 +831,7 @@ class _ExchangeBuilder:
 
     def __init__(self, low: _Lowering, o: CommOp, read: Callable, dst: _Store):
         self.low, self.o, self.read, self.dst = low, o, read, dst
+        self.dst_view = low.mem.view(o.dst.buffer)
         self.mesh = low.mesh
         self.axes = list(o.mesh_axes)
         self.ext = list(o.static_extents("src"))
@@ -755,12 +840,12 @@ class _ExchangeBuilder:
     def write(self, coords, idx, value) -> tirx.Stmt:
         starts = self.low._starts(self.o.dst, coords)
         core = _row_major(coords, self.mesh.shape)
-        return self.dst.store(core, [s + i for s, i in zip(starts, idx)], value)
+        return self.dst.put(self.dst_view, core, [s + i for s, i in zip(starts, idx)], value)
 
     def dst_value(self, coords, idx) -> tirx.BufferLoad:
         starts = self.low._starts(self.o.dst, coords)
         core = _row_major(coords, self.mesh.shape)
-        return self.dst.load(core, [s + i for s, i in zip(starts, idx)])
+        return self.dst.at(self.dst_view, core, [s + i for s, i in zip(starts, idx)])
 
     def member(self, coords, pos) -> list:
         """Coordinates of the group member at in-group position ``pos`` (an expression)."""
@@ -773,11 +858,12 @@ class _ExchangeBuilder:
         return _row_major([coords[a] for a in self.axes], [self.mesh.shape[a] for a in self.axes])
 
     def build(self) -> tirx.Stmt:
+        method = TIR[self.o.op]
         if self.o.op == "permute":
-            return self._permute()
+            return method(self)
         c = self.low._core_vars("dst")
         idx = _fresh_idx(len(self.ext))
-        return _nest(c, self.mesh.shape, getattr(self, "_" + self.o.op)(c, idx))
+        return _nest(c, self.mesh.shape, method(self, c, idx))
 
     def _permute(self) -> tirx.Stmt:
         # the pairs are static: one copy nest per pair between constant cores (a table
@@ -791,6 +877,9 @@ class _ExchangeBuilder:
             nests.append(_nest(idx, self.ext, self.write(dst, idx, self.read(src, idx))))
         return _seq(nests)
 
+
+    def _barrier(self, c, idx):
+        return tirx.Evaluate(_i32(0))  # every exchange ends a superstep for every core
 
     def _broadcast(self, c, idx):
         src = list(c)
@@ -820,14 +909,7 @@ class _ExchangeBuilder:
                                       self.write(c, didx, self.read(self.member(c, p), idx))))
 
     def _combine(self, a, b):
-        kind = self.o.params["reduction"]
-        if kind == "sum":
-            return a + b
-        if kind == "prod":
-            return a * b
-        if kind == "max":
-            return tirx.max(a, b)
-        return tirx.min(a, b)
+        return _apply(REDUCTIONS[self.o.params["reduction"]], a, b)
 
     def _reduced(self, c, sidx, didx, extents, idx):
         """dst[didx] = reduce over members of src[sidx], in group order (as the host)."""
@@ -873,7 +955,6 @@ class _ExchangeBuilder:
         """Evaluate the cores the op names over its iteration space: out of range, a put
         to itself or two senders to one destination is a ValueError naming it."""
         from ..analysis.flows import tm_executions
-        from ..ir.evaluate import iteration_space
         tm_executions(self.o, iteration_space(self.o, self.low.launch, self.o.name),
                       "LowerMeshComm")
 
@@ -997,7 +1078,7 @@ class _ExchangeBuilder:
         init = _tm_identity(kind, dtype)
 
         def fold(a, x):
-            return _tm_combine(kind, a, _tm_abs(x) if kind.startswith("abs") else x)
+            return _tm_combine(kind, a, _tm_abs(x) if REDUCTIONS[kind].absolute else x)
 
         def local(member):
             return _seq([put(0, init),
@@ -1020,23 +1101,23 @@ class _ExchangeBuilder:
 
 
 def _tm_identity(kind: str, dtype: str) -> tirx.PrimExpr:
-    """The start of a fold of ``kind`` (as the fork's reductions start)."""
+    """The start of a fold of ``kind`` (as the fork's reductions start), in TIR."""
+    r = REDUCTIONS[kind]
     t = tvm.runtime.DataType(dtype)
     flt = t.type_code in (tvm.runtime.DataTypeCode.FLOAT, tvm.runtime.DataTypeCode.BFLOAT)
-    from .narrow_float import FORMATS
     fmt = FORMATS.get(dtype)
-    if fmt is not None and kind in ("max", "min"):
+    if fmt is not None and r.op in ("max", "min"):
         # TVM has no infinity for bfloat16/float8: build it in float32 and convert (a
         # format without infinities starts from its largest finite value)
         big = float("inf") if fmt.kind == "ieee" else fmt.max_finite
-        return tirx.Cast(dtype, tirx.const(-big if kind == "max" else big, "float32"))
-    if kind == "max":
+        return tirx.Cast(dtype, tirx.const(-big if r.op == "max" else big, "float32"))
+    if r.op == "max":
         return -tirx.infinity(dtype) if flt else tirx.min_value(dtype)
-    if kind == "min":
+    if r.op == "min":
         return tirx.infinity(dtype) if flt else tirx.max_value(dtype)
-    if kind == "bitand":
+    if r.op == "and":
         return tirx.max_value(dtype) if dtype.startswith("uint") else tirx.const(-1, dtype)
-    return tirx.const(0, dtype)
+    return tirx.const(1 if r.op == "mul" else 0, dtype)
 
 
 def _tm_abs(x: tirx.PrimExpr) -> tirx.PrimExpr:
@@ -1046,19 +1127,38 @@ def _tm_abs(x: tirx.PrimExpr) -> tirx.PrimExpr:
     return tirx.Select(x < tirx.const(0, x.dtype), -x, x)
 
 
+#: each binary operation of a Reduction (meshtensor.reduction) in TIR
+_OPS: dict[str, Callable] = {"add": lambda a, b: a + b, "mul": lambda a, b: a * b,
+                             "max": tirx.max, "min": tirx.min, "and": tirx.bitwise_and,
+                             "or": tirx.bitwise_or, "xor": tirx.bitwise_xor}
+
+
+def _apply(r: Any, a: tirx.PrimExpr, b: tirx.PrimExpr) -> tirx.PrimExpr:
+    return _OPS[r.op](a, b)
+
+
 def _tm_combine(kind: str, a: tirx.PrimExpr, b: tirx.PrimExpr) -> tirx.PrimExpr:
-    if kind in ("sum", "abssum"):
-        return a + b
-    if kind in ("max", "absmax"):
-        return tirx.max(a, b)
-    if kind == "min":
-        return tirx.min(a, b)
-    return {"bitand": tirx.bitwise_and, "bitor": tirx.bitwise_or,
-            "bitxor": tirx.bitwise_xor}[kind](a, b)
+    return _apply(REDUCTIONS[kind], a, b)
 
 
-def lower_mesh_comm(func: tirx.PrimFunc, workspace: str = "malloc") -> tirx.PrimFunc:
+#: the TIR backend of each comm op's forms (meshtensor.comm_ops): what one exchange does
+TIR: dict[str, Callable] = {
+    "broadcast": _ExchangeBuilder._broadcast, "all_gather": _ExchangeBuilder._all_gather,
+    "all_reduce": _ExchangeBuilder._all_reduce,
+    "reduce_scatter": _ExchangeBuilder._reduce_scatter,
+    "all_to_all": _ExchangeBuilder._all_to_all, "shift": _ExchangeBuilder._shift,
+    "permute": _ExchangeBuilder._permute, "barrier": _ExchangeBuilder._barrier,
+    "tm_broadcast": _ExchangeBuilder._tm_broadcast, "tm_put": _ExchangeBuilder._tm_put,
+    "tm_all_gather": _ExchangeBuilder._tm_all_gather,
+    "tm_all_reduce": _ExchangeBuilder._tm_all_reduce,
+}
+
+
+def lower_mesh_comm(func: tirx.PrimFunc, workspace: str = "malloc",
+                    race_shadow: Any = None) -> tirx.PrimFunc:
     """The function form of :func:`LowerMeshComm` (a PrimFunc in, a PrimFunc out).
+    ``race_shadow``: a :class:`~.race_check.RaceShadow`, for the checked run (the
+    segments record their global accesses in it; the caller adds its argument).
 
     >>> import tilelang.language as T
     >>> from meshtensor.tilelang import find_comm_ops, mesh_comm
@@ -1074,7 +1174,7 @@ def lower_mesh_comm(func: tirx.PrimFunc, workspace: str = "malloc") -> tirx.Prim
     ops = find_comm_ops(func)
     if not ops:
         return func
-    return _Lowering(func, ops, workspace).run()
+    return _Lowering(func, ops, workspace, race_shadow).run()
 
 
 def check_collective_rule(func: Any) -> None:
@@ -1105,7 +1205,8 @@ def check_collective_rule(func: Any) -> None:
         low._check_regions()
 
 
-def LowerMeshComm(workspace: str = "malloc") -> tvm.transform.Pass:  # noqa: N802 (TVM naming)
+def LowerMeshComm(workspace: str = "malloc", race_shadow: Any = None  # noqa: N802
+                  ) -> tvm.transform.Pass:
     """The ``prim_func_pass`` ``"meshtensor.LowerMeshComm"``: make a kernel with comm ops
     run on TileLang's C backend (bulk-synchronous supersteps; see the module docstring).
 
@@ -1124,6 +1225,6 @@ def LowerMeshComm(workspace: str = "malloc") -> tvm.transform.Pass:  # noqa: N80
                          f"{workspace!r}")
 
     def transform(func, mod, ctx):
-        return lower_mesh_comm(func, workspace)
+        return lower_mesh_comm(func, workspace, race_shadow)
 
     return tirx.transform.prim_func_pass(transform, opt_level=0, name="meshtensor.LowerMeshComm")

@@ -38,15 +38,20 @@ from tvm import arith, ir, tirx
 
 from ...boxes import clip_boxes, split_by_owner
 from ...mesh import Mesh
-from ..ir.evaluate import IterSpace, eval_np, is_if_then_else, iteration_space, region_box
+from ..ir.evaluate import (IterSpace, Overflow, eval_np, is_if_then_else, iteration_space,
+                            region_box)
 from ..ir.kernel import KernelView
 from ..ir.launch import Launch, row_major
+from ..ir.memory import Memory
 from ..ir.metadata import MeshTensorEntry
 from ..ir.scope import COPY_OP, CopyCall, CopyRegion, direct_accesses
 from ..language.comm import mesh_comm
 from .lower_comm import check_collective_rule
 
-__all__ = ["CopyPlan", "plan_mesh_copies", "spmdize", "SpmdizeMeshCopies"]
+#: a function attribute on spmdize's output: a refusal downstream is spmdize's fault
+SPMDIZED_ATTR = "meshtensor.spmdized"
+
+__all__ = ["SPMDIZED_ATTR", "CopyPlan", "plan_mesh_copies", "spmdize", "SpmdizeMeshCopies"]
 
 WHERE = "SpmdizeMeshCopies"
 Kind = Literal["local", "broadcast", "shift", "permute", "carried"]
@@ -327,6 +332,8 @@ def _space_and_boxes(c: CopyCall, i: int, region: CopyRegion, e: MeshTensorEntry
     try:
         space = iteration_space(c, launch, f"{WHERE}: {what}")
         lo, hi = region_box(region, space, f"{WHERE}: {what}")
+    except Overflow:
+        raise
     except ValueError as err:
         raise ValueError(f"{WHERE}: {what} cannot be classified: its region of {e.name!r} "
                          f"is not a function of the launch grid and loops (data-dependent "
@@ -349,6 +356,7 @@ def plan_mesh_copies(func: Any) -> list[CopyPlan]:
     _refuse_direct_access(view.func, view.info)
     launch = view.launch
     written = {c.dst.buffer.name for c in view.copies}
+    memory = Memory.of(view.func)
     plans = []
     for i, c in enumerate(view.copies):
         src_e, dst_e = view.entry_of(c.src), view.entry_of(c.dst)
@@ -362,7 +370,7 @@ def plan_mesh_copies(func: Any) -> list[CopyPlan]:
                                   f"{_block_text(c.dst, dst_e, c)} <- local write (own shard)"))
         elif src_e is not None:
             plan = _plan_read(c, i, src_e, launch, written)
-            if plan.kind != "local" and c.dst.buffer.scope() == "global":
+            if plan.kind != "local" and not memory.is_per_core(c.dst.buffer):
                 raise ValueError(f"{WHERE}: {what} reads remote tiles of {src_e.name} straight "
                                  f"into the global tensor {c.dst.buffer.name!r}; comm ops "
                                  f"deliver into per-core buffers: copy into a T.alloc_local / "
@@ -563,6 +571,8 @@ def _per_core(region: tirx.Call, launch: Launch) -> tirx.Call:
             continue
         try:
             got = np.broadcast_to(np.asarray(eval_np(e, env), dtype=np.int64), (mesh.size,))
+        except Overflow:
+            raise
         except ValueError:  # a loop variable or data: keep the expression
             starts.append(e)
             continue
@@ -588,7 +598,12 @@ def _core_values(values: np.ndarray, launch: Launch, dtype: str, like: tirx.Prim
         return launch.bound(arith.Analyzer()).simplify(e)
     if not _branches(like):
         return like
-    table = _table_expr(launch.core_id(), {i: int(v) for i, v in enumerate(values)})
+    # a table of multiples of g is written as a table times g, so that TileLang can prove
+    # a copy from it aligned: a bare table of tile starts became a vector gather that
+    # its C back end cannot build (the clamped stencil of issue 26)
+    g = int(np.gcd.reduce(np.abs(values))) or 1
+    table = _table_expr(launch.core_id(), {i: int(v) // g for i, v in enumerate(values)})
+    table = table if g == 1 else table * g
     return table if table.dtype == dtype else tirx.Cast(dtype, table)
 
 
@@ -652,6 +667,8 @@ class _Rewriter:
             space = iteration_space(plan.copy, self.launch, WHERE)
             same = all(np.array_equal(space.value(a), space.value(b))
                        for a, b in zip(src.args[0].indices, out.args[0].indices))
+        except Overflow:
+            raise
         except ValueError:  # a start that reads data was refused by the planner already
             return out
         if not same:
@@ -672,6 +689,8 @@ class _Rewriter:
         env = self.launch.env_of(others)
         try:
             target = [np.broadcast_to(np.asarray(eval_np(e, env)), others.shape) for e in to]
+        except Overflow:
+            raise
         except ValueError:
             return False
         tgt = np.ravel_multi_index(target, mesh.shape)
@@ -822,11 +841,13 @@ def spmdize(func: tirx.PrimFunc) -> tirx.PrimFunc:
     if not any(b.same_as(rw.buffers[0]) for b in _allocated(body)):
         raise ValueError(f"{WHERE}: the kernel has no 'tilelang_root' block to hold the "
                          f"staging buffers (was it written with T.Kernel?)")
-    out = func.with_body(body)
+    out = func.with_body(body).with_attr(SPMDIZED_ATTR, True)
     try:
         # a read that every core runs equally often may still sit in a loop or under an
         # `if` that depends on the core: its comm op would break the collective rule
         check_collective_rule(out)
+    except Overflow:
+        raise
     except ValueError as e:
         raise ValueError(f"{WHERE}: a remote read sits where its comm op cannot go: {e} "
                          f"(move the copy out of core-dependent conditions and loop "

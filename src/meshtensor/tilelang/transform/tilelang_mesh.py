@@ -34,7 +34,8 @@ from tvm import ir, tirx
 
 from ...mesh import Mesh
 from ..ir.comm_op import DISPLAY, CommOp, encode, find_comm_ops, is_comm_call
-from ..ir.evaluate import iteration_space, region_box, static_int
+from ..ir.evaluate import iteration_space, region_box
+from ..ir.expr import static_int
 from ..ir.launch import Launch, upstream_launch
 from ..ir.mesh_param import MeshParam, mesh_params
 from ..ir.scope import find_calls, region_of
