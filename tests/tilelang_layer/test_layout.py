@@ -14,7 +14,8 @@ import meshtensor.tilelang as pkg  # noqa: E402
 
 MODULES = sorted(m.name for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."))
 # a module may import from its own layer and the layers before it, never after
-LAYERS = ["logs", "c_header", "ir", "language", "analysis", "transform", "engine", "kernels", "demos"]
+LAYERS = ["logs", "c_header", "pass_config", "ir", "language", "analysis", "transform", "engine",
+          "kernels", "demos"]
 
 
 def layer(name: str) -> int:

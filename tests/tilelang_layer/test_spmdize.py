@@ -626,7 +626,7 @@ def test_a_refusal_of_spmdizes_output_says_it_is_spmdizes_fault(monkeypatch):
     from meshtensor.tilelang import engine
     from meshtensor.tilelang.transform.spmdize import SPMDIZED_ATTR
 
-    def refuse(func):
+    def refuse(*args):
         raise ValueError("LowerMeshComm: something it cannot lower")
 
     k = build("shift-2x4")

@@ -18,8 +18,8 @@ point of those ranges, so at every core. Where a simplified value differs anywhe
 the index is computed into a one-element ``local`` buffer just before its statement and read from it
 (a load is opaque to the simplifier); a ``T.Parallel`` or vectorized loop whose
 variable such an index uses runs as the serial loop it means. An index over more
-than :data:`MAX_POINTS` points that the simplifier rewrites at all is protected without
-evaluating it. Every other index is left exactly as written.
+than ``MeshPassConfig.max_index_points`` points that the simplifier rewrites at all is
+protected without evaluating it. Every other index is left exactly as written.
 """
 
 from __future__ import annotations
@@ -32,11 +32,9 @@ from tvm import arith, ir, tirx
 
 from ..ir.expr import static_int
 from ..ir.evaluate import eval_np
+from ..pass_config import DEFAULT, MeshPassConfig
 
-__all__ = ["ProtectFoldedIndices", "protect_folded_indices", "folds_wrongly", "MAX_POINTS"]
-
-#: indices over more points than this are protected when the simplifier changes them
-MAX_POINTS = 1 << 20
+__all__ = ["ProtectFoldedIndices", "protect_folded_indices", "folds_wrongly"]
 _DIVMOD = (tirx.FloorDiv, tirx.FloorMod, tirx.Div, tirx.Mod)
 
 
@@ -71,9 +69,11 @@ def _simplified(e: tirx.PrimExpr, dom: dict) -> list[tirx.PrimExpr]:
     return out
 
 
-def folds_wrongly(e: tirx.PrimExpr, ranges: dict) -> bool:
+def folds_wrongly(e: tirx.PrimExpr, ranges: dict,
+                  max_points: int = DEFAULT.max_index_points) -> bool:
     """Whether TileLang's simplifications turn ``e`` into another value at some point of
-    ``ranges`` (``{var: (min, extent)}``, static ints; every free variable of ``e``).
+    ``ranges`` (``{var: (min, extent)}``, static ints; every free variable of ``e``);
+    over more than ``max_points`` points, whether they change it at all.
 
     >>> import tilelang
     >>> from tvm import tirx
@@ -88,7 +88,7 @@ def folds_wrongly(e: tirx.PrimExpr, ranges: dict) -> bool:
     if not cands:
         return False
     total = int(np.prod([n for _, n in ranges.values()], dtype=np.int64)) if ranges else 1
-    if total > MAX_POINTS:
+    if total > max_points:
         return True
     axes = [np.arange(lo, lo + n, dtype=np.int64) for lo, n in ranges.values()]
     grids = np.meshgrid(*axes, indexing="ij") if axes else []
@@ -102,7 +102,8 @@ def folds_wrongly(e: tirx.PrimExpr, ranges: dict) -> bool:
 
 
 class _Protector:
-    def __init__(self) -> None:
+    def __init__(self, config: MeshPassConfig) -> None:
+        self.max_points = config.max_index_points
         self.loops: list[tirx.For] = []
         self.lets: dict = {}
         self.serialize: set = set()  # parallel loop variables to run serially
@@ -126,12 +127,12 @@ class _Protector:
         ranges = self._ranges(inl)
         if ranges is None:
             return False
-        if folds_wrongly(inl, ranges):
+        if folds_wrongly(inl, ranges, self.max_points):
             return True
         n = static_int(extent) if extent is not None else None
         if n is not None and n > 1:  # a copy lowers to start + i over its extent
             i = tirx.Var("i", inl.dtype)
-            return folds_wrongly(inl + i, {**ranges, i: (0, n)})
+            return folds_wrongly(inl + i, {**ranges, i: (0, n)}, self.max_points)
         return False
 
     def _marked(self, stmt: tirx.Stmt) -> list[tirx.PrimExpr]:
@@ -237,7 +238,8 @@ class _Protector:
         return s
 
 
-def protect_folded_indices(func: tirx.PrimFunc) -> tirx.PrimFunc:
+def protect_folded_indices(func: tirx.PrimFunc, config: MeshPassConfig = DEFAULT
+                           ) -> tirx.PrimFunc:
     """The function form of :func:`ProtectFoldedIndices` (a kernel in which nothing folds
     wrongly is returned as it is).
 
@@ -251,7 +253,7 @@ def protect_folded_indices(func: tirx.PrimFunc) -> tirx.PrimFunc:
     >>> "index[0] = " in protect_folded_indices(k).script()
     True
     """
-    p = _Protector()
+    p = _Protector(config)
     body = p.visit(func.body)
     if p.serialize:  # a second walk turns the parallel loops whose index was protected
         body = p.visit(body)
