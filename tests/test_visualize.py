@@ -226,3 +226,40 @@ def test_a_long_axis_name_is_cut_not_overflowing():
     assert max(len(line) for line in text.splitlines()) <= 40
     assert "mesh axis data_parallel_replicas_of_the…" in text  # on its own line
     assert "mesh axis tensor_parallel (1) --" in text
+
+
+@pytest.mark.parametrize("mesh, shape, split, line", [
+    ([4], (2,), [[0]], "2 distinct shards (letters), one per device; 2 of 4 devices hold "
+                       "an empty shard (no letter)"),
+    ([2, 4], (4, 2), [[0], [1]], "4 distinct shards (letters), one per device; 4 of 8 "
+                                 "devices hold an empty shard (no letter)"),
+    ([1000, 1000], (1024, 1024), [[0], [1]],
+     "262144 distinct shards (letters), one per device; 737856 of 1000000 devices hold "
+     "an empty shard (no letter)"),
+    ([2, 2], (6, 0), [[0], [1]], "every device's shard is empty: the tensor (6, 0) has "
+                                 "no elements"),
+    ([2, 2], (), [], "1 distinct shard (letter), each on 4 devices (replicated along "
+                     "['x', 'y'])"),
+    ([2, 2], (4,), [[1]], "2 distinct shards (letters), each on 2 devices (replicated "
+                          "along ['x'])"),
+], ids=["uneven-1d", "uneven-2d", "huge-mesh", "no-elements", "scalar", "replicated"])
+def test_header_says_what_is_true(mesh, shape, split, line):
+    """Issue 30: the header counted empty shards as letters and divided the mesh by
+    that count ("3 distinct shards, one per device" on 4 devices; "each on 3 devices
+    ()"). Now: non-empty shards, devices per shard, and the devices left empty."""
+    from meshtensor.visualize import shards_line
+    s = Sharding(Mesh(mesh), split)
+    assert shards_line(s, shape) == line
+    if max(mesh) <= 8:
+        text = visualize(s, shape, max_width=200)
+        assert text.splitlines()[1] == line
+        letters = {cell.split(")")[-1].strip() for ln in text.splitlines()
+                   for cell in ln.split("│") if cell.strip().startswith("(")}
+        n = int(line.split()[0]) if line[0].isdigit() else 0
+        assert len(letters - {""}) == n  # empty shards carry no letter
+
+
+def test_png_leaves_empty_shards_blank(tmp_path):
+    pytest.importorskip("matplotlib")
+    save_png(Sharding(Mesh([4]), [[0]]), (2,), str(tmp_path / "e.png"))
+    assert (tmp_path / "e.png").stat().st_size > 0

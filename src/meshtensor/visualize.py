@@ -52,15 +52,62 @@ def _value_lines(a: np.ndarray, width: int = 24) -> list[str]:
 
 
 def _shard_ids(starts: np.ndarray, stops: np.ndarray) -> tuple[np.ndarray, int]:
-    """Per device, the index of its core region among the distinct regions, numbered in
-    order of first appearance (replicas share one); and how many there are."""
-    if starts.shape[1] == 0:
+    """Per device, the index of its core region among the distinct non-empty regions,
+    numbered in order of first appearance (replicas share one), or -1 where the region
+    is empty; and how many distinct non-empty regions there are."""
+    if starts.shape[1] == 0:  # a scalar: one region, every device holds it
         return np.zeros(len(starts), dtype=np.int64), 1
-    _, first, inv = np.unique(np.concatenate([starts, stops], axis=1), axis=0,
+    empty = np.any(stops <= starts, axis=1)
+    ids = np.full(len(starts), -1, dtype=np.int64)
+    if empty.all():
+        return ids, 0
+    _, first, inv = np.unique(np.concatenate([starts, stops], axis=1)[~empty], axis=0,
                               return_index=True, return_inverse=True)
     rank = np.empty(len(first), dtype=np.int64)
     rank[np.argsort(first, kind="stable")] = np.arange(len(first))
-    return rank[inv.reshape(-1)], len(first)
+    ids[~empty] = rank[inv.reshape(-1)]
+    return ids, len(first)
+
+
+def shards_line(s: Sharding, global_shape: Sequence[int]) -> str:
+    """The drawing's second line: how many distinct non-empty shards there are, on how
+    many devices each, and how many devices hold an empty shard (those get no letter).
+
+    >>> shards_line(Sharding(Mesh([4]), [[0]]), (2,))
+    '2 distinct shards (letters), one per device; 2 of 4 devices hold an empty shard (no letter)'
+    >>> shards_line(Sharding(Mesh([2, 2]), [[1]]), (4,))
+    "2 distinct shards (letters), each on 2 devices (replicated along ['x'])"
+    """
+    shape = s.check_shape(global_shape, "shards_line")
+    shard, n = _shard_ids(*s.regions(shape))
+    return _shards_line(s, shape, shard, n)
+
+
+def _shards_line(s: Sharding, shape: tuple[int, ...], shard: np.ndarray, n: int) -> str:
+    mesh = s.mesh
+    if n == 0:
+        return (f"every device's shard is empty: the tensor {shape} has no elements")
+    names = mesh.axis_names
+    # A non-empty region belongs to one shard index per split dim, so it sits on every
+    # device of the axes that split nothing: the same count for every letter.
+    split = {a for d in range(len(shape)) for a in s.axes_of(d)}
+    per = int(np.prod([mesh.shape[a] for a in range(mesh.ndim) if a not in split],
+                      dtype=np.int64))
+    line = f"{n} distinct shard{'s' * (n != 1)} (letter{'s' * (n != 1)})"
+    if per > 1:
+        how = []
+        if s.replicated_axes:
+            how.append(f"replicated along {[names[a] for a in s.replicated_axes]}")
+        if s.partial_axes:
+            how.append(f"{s.partial_kind} terms along {[names[a] for a in s.partial_axes]}")
+        line += f", each on {per} devices ({'; '.join(how)})"
+    else:
+        line += ", one per device"
+    empty = int(np.count_nonzero(shard < 0))
+    if empty:
+        line += (f"; {empty} of {mesh.size} device{'s' * (mesh.size != 1)} "
+                 f"{'hold' if empty != 1 else 'holds'} an empty shard (no letter)")
+    return line
 
 
 def _cells(s: Sharding, shape: tuple[int, ...], values: Any, devices: Sequence[int]
@@ -77,9 +124,8 @@ def _cells(s: Sharding, shape: tuple[int, ...], values: Any, devices: Sequence[i
         arr = values if isinstance(values, MeshArray) else distribute(np.asarray(values), s)
         locals_ = arr.locals
     for d in devices:
-        head = f"{mesh.multi_index(d)} {_letter(int(shard[d]))}"
-        lines = [head]
-        empty = bool(np.any(stops[d] <= starts[d])) and len(shape) > 0
+        empty = bool(shard[d] < 0)
+        lines = [f"{mesh.multi_index(d)}" + ("" if empty else f" {_letter(int(shard[d]))}")]
         if locals_ is not None:
             lines += _value_lines(np.asarray(locals_[d]))
         elif empty:
@@ -98,18 +144,7 @@ def _cells(s: Sharding, shape: tuple[int, ...], values: Any, devices: Sequence[i
     # "\n" marks where a line too long for the width breaks first (see visualize)
     legend = [f"tensor {shape} over mesh {mesh} {dict(zip(mesh.axis_names, mesh.shape))},\n"
               f"sharding {s.spec()} = {s}"]
-    per = mesh.size // n_shards if n_shards else 0
-    names = mesh.axis_names
-    line = f"{n_shards} distinct shards (letters)"
-    if per > 1:
-        how = []
-        if s.replicated_axes:
-            how.append(f"replicated along {[names[a] for a in s.replicated_axes]}")
-        if s.partial_axes:
-            how.append(f"{s.partial_kind} terms along {[names[a] for a in s.partial_axes]}")
-        line += f", each on {per} devices ({'; '.join(how)})"
-    else:
-        line += ", one per device"
+    line = _shards_line(s, shape, shard, n_shards)
     legend.append(line)
     if s.halo_sizes:
         legend.append("halo: the global range the local array covers (outside the tensor: zeros)")
@@ -415,11 +450,14 @@ def save_png(sharding: Sharding, global_shape: Sequence[int], path: str) -> None
                 ax1.text(c, r, _letter(int(shard_of[d])), ha="center", va="center", fontsize=12)
     grid_rows = mesh.shape[0] if mesh.ndim >= 2 else 1
     grid = shard_of.reshape(grid_rows, -1)
-    ax2.imshow(grid % n_col, cmap=cmap, vmin=-0.5, vmax=n_col - 0.5, interpolation="nearest")
+    # devices whose shard is empty are left blank, as in the text drawing
+    ax2.imshow(np.ma.masked_less(grid, 0) % n_col, cmap=cmap, vmin=-0.5, vmax=n_col - 0.5,
+               interpolation="nearest")
     ax2.set_title(f"mesh {mesh} {mesh.axis_names}")
     if max(grid.shape) <= PNG_LABELS:
         for (r, c), v in np.ndenumerate(grid):
-            ax2.text(c, r, f"{_letter(int(v))}\n{mesh.multi_index(r * grid.shape[1] + c)}",
+            ax2.text(c, r, f"{_letter(int(v)) if v >= 0 else 'empty'}\n"
+                     f"{mesh.multi_index(r * grid.shape[1] + c)}",
                      ha="center", va="center", fontsize=8)
         ax2.set_xticks(range(grid.shape[1]))
         ax2.set_yticks(range(grid.shape[0]))
