@@ -388,3 +388,28 @@ def test_width_is_the_terminals_when_stdout_is_one(capsys, monkeypatch):
     assert cli.output_width() == 40  # the narrowest layout
     monkeypatch.setattr(sys.stdout, "isatty", lambda: False, raising=False)
     assert cli.output_width() == 80  # piped: 80 whatever COLUMNS says
+
+
+@pytest.mark.parametrize("argv", [
+    ["show", "--mesh", "64x64", "--shape", "1024x1024", "--sharding", "[[0],[1]]"],
+    ["plan", "--mesh", "64x64", "--shape", "1024x1024", "--from", "[[0],[1]]",
+     "--to", "[[1],[0]]"],
+], ids=["show", "plan"])
+def test_closed_pipe_ends_quietly(argv):
+    """Issue 30: `meshtensor show ... | head -1` printed 'error: [Errno 32] Broken pipe'
+    and exited 2. The reader here closes the pipe before the command writes a byte,
+    so the write always fails: the command must end quietly with status 141, as a C
+    tool killed by SIGPIPE does."""
+    p = subprocess.Popen([sys.executable, "-m", "meshtensor", *argv], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=60) == 141 and err == ""
+
+
+def test_closed_pipe_on_help_is_quiet():
+    """argparse's help swallows the failed write itself and exits 0."""
+    p = subprocess.Popen([sys.executable, "-m", "meshtensor", "--help"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.close()
+    assert p.stderr.read().decode() == "" and p.wait(timeout=60) in (0, 141)

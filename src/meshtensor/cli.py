@@ -481,16 +481,40 @@ def _all_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
     return out
 
 
+#: The status of a command whose reader closed the pipe (``| head``): what a C tool
+#: killed by SIGPIPE gives its shell, 128 + 13.
+CLOSED_PIPE_STATUS = 141
+
+
+def _closed_pipe() -> int:
+    """The reader of stdout went away: point stdout at /dev/null, so that Python's flush
+    at exit does not fail again, and end quietly (a pager or ``head`` is not an error)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (AttributeError, ValueError, OSError):  # a stdout without a file (tests)
+        pass
+    return CLOSED_PIPE_STATUS
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``meshtensor`` command."""
-    parser = build_parser()
-    argv = sys.argv[1:] if argv is None else list(argv)
-    args = parser.parse_args(_values_as_one_token(parser, argv))
     try:
-        return args.func(args)
-    except (ValueError, TypeError, ImportError, OSError) as e:
-        print(f"meshtensor {args.command}: error: {e}", file=sys.stderr)
-        return 2
+        parser = build_parser()
+        argv = sys.argv[1:] if argv is None else list(argv)
+        args = parser.parse_args(_values_as_one_token(parser, argv))
+        try:
+            status = args.func(args)
+        except BrokenPipeError:
+            raise
+        except (ValueError, TypeError, ImportError, OSError) as e:
+            print(f"meshtensor {args.command}: error: {e}", file=sys.stderr)
+            return 2
+        sys.stdout.flush()  # a closed pipe shows here when the output was buffered
+        return status
+    except BrokenPipeError:
+        return _closed_pipe()
 
 
 if __name__ == "__main__":  # pragma: no cover
