@@ -413,3 +413,41 @@ def test_closed_pipe_on_help_is_quiet():
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     p.stdout.close()
     assert p.stderr.read().decode() == "" and p.wait(timeout=60) in (0, 141)
+
+
+@pytest.mark.parametrize("size, free, words", [
+    ("100000", None, "TileLang indexes buffers with int32"),
+    ("46214", None, "at most --size 46213"),
+    ("40000", 24 * 2 ** 30, "needs about 107.3 GiB of memory"),
+    ("4000", 2 ** 30, "at most --size 3861"),
+], ids=["int32", "int32-edge", "memory", "memory-small"])
+def test_demo_refuses_huge_sizes_before_building(size, free, words, capsys, monkeypatch):
+    """Issue 30: `demo --size 100000` printed its header, then TVM's 'Check failed:
+    value < 1LL << (dtype.bits() - 1)'; `--size 40000` ended in torch's allocation
+    traceback. Both are refused before anything is built or printed."""
+    from meshtensor import cli
+    monkeypatch.setattr(cli, "available_memory", lambda: free)
+    assert main(["demo", "--size", size]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == "" and words in cap.err
+
+
+def test_demo_size_refusal_imports_nothing_heavy():
+    code = ("import sys; from meshtensor.cli import main; rc = main(['demo', '--size', "
+            "'100000']); heavy = {'tilelang', 'torch', 'tvm'} & set(sys.modules); "
+            "print(rc, sorted(heavy))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.stdout.split("\n")[0] == "2 []", r.stdout + r.stderr
+
+
+def test_available_memory_reads_meminfo_and_cgroup(tmp_path):
+    from meshtensor.cli import available_memory
+    (tmp_path / "meminfo").write_text("MemTotal: 100 kB\nMemAvailable:    2048 kB\n")
+    cg = tmp_path / "cg"
+    cg.mkdir()
+    assert available_memory(str(tmp_path / "meminfo"), str(cg)) == 2048 * 1024
+    (cg / "memory.max").write_text("1048576\n")
+    (cg / "memory.current").write_text("524288\n")
+    assert available_memory(str(tmp_path / "meminfo"), str(cg)) == 524288
+    (cg / "memory.max").write_text("max\n")
+    assert available_memory(str(tmp_path / "meminfo"), str(cg)) == 2048 * 1024

@@ -56,6 +56,15 @@ PER_DIM_HELP = ("comma-separated ints, flat as in MLIR (e.g. {flat}) or one list
 MAX_VALUES = 2 ** 24
 # JSON words a spec may hold by mistake, and the Python literal meant.
 JSON_WORDS = {"null": "None", "true": "True", "false": "False"}
+#: TileLang indexes buffers with int32, and the demo's kernels form indices up to about
+#: size * (size + 256) (K-split's staging rows run one tile past the matrix): that must
+#: stay below 2**31.
+DEMO_INDEX_PAD = 256
+#: Bytes the demo holds at its peak per element of one size x size float32 matrix: A, B,
+#: C, a second C, the NumPy reference and its error (7 matrices, 28 bytes) and the comm
+#: kernels' per-core buffers (up to 37 bytes, spmdize's Cannon), rounded up. A test
+#: checks it against every demo kernel's workspace.
+DEMO_BYTES_PER_ELEMENT = 72
 # Element types numpy lacks, by size in bytes (the planner only needs the size).
 EXTRA_ITEMSIZES = {"bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1}
 
@@ -323,6 +332,79 @@ def _cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def available_memory(meminfo: str = "/proc/meminfo",
+                     cgroup: str = "/sys/fs/cgroup") -> int | None:
+    """Bytes this process can still allocate without swapping, as far as Linux says:
+    ``MemAvailable``, lowered to what the cgroup (v2) leaves (``memory.max`` less
+    ``memory.current``); None where neither can be read.
+
+    >>> available_memory("/nonexistent", "/nonexistent") is None
+    True
+    """
+    found: list[int] = []
+    try:
+        with open(meminfo) as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    found.append(int(line.split()[1]) * 1024)
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        limit = pathlib.Path(cgroup, "memory.max").read_text().strip()
+        if limit != "max":
+            used = int(pathlib.Path(cgroup, "memory.current").read_text())
+            found.append(max(int(limit) - used, 0))
+    except (OSError, ValueError):
+        pass
+    return min(found) if found else None
+
+
+def _largest(fits: Callable[[int], bool], hi: int) -> int:
+    """The largest ``n`` in ``[0, hi]`` with ``fits(n)`` (``fits`` is monotone)."""
+    lo = 0
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+    return lo
+
+
+def check_demo_size(size: int, available: int | None) -> None:
+    """Refuse a ``demo --size`` whose kernels TileLang cannot index with int32, or whose
+    matrices and per-core buffers do not fit ``available`` bytes (None: not checked),
+    before anything is built.
+
+    >>> check_demo_size(100000, None)
+    Traceback (most recent call last):
+    ...
+    ValueError: --size 100000: TileLang indexes buffers with int32, and a 100000^3 GEMM's indices pass 2**31; at most --size 46213
+    >>> check_demo_size(40000, 24 * 2 ** 30)
+    Traceback (most recent call last):
+    ...
+    ValueError: --size 40000: needs about 107.3 GiB of memory (72 bytes per element of a 40000x40000 matrix: operands, results, the NumPy check, per-core buffers), 24.0 GiB available; at most --size 18918
+    """
+    def indexable(n: int) -> bool:
+        return n * (n + DEMO_INDEX_PAD) < 2 ** 31
+
+    if not indexable(size):
+        raise ValueError(f"--size {size}: TileLang indexes buffers with int32, and a "
+                         f"{size}^3 GEMM's indices pass 2**31; at most --size "
+                         f"{_largest(indexable, size)}")
+    if available is None:
+        return
+
+    def fits(n: int) -> bool:
+        return DEMO_BYTES_PER_ELEMENT * n * n <= available
+
+    if not fits(size):
+        gib = 2 ** 30
+        raise ValueError(f"--size {size}: needs about "
+                         f"{DEMO_BYTES_PER_ELEMENT * size * size / gib:.1f} GiB of memory "
+                         f"({DEMO_BYTES_PER_ELEMENT} bytes per element of a {size}x{size} "
+                         f"matrix: operands, results, the NumPy check, per-core buffers), "
+                         f"{available / gib:.1f} GiB available; at most --size "
+                         f"{_largest(fits, size)}")
+
+
 def _demo_algorithm(args: argparse.Namespace) -> str:
     """``--algorithm`` checked against the names of the mode (default: summa_comm, or
     summa with ``--spmdize``)."""
@@ -348,6 +430,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     if args.target == "cuda" and not cuda_visible():
         raise ValueError("--target cuda needs a CUDA GPU; none is visible (no /dev/nvidia* "
                          "device, or CUDA_VISIBLE_DEVICES hides them)")
+    check_demo_size(args.size, available_memory())
     width = args.width or output_width()
     # The demo modules import tilelang and torch: only for this command, after the checks.
     if args.tilelang_mesh:
