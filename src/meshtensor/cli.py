@@ -225,10 +225,8 @@ def parse_sharding(mesh: Mesh, text: str, *, partial: str | None = None,
 
 
 def prepare_png(path: str) -> pathlib.Path:
-    """Check a ``--png`` path before anything is drawn or printed: it ends in ``.png``,
-    is not a folder, matplotlib is installed, and the file can be written there (tried
-    by opening it). A missing folder is created only where it is the last one (its
-    parent exists), so a mistyped path does not grow a tree of folders.
+    """Check a ``--png`` path before anything is drawn or printed: matplotlib is
+    installed, and :func:`prepare_output` accepts the path.
 
     >>> prepare_png("/nonexistent/dir/x.png")
     Traceback (most recent call last):
@@ -236,30 +234,49 @@ def prepare_png(path: str) -> pathlib.Path:
     ValueError: --png: the folder '/nonexistent' does not exist (only the last folder of the path is created)
     """
     p = pathlib.Path(path)
-    if p.suffix.lower() != ".png":
-        raise ValueError(f"--png: expected a file name ending in .png, got {path!r}")
-    if p.is_dir():
-        raise ValueError(f"--png: {path!r} is a folder; give a file name like {path}/out.png")
-    if importlib.util.find_spec("matplotlib") is None:
+    if p.suffix.lower() == ".png" and importlib.util.find_spec("matplotlib") is None:
         raise ImportError("--png needs matplotlib: pip install 'meshtensor[viz]'")
+    return prepare_output(path, "--png", ".png")
+
+
+def prepare_output(path: str, flag: str, suffix: str) -> pathlib.Path:
+    """Check an output file's path before any work starts: it ends in ``suffix``, is not
+    a folder, and the file can be written there (tried by opening it). A missing folder
+    is created only where it is the last one (its parent exists), so a mistyped path
+    does not grow a tree of folders; a file where a folder should be is named.
+
+    >>> prepare_output("/nonexistent/dir/t.json", "--trace", ".json")
+    Traceback (most recent call last):
+    ...
+    ValueError: --trace: the folder '/nonexistent' does not exist (only the last folder of the path is created)
+    """
+    p = pathlib.Path(path)
+    if p.suffix.lower() != suffix:
+        raise ValueError(f"{flag}: expected a file name ending in {suffix}, got {path!r}")
+    if p.is_dir():
+        raise ValueError(f"{flag}: {path!r} is a folder; give a file name like "
+                         f"{path}/out{suffix}")
     folder = p.parent
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():  # a file where the path needs a folder
+        raise ValueError(f"{flag}: {str(existing)!r} is a file, not a folder, so "
+                         f"{path!r} cannot be written")
     made = False
     if not folder.exists():
-        if not folder.parent.is_dir():
+        if existing != folder.parent:
             missing = folder
-            while not missing.parent.exists():
+            while missing.parent != existing:
                 missing = missing.parent
-            raise ValueError(f"--png: the folder {str(missing)!r} does not exist (only the "
-                             f"last folder of the path is created)")
+            raise ValueError(f"{flag}: the folder {str(missing)!r} does not exist (only "
+                             f"the last folder of the path is created)")
         try:
             folder.mkdir()
             made = True
         except OSError as e:
-            raise ValueError(f"--png: cannot create the folder {str(folder)!r}: "
+            raise ValueError(f"{flag}: cannot create the folder {str(folder)!r}: "
                              f"{e.strerror or e}") from None
-    elif not folder.is_dir():
-        raise ValueError(f"--png: cannot create the folder {str(folder)!r}: "
-                         f"{str(folder)!r} is a file")
     existed = p.exists()
     try:
         with open(p, "ab"):
@@ -267,9 +284,9 @@ def prepare_png(path: str) -> pathlib.Path:
     except OSError as e:
         if made:
             folder.rmdir()
-        raise ValueError(f"--png: cannot write {str(p)!r}: {e.strerror or e}") from None
+        raise ValueError(f"{flag}: cannot write {str(p)!r}: {e.strerror or e}") from None
     if not existed:
-        p.unlink()  # written for real after the drawing
+        p.unlink()  # written for real after the work
     return p
 
 
