@@ -189,7 +189,7 @@ def test_png_creates_only_the_last_missing_folder(tmp_path, capsys):
     (tmp_path / "file").write_text("")
     assert main(PLAN + ["--png", str(tmp_path / "file" / "plan.png")]) == 2
     out, err = capsys.readouterr()
-    assert out == "" and "--png: cannot create the folder" in err
+    assert out == "" and f"--png: '{tmp_path / 'file'}' is a file, not a folder" in err
     assert main(SHOW + ["--png", str(tmp_path)]) == 2
     assert "expected a file name ending in .png" in capsys.readouterr().err
 
@@ -451,3 +451,22 @@ def test_available_memory_reads_meminfo_and_cgroup(tmp_path):
     assert available_memory(str(tmp_path / "meminfo"), str(cg)) == 524288
     (cg / "memory.max").write_text("max\n")
     assert available_memory(str(tmp_path / "meminfo"), str(cg)) == 2048 * 1024
+
+
+@pytest.mark.parametrize("flag, name", [("--trace", "t.json"), ("--png", "g.png")])
+def test_profile_output_paths_are_checked_like_show(flag, name, tmp_path, capsys):
+    """Issue 30: `profile --trace /nonexistent/dir/t.json` created /nonexistent/dir
+    (show and plan refuse such paths); `--trace afile/sub/t.json` gave a bare
+    '[Errno 20] Not a directory'."""
+    if flag == "--png":
+        pytest.importorskip("matplotlib")
+    deep = tmp_path / "typo" / "dir" / name
+    assert main(["profile", flag, str(deep)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and not (tmp_path / "typo").exists()
+    assert f"{flag}: the folder '{tmp_path / 'typo'}' does not exist" in err
+    (tmp_path / "afile").write_text("")
+    assert main(["profile", flag, str(tmp_path / "afile" / "sub" / name)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and f"{flag}: '{tmp_path / 'afile'}' is a file, not a folder" in err
+    assert "Errno" not in err

@@ -20,7 +20,7 @@ import pathlib
 import sys
 from typing import Any
 
-from .cli import _int_at_least, prepare_png
+from .cli import _int_at_least, prepare_output, prepare_png
 from .machines import PRESETS, get_machine, machine_names
 
 ALGORITHMS = ("summa_comm", "cannon_comm", "ksplit_comm", "summa", "cannon", "local")
@@ -168,13 +168,8 @@ def load_kernel(spec: str) -> Any:
 
 
 def _check_out(path: str, suffix: str, flag: str) -> pathlib.Path:
-    p = pathlib.Path(path)
-    if p.suffix.lower() != suffix:
-        raise ValueError(f"{flag}: expected a file name ending in {suffix}, got {path!r}")
-    if p.is_dir():
-        raise ValueError(f"{flag}: {path!r} is a folder")
-    p.parent.mkdir(parents=True, exist_ok=True)
-    return p
+    # as show's and plan's --png: only the last folder is created, a file is named
+    return prepare_output(path, flag, suffix)
 
 
 def run_profile(args: argparse.Namespace) -> int:
