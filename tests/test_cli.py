@@ -7,6 +7,7 @@ import pytest
 
 from meshtensor import Mesh, Sharding
 from meshtensor.cli import main, parse_shape, parse_sharding
+from cli_text import read, unwrap
 
 
 def test_plan_command_prints_plan(capsys):
@@ -28,14 +29,14 @@ def test_plan_command_seed_dict_partial_and_halo(capsys):
 @pytest.mark.parametrize("spec", ["__import__('os').system('true')", "[[0]] + [[1]]", "open('x')"])
 def test_specs_are_parsed_safely(spec, capsys):
     assert main(["plan", "--mesh", "2x2", "--shape", "4x4", "--from", spec, "--to", "[]"]) == 2
-    assert "is not a literal" in capsys.readouterr().err
+    assert "is not a literal" in read(capsys)[1]
 
 
 def test_bad_input_messages(capsys):
     assert main(["plan", "--mesh", "2y2", "--shape", "4", "--from", "[]", "--to", "[]"]) == 2
-    assert "expected sizes like '4x4'" in capsys.readouterr().err
+    assert "expected sizes like '4x4'" in read(capsys)[1]
     assert main(["plan", "--mesh", "2", "--shape", "4", "--from", "[]", "--to", "[[3]]"]) == 2
-    assert "out of range" in capsys.readouterr().err
+    assert "out of range" in read(capsys)[1]
 
 
 def test_parsers():
@@ -91,7 +92,9 @@ SHOW = ["show", "--mesh", "2x3", "--shape", "6x6", "--sharding", "[[0],[1]]"]
     pytest.param(PLAN + ["--pairs", "-1"], "argument --pairs: must be >= 0, got -1",
                  id="pairs-negative"),
     pytest.param(PLAN + ["--dtype", "bfloat17"], "argument --dtype: unknown element type "
-                 "'bfloat17'; accepted: bfloat16, bool,", id="dtype-unknown"),
+                 "'bfloat17': give a numeric numpy type (float32, float16, int8, uint8, "
+                 "bool, complex64, ...) or bfloat16, float8_e4m3fn, float8_e5m2",
+                 id="dtype-unknown"),
     pytest.param(PLAN + ["--dtype", "str"], "unknown element type 'str'", id="dtype-not-numeric"),
     pytest.param(SHOW + ["--width", "0"], "argument --width: must be >= 40, got 0", id="width-0"),
     pytest.param(PLAN + ["--width", "39"], "argument --width: must be >= 40, got 39",
@@ -108,7 +111,7 @@ def test_argument_errors_are_one_line_exit_2(argv, message, capsys):
     with pytest.raises(SystemExit) as e:
         main(argv)
     assert e.value.code == 2
-    out, err = capsys.readouterr()
+    out, err = read(capsys)
     assert out == "" and message in err
     assert err.count("\n") == 1 and "--help" in err and "Traceback" not in err
 
@@ -118,7 +121,7 @@ def test_argument_error_from_the_command_line():
                        capture_output=True, text=True)
     assert (r.returncode, r.stdout) == (2, "")
     assert r.stderr == ("meshtensor demo: error: argument --size: must be >= 1, got 0 "
-                        "(see 'meshtensor demo --help')\n")
+                        "(see 'meshtensor\n  demo --help')\n")  # wrapped to 80 columns
 
 
 @pytest.mark.parametrize("argv,message", [
@@ -143,7 +146,7 @@ def test_argument_error_from_the_command_line():
 ])
 def test_bad_values_fail_before_printing(argv, message, capsys):
     assert main(argv) == 2
-    out, err = capsys.readouterr()
+    out, err = read(capsys)
     assert out == "" and message in err and err.count("\n") == 1
 
 
@@ -183,15 +186,15 @@ def test_png_creates_only_the_last_missing_folder(tmp_path, capsys):
     assert target.stat().st_size > 0 and f"saved {target}" in capsys.readouterr().out
     deep = tmp_path / "typo" / "dir" / "layout.png"
     assert main(SHOW + ["--png", str(deep)]) == 2
-    out, err = capsys.readouterr()
+    out, err = read(capsys)
     assert out == "" and not (tmp_path / "typo").exists()
     assert f"--png: the folder '{tmp_path / 'typo'}' does not exist (only the last folder" in err
     (tmp_path / "file").write_text("")
     assert main(PLAN + ["--png", str(tmp_path / "file" / "plan.png")]) == 2
-    out, err = capsys.readouterr()
+    out, err = read(capsys)
     assert out == "" and f"--png: '{tmp_path / 'file'}' is a file, not a folder" in err
     assert main(SHOW + ["--png", str(tmp_path)]) == 2
-    assert "expected a file name ending in .png" in capsys.readouterr().err
+    assert "expected a file name ending in .png" in read(capsys)[1]
 
 
 @pytest.mark.parametrize("path, message", [
@@ -210,7 +213,7 @@ def test_png_path_is_checked_before_drawing(path, message, capsys, monkeypatch):
     monkeypatch.setattr(V, "save_plan_png", no_drawing)
     for argv in (SHOW, PLAN):
         assert main(argv + ["--png", path]) == 2
-        out, err = capsys.readouterr()
+        out, err = read(capsys)
         assert out == "" and message in err and err.count("\n") == 1
     assert not pathlib.Path("/nonexistent").exists()
 
@@ -250,7 +253,7 @@ def test_png_leaves_no_file_when_the_check_passes_but_nothing_is_drawn(tmp_path,
 ])
 def test_our_own_messages(argv, message, capsys):
     assert main(argv) == 2
-    out, err = capsys.readouterr()
+    out, err = read(capsys)
     assert out == "" and message in err and err.count("\n") == 1 and "Traceback" not in err
 
 
@@ -273,9 +276,9 @@ def test_demo_target_cuda_without_a_gpu_says_so_at_once():
     # the 3.6 s it took were torch's and tilelang's imports: neither happens now (a
     # wall-clock bound would only measure how busy the machine is)
     assert (rc, torch_loaded, tilelang_loaded) == ("2", "False", "False")
-    assert r.stderr == ("meshtensor demo: error: --target cuda needs a CUDA GPU; none is "
-                        "visible (no /dev/nvidia* device, or CUDA_VISIBLE_DEVICES hides "
-                        "them)\n")
+    assert unwrap(r.stderr) == ("meshtensor demo: error: --target cuda needs a CUDA GPU; "
+                                "none is visible (no /dev/nvidia* device, or "
+                                "CUDA_VISIBLE_DEVICES hides them)\n")
 
 
 @pytest.mark.parametrize("files, hidden, want", [
@@ -323,7 +326,7 @@ def test_seed_dict_is_checked_against_the_shape_rank(capsys):
                  "--to", "[]"]) == 0
     capsys.readouterr()
     assert main(["show", "--mesh", "2x2", "--shape", "8x12", "--sharding", '{"x": 5}']) == 2
-    assert "tensor dim 5, out of range [0, 2) for ndim=2" in capsys.readouterr().err
+    assert "tensor dim 5, out of range [0, 2) for ndim=2" in read(capsys)[1]
 
 
 # -- 80 columns ---------------------------------------------------------------------------
@@ -462,11 +465,32 @@ def test_profile_output_paths_are_checked_like_show(flag, name, tmp_path, capsys
         pytest.importorskip("matplotlib")
     deep = tmp_path / "typo" / "dir" / name
     assert main(["profile", flag, str(deep)]) == 2
-    out, err = capsys.readouterr()
+    out, err = read(capsys)
     assert out == "" and not (tmp_path / "typo").exists()
     assert f"{flag}: the folder '{tmp_path / 'typo'}' does not exist" in err
     (tmp_path / "afile").write_text("")
     assert main(["profile", flag, str(tmp_path / "afile" / "sub" / name)]) == 2
-    out, err = capsys.readouterr()
+    out, err = read(capsys)
     assert out == "" and f"{flag}: '{tmp_path / 'afile'}' is a file, not a folder" in err
     assert "Errno" not in err
+
+
+@pytest.mark.parametrize("argv", [
+    PLAN + ["--dtype", "foo"],
+    ["plan", "--mesh", "2y3", "--shape", "6", "--from", "[]", "--to", "[]"],
+    ["show", "--mesh", "2x3", "--shape", "6x6", "--sharding", "[[0],[1]]", "--halo",
+     "[[1,1,1],[0,2]]"],
+    ["demo", "--size", "100000"],
+    ["profile", "--machine", "no-such-machine-name-at-all"],
+], ids=["dtype", "mesh", "halo", "demo-size", "profile-machine"])
+def test_errors_fit_80_columns(argv, capsys):
+    """Issue 30: `--dtype foo` gave a line of about 300 characters, `--mesh 2y3` about
+    100. Messages are wrapped to the width, later lines indented by two."""
+    try:
+        assert main(argv) == 2
+    except SystemExit as e:
+        assert e.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("meshtensor ") and "error: " in err
+    assert max(map(len, err.splitlines())) <= 80, err
+    assert all(ln.startswith("  ") for ln in err.splitlines()[1:])

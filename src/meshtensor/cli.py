@@ -7,8 +7,9 @@
 Sharding specs are parsed with ``ast.literal_eval`` (never ``eval``): the ``split_axes``
 form (``[[0], [1]]``, ``[["x"], []]``) or the seed dict form (``{"x": 0, "y": None}``).
 Every argument is checked before anything is printed; a bad one exits with status 2
-and a one-line ``meshtensor CMD: error: ...`` message. Output and help fit 80 columns,
-or the terminal's width when stdout is a terminal (``--width`` sets it).
+and one ``meshtensor CMD: error: ...`` message. Output, errors and help fit 80 columns,
+or the terminal's width when stdout is a terminal (``--width`` sets it); a long error
+wraps, its later lines indented by two.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import pathlib
 import re
 import shutil
 import sys
+import textwrap
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -91,7 +93,26 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+        self.exit(2, error_text(self.prog, f"{message} (see '{self.prog} --help')"))
+
+
+def error_text(prog: str, message: str, width: int | None = None) -> str:
+    """``prog: error: message`` wrapped to ``width`` columns (default
+    :func:`output_width`), later lines indented by two; ends in a newline.
+
+    >>> print(error_text("meshtensor plan", "--dtype: " + "word " * 20, 40), end="")
+    meshtensor plan: error: --dtype: word
+      word word word word word word word
+      word word word word word word word
+      word word word word word
+    """
+    width = width or output_width()
+    lines = []
+    for i, part in enumerate(f"{prog}: error: {message}".splitlines() or [""]):
+        lines += textwrap.wrap(part, width, initial_indent="" if i == 0 else "  ",
+                               subsequent_indent="  ", break_long_words=False,
+                               break_on_hyphens=False) or [""]
+    return "\n".join(lines) + "\n"
 
 
 def _int_at_least(low: int) -> Callable[[str], int]:
@@ -122,10 +143,9 @@ def dtype_itemsize(text: str) -> int:
     except TypeError:
         dt = None
     if dt is None or dt.kind not in "biufc":
-        numeric = sorted({np.dtype(c).name for c in np.typecodes["All"]
-                          if np.dtype(c).kind in "biufc"} | set(EXTRA_ITEMSIZES))
-        raise argparse.ArgumentTypeError(f"unknown element type {text!r}; accepted: "
-                                         f"{', '.join(numeric)}")
+        raise argparse.ArgumentTypeError(
+            f"unknown element type {text!r}: give a numeric numpy type (float32, "
+            f"float16, int8, uint8, bool, complex64, ...) or {', '.join(EXTRA_ITEMSIZES)}")
     return dt.itemsize
 
 
@@ -149,7 +169,10 @@ def parse_mesh(text: str) -> Mesh:
     """
     if re.fullmatch(r"\s*-?\d+(\s*x\s*-?\d+)*\s*", text.lower()) and "-" in text:
         raise ValueError(f"--mesh: mesh sizes must be >= 1, got {text!r}")
-    return Mesh.parse(text)
+    try:
+        return Mesh.parse(text)
+    except ValueError as e:
+        raise ValueError(str(e).replace("Mesh.parse:", "--mesh:", 1)) from None
 
 
 def parse_per_dim(text: str, base: Sharding, what: str,
@@ -609,7 +632,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except BrokenPipeError:
             raise
         except (ValueError, TypeError, ImportError, OSError) as e:
-            print(f"meshtensor {args.command}: error: {e}", file=sys.stderr)
+            sys.stderr.write(error_text(f"meshtensor {args.command}", str(e)))
             return 2
         sys.stdout.flush()  # a closed pipe shows here when the output was buffered
         return status
