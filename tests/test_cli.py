@@ -494,3 +494,22 @@ def test_errors_fit_80_columns(argv, capsys):
     assert err.startswith("meshtensor ") and "error: " in err
     assert max(map(len, err.splitlines())) <= 80, err
     assert all(ln.startswith("  ") for ln in err.splitlines()[1:])
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--mesh", "4y4"], "expected a square mesh like 4x4"),
+    (["nofile.py:gemm"], "'nofile.py' is not a Python file"),
+    (["--mesh", "32x32"], "a 32x32 mesh does not fit machine 'generic'"),
+    (["--dtype", "foo"], "--dtype: unknown element type 'foo'"),
+    (["--compare", "--mesh", "3x4"], "square n x n mesh"),
+    (["nofile.py:gemm", "--mesh", "2y2"], "'nofile.py' is not a Python file"),
+], ids=["mesh-typo", "no-file", "mesh-too-big", "dtype", "compare-not-square",
+        "file-and-mesh"])
+def test_profile_refuses_before_heavy_imports(argv, words):
+    """Issue 30: `profile --mesh 4y4` took 4.2 s to fail, a missing kernel file 6.3 s,
+    `--mesh 32x32` 9.0 s: the arguments were checked after importing TileLang."""
+    code = (f"import sys; from meshtensor.cli import main; rc = main({['profile'] + argv!r}); "
+            f"print(rc, sorted({{'tilelang', 'torch', 'tvm'}} & set(sys.modules)))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.stdout.splitlines()[-1] == "2 []", r.stdout + r.stderr
+    assert words in unwrap(r.stderr)
