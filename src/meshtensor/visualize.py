@@ -405,10 +405,18 @@ PNG_LABELS = 16
 
 def save_png(sharding: Sharding, global_shape: Sequence[int], path: str) -> None:
     """Save a picture: the tensor coloured by owning shard (dims 0 and 1; a 1-D tensor
-    is one row, higher dims are folded into the columns) and the mesh grid in the same
-    colours, each device labelled with its shard letter (on meshes up to
+    is one row, higher dims are folded into the columns), each shard's halo window (the
+    range its local array covers) as a dashed outline in its colour, and the mesh grid
+    in the same colours, each device labelled with its shard letter (on meshes up to
     ``PNG_LABELS`` x ``PNG_LABELS``; bigger ones get colour and sparse ticks, so a 64x64
     mesh stays readable and quick)."""
+    fig = _layout_figure(sharding, global_shape)
+    fig.savefig(path, dpi=100)
+    _plt().close(fig)
+
+
+def _layout_figure(sharding: Sharding, global_shape: Sequence[int]) -> Any:
+    """The figure :func:`save_png` saves."""
     plt = _plt()
     shape = sharding.check_shape(global_shape, "save_png")
     mesh = sharding.mesh
@@ -442,6 +450,8 @@ def save_png(sharding: Sharding, global_shape: Sequence[int], path: str) -> None
                                                       f"{n_col}" if n_shards > n_col else ""))
     ax1.set_xlabel("dim 1" if len(shape) >= 2 else "")
     ax1.set_ylabel("dim 0")
+    if sharding.halo_sizes and rows and cols:
+        _halo_outlines(ax1, sharding, shape, shard_of, reps, cmap, n_col, rows, cols)
     if n_shards <= 64:
         for d in reps.tolist():
             if np.all(stops[d] > starts[d]):
@@ -468,32 +478,66 @@ def save_png(sharding: Sharding, global_shape: Sequence[int], path: str) -> None
         ax2.set_xlabel("mesh column (last axes)")
         ax2.set_ylabel(f"mesh axis {mesh.axis_names[0]}")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    return fig
+
+
+def _halo_outlines(ax: Any, sharding: Sharding, shape: tuple[int, ...], shard_of: np.ndarray,
+                   reps: np.ndarray, cmap: Any, n_col: int, rows: int, cols: int) -> None:
+    """Each non-empty shard's halo window, clipped to the tensor, as a dashed outline in
+    the shard's colour (dims 0 and 1, as the tensor panel)."""
+    from matplotlib.patches import Rectangle
+    w0, w1 = sharding.windows(shape)
+    drawn = set()
+    for d in reps.tolist():
+        if shard_of[d] < 0:
+            continue
+        r0, r1 = (max(w0[d][0], 0), min(w1[d][0], rows)) if len(shape) >= 1 else (0, 1)
+        c0, c1 = (max(w0[d][1], 0), min(w1[d][1], cols)) if len(shape) >= 2 else (0, 1)
+        if (r0, r1, c0, c1) in drawn or r1 <= r0 or c1 <= c0:
+            continue
+        drawn.add((r0, r1, c0, c1))
+        ax.add_patch(Rectangle((c0 - 0.5, r0 - 0.5), c1 - c0, r1 - r0, fill=False,
+                               linestyle="--", linewidth=1.5, label="halo",
+                               edgecolor=cmap(int(shard_of[d]) % n_col)))
+    ax.set_title(ax.get_title() + "\ndashed: each shard's halo window", fontsize=10)
 
 
 def save_plan_png(plan: Any, path: str) -> None:
-    """Save a picture of a plan: one sender x receiver byte matrix per step."""
+    """Save a picture of a plan: one sender x receiver byte matrix per step, devices
+    named by their mesh coordinates as in the text (on big meshes each pixel is a block
+    of consecutive devices, its tick the first one's coordinates), the colour bar in
+    bytes."""
+    fig = _plan_figure(plan)
+    fig.savefig(path, dpi=100)
+    _plt().close(fig)
+
+
+def _plan_figure(plan: Any) -> Any:
+    """The figure :func:`save_plan_png` saves."""
     plt = _plt()
     steps = [s for s in plan.steps] or [None]
+    mesh = plan.mesh
+    n = mesh.size
     fig, axes = plt.subplots(1, len(steps), figsize=(5 * len(steps), 4.5), squeeze=False)
     for ax, s in zip(axes[0], steps):
         if s is None:
             ax.set_title("nothing to move")
             ax.axis("off")
             continue
-        m = plan_matrix(s, plan.mesh, bins=PNG_SAMPLES)
-        n = plan.mesh.size
-        # Binned matrices keep linear device ids on the axes (a bin spans n / bins ids).
-        im = ax.imshow(m, cmap="viridis", interpolation="nearest",
-                       extent=(-0.5, n - 0.5, n - 0.5, -0.5))
-        per = f"; bytes per block of ~{n / len(m):.3g} x {n / len(m):.3g} pairs" \
-            if len(m) < n else ""
+        m = plan_matrix(s, mesh, bins=PNG_SAMPLES)
+        b = len(m)
+        im = ax.imshow(m, cmap="viridis", interpolation="nearest")
+        per = f"; each pixel a block of ~{n / b:.3g} devices per side" if b < n else ""
         ax.set_title(f"{s.op}: {s.bytes} bytes{per}", fontsize=9)
-        ax.set_xlabel("receiver (linear id)")
-        ax.set_ylabel("sender (linear id)")
-        fig.colorbar(im, ax=ax, shrink=0.8)
+        # ticks at (at most) 8 blocks, named by their first device's coordinates
+        ticks = sorted(set(np.linspace(0, b - 1, min(b, 8)).round().astype(int).tolist()))
+        labels = [str(mesh.multi_index((t * n) // b)) for t in ticks]
+        ax.set_xticks(ticks, labels, rotation=90, fontsize=7)
+        ax.set_yticks(ticks, labels, fontsize=7)
+        ax.set_xlabel("receiver (mesh coordinates)")
+        ax.set_ylabel("sender (mesh coordinates)")
+        bar = fig.colorbar(im, ax=ax, shrink=0.8)
+        bar.set_label("bytes sent" + (" per block" if b < n else ""))
     fig.suptitle(f"{plan.src} -> {plan.tgt}, shape {plan.global_shape}")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    return fig
