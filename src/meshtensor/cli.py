@@ -461,10 +461,13 @@ def _demo_algorithm(args: argparse.Namespace) -> str:
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     if args.tilelang_mesh and (args.spmdize or args.algorithm is not None
-                               or args.target != "c"):
+                               or args.target != "c" or args.tir):
         raise ValueError("--tilelang-mesh runs the Tilelang-Mesh GEMM on CPU: it takes no "
-                         "--spmdize, --algorithm or --target")
+                         "--spmdize, --algorithm, --target or --tir")
     algorithm = _demo_algorithm(args)
+    if args.tir and not args.spmdize:
+        raise ValueError("--tir prints the global-view kernel that --spmdize rewrites: "
+                         "give it with --spmdize")
     if args.spmdize and args.target != "c":
         raise ValueError(f"--spmdize runs on CPU (--target c), got --target {args.target}")
     if args.target == "cuda" and not cuda_visible():
@@ -479,7 +482,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     if args.spmdize:
         from .tilelang.demos.spmdize_demo import main as spmdize_demo
         return spmdize_demo(size=args.size, algorithm=algorithm, repeat=args.repeat,
-                            target=args.target, width=width)
+                            target=args.target, show_kernel=args.tir, width=width)
     from .tilelang.demos.gemm_demo import main as demo
     return demo(size=args.size, target=args.target, algorithm=algorithm,
                 repeat=args.repeat, width=width)
@@ -562,6 +565,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="run SpmdizeMeshCopies on the global-view kernel (summa or "
                            "cannon): show the communication chosen per copy, run both "
                            "kernels")
+    demo.add_argument("--tir", action="store_true",
+                      help="with --spmdize: also print the input kernel's TIR (about 60 "
+                           "lines)")
     demo.add_argument("--tilelang-mesh", action="store_true",
                       help="run the GEMM of Tilelang-Mesh's examples (T.comm, "
                            "T.MeshTensor) unchanged and print the traffic the chip "
