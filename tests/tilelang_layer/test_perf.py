@@ -688,7 +688,7 @@ def test_profile_kernel_without_a_mesh_asks_for_mesh(tmp_path, capsys):
                  "epiphany-e16g301"]) == 0
     out = capsys.readouterr().out
     # 128 B in and out at 0.5 GB/s; 16 multiplies at 2 GFLOP/s
-    assert "estimated time 256.000 ns over 1 supersteps" in out
+    assert "estimated time 256.000 ns over 1 superstep " in out
     assert "busiest core: 16 FLOP, 128 B to/from global memory" in out
     assert main(["profile", f"{src}:scale", "--mesh", "4x4"]) == 2
     err = read(capsys)[1]

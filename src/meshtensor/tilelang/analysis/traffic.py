@@ -18,7 +18,7 @@ from tvm import tirx
 from ...boxes import clip_boxes, split_by_owner, volume
 from ...cost import hops, xy_link_loads
 from ...mesh import Mesh
-from ...text import DEFAULT_WIDTH, columns, wrap
+from ...text import DEFAULT_WIDTH, columns, plural, wrap
 from ..ir.comm_op import CommOp
 from ..ir.evaluate import IterSpace, region_box
 from ..ir.kernel import KernelView, execution_keys, executions, runs_per_core
@@ -253,7 +253,7 @@ class CommReport:
                      ", ".join(f"{h}: {b}" for h, b in sorted(hops_total.items())) or "-"])
         table = columns(heads, rows, width, key=2, left=(0, 1, 7))
         table += wrap(f"total: sums, but max link: the busiest superstep's. Over all "
-                      f"{len(self.supersteps)} supersteps the busiest link carries "
+                      f"{plural(len(self.supersteps), 'superstep')} the busiest link carries "
                       f"{self.max_link_bytes()} bytes.", width)
         return "\n".join(legend + [""] + table if legend else table)
 
