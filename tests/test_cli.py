@@ -513,3 +513,26 @@ def test_profile_refuses_before_heavy_imports(argv, words):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.stdout.splitlines()[-1] == "2 []", r.stdout + r.stderr
     assert words in unwrap(r.stderr)
+
+
+def test_smaller_messages_say_what_is_true(capsys):
+    """Issue 30 item 12: `[["x","x"]]` said "used twice, by dims 0 and 0";
+    `[[0],[1],[]]` was accepted silently for a 2-D shape; "a target (a4e)" was not
+    explained in --help."""
+    assert main(["show", "--mesh", "2x2", "--shape", "4x4", "--sharding",
+                 '[["x","x"]]']) == 2
+    err = read(capsys)[1]
+    assert "mesh axis 'x' (0) is listed twice in split_axes[0]" in err and "0 and 0" not in err
+    for argv in (["show", "--mesh", "2x2", "--shape", "4x4", "--sharding", "[[0],[1],[]]"],
+                 ["plan", "--mesh", "2x2", "--shape", "4x4", "--from", "[[0],[1],[]]",
+                  "--to", "[]"]):
+        assert main(argv) == 2
+        out, err = read(capsys)
+        assert out == "" and "has 3 entries, one per tensor dim, but --shape has rank 2" in err
+    assert main(["show", "--mesh", "2x2", "--shape", "4x4x1", "--sharding", "[[0],[1],[]]"]) == 0
+    capsys.readouterr()
+    for cmd in ("show", "plan"):
+        with pytest.raises(SystemExit):
+            main([cmd, "--help"])
+        assert "a named mesh accelerator (a target) and its mesh of cores: a4e: 4x4, " \
+               "a4e-lite: 2x4" in " ".join(capsys.readouterr().out.split())

@@ -30,7 +30,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import __version__
-from .mesh import Mesh
+from .mesh import Mesh, target_list
 from .sharding import Sharding
 from .text import DEFAULT_WIDTH, MIN_WIDTH
 
@@ -230,6 +230,11 @@ def parse_sharding(mesh: Mesh, text: str, *, partial: str | None = None,
     if isinstance(value, dict):
         base = Sharding.from_seed(mesh, value, ndim=ndim)
     elif isinstance(value, (list, tuple)):
+        # trailing unsplit entries vanish in Sharding (equal layouts, equal values):
+        # past the rank they are a mistake only the text shows
+        if ndim is not None and len(value) > ndim and not any(value[ndim:]):
+            raise ValueError(f"sharding {text!r} has {len(value)} entries, one per tensor "
+                             f"dim, but --shape has rank {ndim}")
         base = Sharding(mesh, value)
     else:
         raise ValueError(f"sharding {text!r} must be a list of lists or a dict")
@@ -497,13 +502,15 @@ def build_parser() -> argparse.ArgumentParser:
     positive, non_negative = _int_at_least(1), _int_at_least(0)
     width_help = (f"maximum line width in columns, >= {MIN_WIDTH} (default 80, or the "
                   f"terminal's width when the output is a terminal)")
+    mesh_help = (f"mesh sizes like 4x4 or 2x3x2, or a named mesh accelerator (a "
+                 f"target) and its mesh of cores: {target_list()}")
     png_help = ("save a picture to this .png file (needs matplotlib; a missing last "
                 "folder is created)")
 
     show = sub.add_parser("show", help="draw which part of a tensor each device holds "
                           "(text, or --png)",
                           description="Draw which part of a tensor each device holds.")
-    show.add_argument("--mesh", required=True, help="mesh sizes like 4x4, or a target (a4e)")
+    show.add_argument("--mesh", required=True, help=mesh_help)
     show.add_argument("--shape", required=True, help="global tensor shape like 8x12")
     show.add_argument("--sharding", required=True,
                       help='split_axes form "[[0],[1]]" or seed form \'{"x": 0, "y": 1}\'')
@@ -522,7 +529,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "bytes moved, cost",
                           description="Plan a reshard between two shardings and print "
                                       "its steps, bytes moved and cost.")
-    plan.add_argument("--mesh", required=True, help="mesh sizes like 2x3, or a target (a4e)")
+    plan.add_argument("--mesh", required=True, help=mesh_help)
     plan.add_argument("--shape", required=True, help="global tensor shape like 6x6")
     plan.add_argument("--from", dest="src", required=True, help="source sharding")
     plan.add_argument("--to", dest="tgt", required=True, help="target sharding")

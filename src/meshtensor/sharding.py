@@ -86,6 +86,10 @@ def _normalize_split_axes(mesh: Mesh, split_axes: Any) -> tuple[tuple[int, ...],
         axes = []
         for a in entry:
             ai = mesh.axis_index(a, what=f"Sharding: split_axes[{d}]")
+            if ai in seen and seen[ai] == d:
+                raise ValueError(f"Sharding: mesh axis {mesh.axis_names[ai]!r} ({ai}) is "
+                                 f"listed twice in split_axes[{d}]; a mesh axis may split "
+                                 f"a dim once")
             if ai in seen:
                 raise ValueError(f"Sharding: mesh axis {mesh.axis_names[ai]!r} ({ai}) is "
                                  f"used twice, by dims {seen[ai]} and {d}; a mesh axis "
