@@ -51,7 +51,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(__file__))
 
 import meshtensor as mt  # noqa: E402
-from meshtensor import resharding, sharding  # noqa: E402
+from meshtensor import boxes, sharding  # noqa: E402
+from meshtensor.resharding import even, execute  # noqa: E402
 
 # (name, mesh shape, global shape, src split_axes, tgt split_axes, src partial axes,
 #  DTensor src placements, DTensor tgt placements) ; "S0" = Shard(0), "R", "P".
@@ -145,10 +146,10 @@ def _clear_caches(all_of_them: bool = True) -> None:
     if all_of_them:
         sharding._regions.cache_clear()
         sharding._windows.cache_clear()
-        resharding._held.cache_clear()
-        resharding._own_boxes.cache_clear()
-        resharding._layout.cache_clear()
-        resharding._dim_starts.cache_clear()
+        boxes.held_boxes.cache_clear()
+        execute._own_boxes.cache_clear()
+        even.layout.cache_clear()
+        even.dim_starts.cache_clear()
 
 
 def part1(quick: bool = False) -> None:

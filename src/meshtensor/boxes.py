@@ -4,6 +4,8 @@ what from whom) and the TIR passes (which core a copy reads from)."""
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from .sharding import Sharding
@@ -35,6 +37,20 @@ def clip_boxes(lo: np.ndarray, hi: np.ndarray, shape: tuple[int, ...]) -> tuple[
     n = np.asarray(shape, dtype=np.int64)
     lo2 = np.minimum(np.maximum(lo, 0), n)  # np.clip costs more on small arrays
     return lo2, np.maximum(np.minimum(hi, n), lo2)
+
+
+@lru_cache(maxsize=256)
+def held_boxes(s: Sharding, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """The in-tensor cells each device's local array holds (core and halos), as boxes
+    ``(lo, hi)``; read-only, cached per ``(sharding, shape)`` like ``Sharding.windows``.
+
+    >>> from meshtensor import Mesh
+    >>> [a.tolist() for a in held_boxes(Sharding(Mesh([2]), [[0]], halo_sizes=[1, 1]), (4,))]
+    [[[0], [1]], [[3], [4]]]
+    """
+    lo, hi = clip_boxes(*s.windows(shape), shape)
+    lo.flags.writeable = hi.flags.writeable = False
+    return lo, hi
 
 
 def box_difference(t_lo, t_hi, h_lo, h_hi):

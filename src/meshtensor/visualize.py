@@ -335,7 +335,7 @@ def visualize_plan(plan: Any, max_devices: int = 16, max_pairs: int = 12, *,
         (0,)      .      8
         (1,)      8      .
     """
-    from .resharding import _step_summary
+    from .resharding.printer import step_summary
     if isinstance(width, bool) or not isinstance(width, (int, np.integer)) or width < MIN_WIDTH:
         raise ValueError(f"visualize_plan: width must be an int >= {MIN_WIDTH}, got {width!r}")
     mesh = plan.mesh
@@ -355,7 +355,7 @@ def visualize_plan(plan: Any, max_devices: int = 16, max_pairs: int = 12, *,
             out += wrap("  bytes sent (row: sender, column: receiver)", width, indent="  ")
             out += _matrix_lines(plan_matrix(s, mesh), labels, width)
             continue
-        out += [w for x in _step_summary(s, mesh) for w in wrap("  " + x, width, indent="    ")]
+        out += [w for x in step_summary(s, mesh) for w in wrap("  " + x, width, indent="    ")]
         out += wrap(f"  busiest link carries {s.flows.max_link_bytes(mesh)} bytes (XY routing)",
                     width, indent="    ")
         if s.op == "transfers":
