@@ -458,3 +458,26 @@ def test_largest_plannable_counts_are_exact_python_ints():
     # (0, 1) and (1, 0) swap their quarters, the diagonal keeps its own: half of 2^57 B
     assert p.bytes_moved == p.lower_bound_bytes == 2 ** 56
     assert type(p.bytes_moved) is int and "72057594037927936" in p.explain()
+
+
+def test_one_step_model_and_the_public_names():
+    """Issue 26: resharding.py held two step models (the planner's Move and the
+    executors' CollectiveStep/TransferStep). A plan's steps are its decisions now, one
+    Step record each; the old names still import and mean the same."""
+    import meshtensor
+    from meshtensor.resharding import (CollectiveStep, Move, ReshardPlan, Step, Transfer,
+                                       TransferStep, apply_step, new_local_shape,
+                                       own_cells, plan_reshard as pr, reshard as rs,
+                                       transfer_step)
+    assert Move is Step and pr is meshtensor.plan_reshard and rs is meshtensor.reshard
+    assert meshtensor.apply_step is apply_step and meshtensor.ReshardPlan is ReshardPlan
+    assert callable(new_local_shape) and callable(own_cells) and callable(transfer_step)
+    m = Mesh([2, 2])
+    p = plan_reshard(Sharding(m, [[0], [1]], partial=None), Sharding(m, [[1], [0]]), (4, 4))
+    q = plan_reshard(Sharding(m, [[0], [1]]), Sharding(m, []), (4, 4))
+    for step in p.steps + q.steps:
+        assert isinstance(step, Step) and type(step) in (CollectiveStep, TransferStep)
+        assert step.global_shape == (4, 4) and step.itemsize == 4
+    assert p.moves is p.steps and isinstance(p.steps[0].transfers[0], Transfer)
+    import pickle
+    assert pickle.loads(pickle.dumps(p.steps)) == p.steps  # values survive pickling
