@@ -15,9 +15,9 @@ Part 2, 4x4 mesh, rank-3 tensor: cold planning (our plan cache cleared before ev
 call; "all cold" also clears the per-sharding region caches and interned layouts)
 against DTensor's uncached ``_gen_transform_infos_non_cached``, and cached lookups
 (``plan_reshard`` hit) against DTensor's cached ``_gen_transform_infos``. Planning is the
-decision both sides make: our moves (ops, axes, layouts, bytes) and lower bound against
+decision both sides make: our steps (ops, axes, layouts, bytes) and lower bound against
 DTensor's transform infos; neither builds per-device data (our flows and transfer rows
-are built when ``plan.steps`` is first read: the "+steps" column). Each round times
+are built when a step's flows are first read: the "+flows" column). Each round times
 every column as a ``timeit`` loop of ``BATCH`` calls (set-up included: clearing our
 plan cache costs about 0.2 us, all our caches about 0.4 us), one column after the
 other; the table gives medians over rounds, the garbage collector off while timing
@@ -196,7 +196,7 @@ def part2(rounds: int, shape: tuple[int, ...] = (1024, 1024, 64)) -> None:
     m = mt.Mesh([4, 4])
     print(f"\nplanner latency, 4x4 mesh, shape {shape}, us per call: medians of {rounds} "
           f"interleaved rounds of {BATCH} calls")
-    print(f"{'pair':26s} {'ours cold':>9s} {'all cold':>9s} {'+steps':>7s} {'DT uncached':>11s} "
+    print(f"{'pair':26s} {'ours cold':>9s} {'all cold':>9s} {'+flows':>7s} {'DT uncached':>11s} "
           f"{'DT/ours':>8s} {'ours hit':>9s} {'DT cached':>9s} {'DT/ours':>8s}")
     worst = float("inf")
     with LocalTensorMode(16):
@@ -213,7 +213,8 @@ def part2(rounds: int, shape: tuple[int, ...] = (1024, 1024, 64)) -> None:
             # (name, set-up before each call, the call), timed in interleaved rounds
             runs = [("cold", lambda: _clear_caches(False), plan),
                     ("all cold", lambda: _clear_caches(True), plan),
-                    ("+steps", lambda: _clear_caches(False), lambda: plan().steps),
+                    ("+flows", lambda: _clear_caches(False),
+                     lambda: [s.flows for s in plan().steps]),
                     ("DT uncached", None, lambda: R._gen_transform_infos_non_cached(a, b)),
                     ("hit", None, plan),
                     ("DT cached", None, lambda: R._gen_transform_infos(a, b))]

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from functools import partial
 from typing import NamedTuple, Sequence
 
 from ..mesh import _is_int
 from ..sharding import Sharding
-from .even import even_plan
-from .flows import Rows
+from .even import EVEN_PLAN_MAX_DEVICES, even_plan  # noqa: F401 (named in the docs)
 from .plan import ReshardPlan
 from .planner import general_plan
 from .steps import Step, TransferStep
@@ -42,67 +40,156 @@ class CacheInfo(NamedTuple):
     nbytes: int
 
 
+# A cached plan is a list (made and read on every call: cheaper than an object):
+# the plan, the argument objects it was last asked with (a call with these very objects
+# skips the argument checks: they were checked), its transfer rows' bytes, how often it
+# was hit, that count at the last eviction sweep, and its key in ``PlanCache._fast``.
+PLAN, SRC, TGT, SHAPE, ITEMSIZE, NBYTES, USED, MARK, FAST = range(9)
+
+
+#: What ``PlanCache.last`` holds before any call: its argument slots hold an object no
+#: caller has, so it matches no call (not even ``plan_reshard(None, None, None, None)``).
+_NOBODY = object()
+_NO_ENTRY = [None, _NOBODY, _NOBODY, _NOBODY, _NOBODY, 0, 0, 0, None]
+
+
 class PlanCache:
-    """Least-recently-used plans, bounded by count and by the bytes of their transfer
-    rows; a plan larger than the whole byte budget is returned but not kept. Rows a
-    cached plan builds later (its transfer steps build them when first read) are
-    counted then. :func:`plan_reshard` looks plans up itself (one call less on a hit)
-    and calls :meth:`miss` for the rest."""
+    """Plans by ``(src, tgt, global_shape, itemsize)``, bounded by count and by the bytes
+    of their transfer rows; a plan larger than the whole byte budget is returned but not
+    kept. Rows a cached plan builds later (the fast path's transfer steps build them
+    when first read; on at most ``EVEN_PLAN_MAX_DEVICES`` devices they are small) are
+    counted when the cache is full or ``cache_info()`` is asked. Eviction is least recently used, as a second-chance clock:
+    the oldest entry goes unless it was hit since the last sweep (then it goes to the
+    back), so a hit only counts itself instead of reordering the cache.
+
+    :func:`plan_reshard` finds a repeated call through ``last`` (the entry of the last
+    call) or ``_fast`` (keyed on the shardings' stored hashes), and checks that the very
+    argument objects are those the entry was asked with; everything else goes through
+    :meth:`lookup`."""
 
     def __init__(self, maxsize: int, maxbytes: int) -> None:
         self.maxsize, self.maxbytes = maxsize, maxbytes
-        self._plans: OrderedDict = OrderedDict()
+        self._plans: OrderedDict = OrderedDict()  # (src, tgt, shape, itemsize) -> entry
+        self._fast: dict = {}  # (src._hash, tgt._hash, shape, itemsize) -> entry
         self._nbytes = 0
-        self.hits = self.misses = 0
+        self.misses = 0
+        self._gone_hits = 0  # hits of entries no longer cached
+        self.last = _NO_ENTRY  # the entry the last call found or made
+        # cached plans whose transfer steps had not built their rows: key -> (entry, steps)
+        self._later: dict = {}
+
+    def lookup(self, src, tgt, global_shape, itemsize) -> ReshardPlan:
+        """Check the arguments, then find or make the plan."""
+        # arguments not in normal form are checked, then looked up as their normal
+        # form (4.0 == 4 and (4.0,) == (4,): they would hit the cache unchecked)
+        if type(itemsize) is not int or type(global_shape) is not tuple:
+            return plan_reshard(src, tgt, *checked_args(src, tgt, global_shape, itemsize))
+        for n in global_shape:
+            if type(n) is not int:
+                return plan_reshard(src, tgt, *checked_args(src, tgt, global_shape, itemsize))
+        key = (src, tgt, global_shape, itemsize)
+        try:
+            e = self._plans.get(key)
+        except TypeError:  # an unhashable src or tgt: not a Sharding, say so
+            return plan_reshard(src, tgt, *checked_args(src, tgt, global_shape, itemsize))
+        if e is None:
+            return self.miss(key)
+        e[USED] += 1
+        # the next call with these objects takes the fast path (keyed on the shardings'
+        # stored hashes: a tuple of ints hashes in C, a Sharding in Python)
+        if self._fast.get(e[FAST]) is e:
+            del self._fast[e[FAST]]
+        e[SRC], e[TGT], e[SHAPE], e[ITEMSIZE] = key
+        e[FAST] = (src._hash, tgt._hash, global_shape, itemsize)
+        self._fast[e[FAST]] = e
+        self.last = e
+        return e[PLAN]
 
     def miss(self, key: tuple) -> ReshardPlan:
         """Plan ``key = (src, tgt, global_shape, itemsize)``, not in the cache, and keep it."""
         plan = even_plan(*key)
+        size = 0  # the fast path builds no rows
         if plan is None:
             normal = key[:2] + checked_args(*key)
             if normal != key:  # (a shape like range(4)): one entry per normal form
                 return plan_reshard(*normal)
             plan = general_plan(*normal)
-        size = steps_nbytes(plan.steps)  # the general planner builds rows as it goes
+            size = steps_nbytes(plan.steps)  # the general planner builds rows as it goes
         self.misses += 1
         if size > self.maxbytes:
             return plan
-        plans = self._plans
-        plans[key] = (plan, size)
+        src, tgt, shape, itemsize = key  # (an entry: see PLAN, SRC, ... above)
+        e = [plan, src, tgt, shape, itemsize, size, 0, 0, (src._hash, tgt._hash, shape, itemsize)]
+        self._plans[key] = e
+        self._fast[e[FAST]] = e
+        self.last = e
         self._nbytes += size
-        for st in plan.steps:
-            if isinstance(st, TransferStep) and "rows" not in st.__dict__:
-                st.__dict__["_on_rows"] = partial(self._built, key, plan)
-        if len(plans) > self.maxsize or self._nbytes > self.maxbytes:
-            self._evict()
+        if size == 0:  # transfer steps that build their rows later are counted then
+            later = [st for st in plan.steps if st.op == "transfers"]
+            if later:
+                self._later[key] = (e, later)
+        if len(self._plans) > self.maxsize or self._nbytes > self.maxbytes:
+            self._settle()
         return plan
 
-    def _built(self, key: tuple, plan: ReshardPlan, rows: Rows) -> None:
-        """A cached plan's transfer step built its rows: count them."""
-        got = self._plans.get(key)
-        if got is None or got[0] is not plan:
-            return  # evicted meanwhile
-        size = sum(a.nbytes for a in rows)
-        if got[1] + size > self.maxbytes:
-            del self._plans[key]
-            self._nbytes -= got[1]
-            return
-        self._plans[key] = (plan, got[1] + size)
-        self._nbytes += size
-        self._plans.move_to_end(key)  # just used
-        self._evict()
+    def _settle(self) -> None:
+        """Count the rows that cached plans built since they were cached (dropping a
+        plan that now exceeds the whole budget), then evict down to the bounds."""
+        for key, (e, later) in list(self._later.items()):
+            if self._plans.get(key) is not e:
+                del self._later[key]  # evicted meanwhile
+                continue
+            built = [st for st in later if "rows" in st.__dict__]
+            if not built:
+                continue
+            size = steps_nbytes(built)
+            rest = [st for st in later if "rows" not in st.__dict__]
+            if rest:
+                self._later[key] = (e, rest)
+            else:
+                del self._later[key]
+            if e[NBYTES] + size > self.maxbytes:
+                self._drop(key)
+                continue
+            e[NBYTES] += size
+            self._nbytes += size
+        if len(self._plans) > self.maxsize or self._nbytes > self.maxbytes:
+            self._evict()
+
+    def _drop(self, key: tuple) -> None:
+        e = self._plans.pop(key)
+        self._nbytes -= e[NBYTES]
+        self._gone_hits += e[USED]
+        if self._fast.get(e[FAST]) is e:
+            del self._fast[e[FAST]]
+        if self.last is e:
+            self.last = _NO_ENTRY
 
     def _evict(self) -> None:
-        while len(self._plans) > self.maxsize or self._nbytes > self.maxbytes:
-            _, (_, dropped) = self._plans.popitem(last=False)
-            self._nbytes -= dropped
+        plans = self._plans
+        while len(plans) > self.maxsize or self._nbytes > self.maxbytes:
+            key, e = next(iter(plans.items()))
+            if e[USED] != e[MARK]:  # hit since the last sweep: a second chance
+                e[MARK] = e[USED]
+                plans.move_to_end(key)
+                continue
+            self._drop(key)
 
     def cache_clear(self) -> None:
         self._plans.clear()
+        self._fast.clear()
+        self._later.clear()
+        self.last = _NO_ENTRY
         self._nbytes = 0
-        self.hits = self.misses = 0
+        self.misses = self._gone_hits = 0
+
+    @property
+    def hits(self) -> int:
+        # a hit counts on its entry only (one increment on the hot path)
+        return self._gone_hits + sum(e[USED] for e in self._plans.values())
 
     def cache_info(self) -> CacheInfo:
+        self._settle()
         return CacheInfo(self.hits, self.misses, self.maxsize, len(self._plans), self._nbytes)
 
 
@@ -119,8 +206,9 @@ def plan_reshard(src: Sharding, tgt: Sharding, global_shape: Sequence[int],
     Resharding into a partial sharding is refused unless ``src == tgt``. Plans are
     immutable values cached on ``(src, tgt, global_shape, itemsize)`` (the last
     ``PLAN_CACHE_SIZE`` pairs, at most ``PLAN_CACHE_BYTES`` of transfer rows): a
-    repeated call returns the same plan in microseconds; ``plan_reshard.cache_clear()``
-    empties the cache, ``plan_reshard.cache_info()`` reports hits, misses, size, bytes.
+    repeated call returns the same plan in well under a microsecond;
+    ``plan_reshard.cache_clear()`` empties the cache, ``plan_reshard.cache_info()``
+    reports hits, misses, size, bytes.
 
     >>> from meshtensor import Mesh, Sharding
     >>> m = Mesh([2, 3])
@@ -130,24 +218,34 @@ def plan_reshard(src: Sharding, tgt: Sharding, global_shape: Sequence[int],
     >>> plan_reshard(Sharding(m, [[0], [1]]), Sharding(m, [[1], [0]]), (6, 6)) is p
     True
     """
+    # The hot path: the very objects of a call already answered (so already checked),
+    # first the last one answered (a loop resharding alike every step), then any.
     cache = PLANS
-    # arguments not in normal form are checked, then looked up as their normal form
-    # (4.0 == 4 and (4.0,) == (4,): they would hit the cache unchecked)
-    if type(itemsize) is not int or type(global_shape) is not tuple:
-        return plan_reshard(src, tgt, *checked_args(src, tgt, global_shape, itemsize))
-    for n in global_shape:
-        if type(n) is not int:
-            return plan_reshard(src, tgt, *checked_args(src, tgt, global_shape, itemsize))
-    key = (src, tgt, global_shape, itemsize)
+    e = cache.last
+    if e[3] is global_shape and e[1] is src and e[2] is tgt and e[4] is itemsize:
+        e[6] += 1  # (entry fields by number on the hot path: SHAPE, SRC, ..., USED)
+        return e[0]
     try:
-        got = cache._plans.get(key)
-    except TypeError:  # an unhashable src or tgt: not a Sharding, say so
-        return plan_reshard(src, tgt, *checked_args(src, tgt, global_shape, itemsize))
-    if got is None:
-        return cache.miss(key)
-    cache.hits += 1
-    cache._plans.move_to_end(key)
-    return got[0]
+        e = cache._fast.get((src._hash, tgt._hash, global_shape, itemsize))
+    except (AttributeError, TypeError):  # not a Sharding, unhashable
+        return cache.lookup(src, tgt, global_shape, itemsize)
+    if e is not None:
+        if e[3] is global_shape and e[1] is src and e[2] is tgt and e[4] is itemsize:
+            e[6] += 1
+            cache.last = e
+            return e[0]
+        return cache.lookup(src, tgt, global_shape, itemsize)
+    # Not seen with these objects: a miss unless equal arguments were (checked as
+    # lookup does, without its call)
+    if type(itemsize) is int and type(global_shape) is tuple:
+        for n in global_shape:
+            if type(n) is not int:
+                break
+        else:
+            key = (src, tgt, global_shape, itemsize)
+            if key not in cache._plans:
+                return cache.miss(key)
+    return cache.lookup(src, tgt, global_shape, itemsize)
 
 
 plan_reshard.cache_clear = PLANS.cache_clear  # type: ignore[attr-defined]

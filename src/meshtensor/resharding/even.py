@@ -22,6 +22,8 @@ from .steps import CollectiveStep, Step, TransferStep
 
 #: Meshes up to this many devices plan even layouts in closed form (:func:`even_plan`).
 EVEN_PLAN_MAX_DEVICES = 64
+# Steps are made with tuple.__new__: the named tuple's own __new__ is a Python call.
+_new = tuple.__new__
 # Byte counts the fast path computes in Python ints must fit the general planner's
 # int64 boxes, or the two would disagree (a total over all devices stays below this).
 _INT64_SAFE = 2 ** 62
@@ -132,9 +134,9 @@ def even_plan(src, tgt, shape, itemsize) -> ReshardPlan | None:
         before = src
         for d in finer:
             after = tgt if d == finer[-1] else layout(mesh, ts[:d + 1] + cs[d + 1:])
-            steps.append(CollectiveStep("all_slice", ts[d][len(cs[d]) if d < len(cs) else 0:],
-                                        (("slice_axis", d),), before, after, 0, shape,
-                                        itemsize))
+            axes = ts[d][len(cs[d]) if d < len(cs) else 0:]
+            steps.append(_new(CollectiveStep, ("all_slice", axes, (("slice_axis", d),), before,
+                                               after, 0, shape, itemsize)))
             before = after
         return new_plan(src, tgt, shape, itemsize, tuple(steps), 0)
     coarser = extra_dims(ts, cs)
@@ -144,8 +146,9 @@ def even_plan(src, tgt, shape, itemsize) -> ReshardPlan | None:
             axes = cs[d][len(ts[d]) if d < len(ts) else 0:]
             k = math.prod([sizes[a] for a in axes])
             after = tgt if d == coarser[0] else layout(mesh, cs[:d] + ts[d:])
-            steps.append(CollectiveStep("all_gather", axes, (("gather_axis", d),), before,
-                                        after, n * (k - 1) * vol * itemsize, shape, itemsize))
+            steps.append(_new(CollectiveStep, ("all_gather", axes, (("gather_axis", d),), before,
+                                               after, n * (k - 1) * vol * itemsize, shape,
+                                               itemsize)))
             before, vol = after, vol * k
         return new_plan(src, tgt, shape, itemsize, tuple(steps), n * (vt - vs) * itemsize)
     lb = even_lower_bound(src, tgt, shape, n, vt, itemsize)
@@ -172,10 +175,12 @@ def even_plan(src, tgt, shape, itemsize) -> ReshardPlan | None:
         if spent > lb:
             break  # bytes only add up: the transfers (exactly lb) win
         after = tgt if c == t else layout(mesh, tuple(c))
-        steps.append(CollectiveStep(op, axes, params, before, after, nbytes, shape, itemsize))
+        steps.append(_new(CollectiveStep, (op, axes, params, before, after, nbytes, shape,
+                                           itemsize)))
         before = after
     return new_plan(src, tgt, shape, itemsize,
-                    (TransferStep(src, tgt, lb, shape, itemsize),), lb)
+                    (_new(TransferStep, ("transfers", (), (), src, tgt, lb, shape, itemsize)),),
+                    lb)
 
 
 def extra_dims(coarse: tuple[tuple[int, ...], ...], fine: tuple[tuple[int, ...], ...]

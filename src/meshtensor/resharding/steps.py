@@ -16,7 +16,7 @@ decisions compare and hash equal (transfer steps also compare their rows).
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -34,25 +34,7 @@ class Transfer(NamedTuple):
     region: tuple[slice, ...]
 
 
-#: The fields of a step, in order (its decision; ``flows`` and rows follow from them).
-STEP_FIELDS = ("op", "mesh_axes", "params", "before", "after", "bytes", "global_shape",
-               "itemsize")
-
-
-class Step:
-    """One step of a plan, as decided: ``op``, ``mesh_axes``, ``params``, the layouts
-    ``before`` and ``after``, the ``bytes`` it moves, and the ``global_shape`` and
-    ``itemsize`` they are counted for. ``flows`` are built when first read.
-
-    >>> from meshtensor import Mesh, Sharding, plan_reshard
-    >>> m = Mesh([2])
-    >>> s = plan_reshard(Sharding(m, [[0]]), Sharding(m, []), (4,)).steps[0]
-    >>> s.op, s.mesh_axes, s.kwargs, s.bytes
-    ('all_gather', (0,), {'gather_axis': 0}, 16)
-    >>> s.flows.pairs()
-    [(0, 1, 8), (1, 0, 8)]
-    """
-
+class _StepFields(NamedTuple):
     op: str
     mesh_axes: tuple[int, ...]
     params: tuple[tuple[str, Any], ...]
@@ -62,12 +44,25 @@ class Step:
     global_shape: tuple[int, ...] | None
     itemsize: int
 
-    def __init__(self, op: str, mesh_axes: tuple[int, ...], params: tuple[tuple[str, Any], ...],
-                 before: Sharding, after: Sharding, bytes: int,  # noqa: A002 (the field's name)
-                 global_shape: tuple[int, ...] | None, itemsize: int) -> None:
-        self.__dict__.update(op=op, mesh_axes=mesh_axes, params=params, before=before,
-                             after=after, bytes=bytes, global_shape=global_shape,
-                             itemsize=itemsize)
+
+#: The fields of a step, in order (its decision; ``flows`` and rows follow from them).
+STEP_FIELDS = _StepFields._fields
+
+
+class Step(_StepFields):
+    """One step of a plan, as decided: ``op``, ``mesh_axes``, ``params``, the layouts
+    ``before`` and ``after``, the ``bytes`` it moves, and the ``global_shape`` and
+    ``itemsize`` they are counted for. ``flows`` are built when first read. An
+    immutable value (a named tuple of the decision: planning makes many, cheaply).
+
+    >>> from meshtensor import Mesh, Sharding, plan_reshard
+    >>> m = Mesh([2])
+    >>> s = plan_reshard(Sharding(m, [[0]]), Sharding(m, []), (4,)).steps[0]
+    >>> s.op, s.mesh_axes, s.kwargs, s.bytes
+    ('all_gather', (0,), {'gather_axis': 0}, 16)
+    >>> s.flows.pairs()
+    [(0, 1, 8), (1, 0, 8)]
+    """
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable: cannot set {name!r}")
@@ -89,23 +84,18 @@ class Step:
         return f"{self.op}(mesh_axes={names}{args})"
 
     def _key(self) -> tuple:
-        d = self.__dict__
-        return tuple(d[f] for f in STEP_FIELDS)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Step):
-            return NotImplemented
-        return self is other or self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
+        return tuple(self)
 
     def __reduce__(self):
-        return type(self), self._key()
+        return _step, (type(self), tuple(self))
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}({self.describe()}, {self.before} -> {self.after}, "
                 f"bytes={self.bytes})")
+
+
+def _step(cls: type, fields: tuple) -> "Step":
+    return tuple.__new__(cls, fields)
 
 
 class CollectiveStep(Step):
@@ -119,20 +109,18 @@ class TransferStep(Step):
     are built when first read (the link-aware choice of senders happens then) and are
     read-only; equal steps have equal rows."""
 
-    def __init__(self, before: Sharding, after: Sharding, bytes: int,  # noqa: A002
-                 global_shape: tuple[int, ...] | None, itemsize: int,
-                 rows: Rows | None = None) -> None:
-        super().__init__("transfers", (), (), before, after, bytes, global_shape, itemsize)
+    def __new__(cls, before: Sharding, after: Sharding, bytes: int,  # noqa: A002
+                global_shape: tuple[int, ...] | None, itemsize: int,
+                rows: Rows | None = None) -> "TransferStep":
+        step = tuple.__new__(cls, ("transfers", (), (), before, after, bytes, global_shape,
+                                   itemsize))
         if rows is not None:
-            self.__dict__["rows"] = rows
+            step.__dict__["rows"] = rows
+        return step
 
     @cached_property
     def rows(self) -> Rows:
-        rows = best_transfer_rows(self.before, self.after, self.global_shape, self.itemsize)
-        built: Callable[[Rows], None] | None = self.__dict__.pop("_on_rows", None)
-        if built is not None:  # a cache counting the bytes of what its plans hold
-            built(rows)
-        return rows
+        return best_transfer_rows(self.before, self.after, self.global_shape, self.itemsize)
 
     @property
     def src(self) -> np.ndarray:
@@ -173,22 +161,26 @@ class TransferStep(Step):
         return f"transfers({len(self.src)} point-to-point copies)"
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Step):
+        if not isinstance(other, tuple):
             return NotImplemented
         if self is other:
             return True
-        if self._key() != other._key() or not isinstance(other, TransferStep):
+        if not tuple.__eq__(self, other) or not isinstance(other, TransferStep):
             return False
         return all(np.array_equal(a, b) for a, b in zip(self.rows, other.rows))
 
-    __hash__ = Step.__hash__
+    def __ne__(self, other: object) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    __hash__ = tuple.__hash__  # type: ignore[assignment]
 
     def __reduce__(self):
-        return _transfer_step, (self._key(), self.rows)
+        return _transfer_step, (tuple(self), self.rows)
 
 
-def _transfer_step(key: tuple, rows: Rows) -> TransferStep:
-    _, _, _, before, after, nbytes, shape, itemsize = key
+def _transfer_step(fields: tuple, rows: Rows) -> TransferStep:
+    _, _, _, before, after, nbytes, shape, itemsize = fields
     return TransferStep(before, after, nbytes, shape, itemsize, rows)
 
 
@@ -203,7 +195,8 @@ def make_step(op: str, mesh_axes: tuple[int, ...], params: tuple[tuple[str, Any]
     if op == "transfers":
         step: Step = TransferStep(before, after, nbytes, shape, itemsize)
     else:
-        step = CollectiveStep(op, mesh_axes, params, before, after, nbytes, shape, itemsize)
+        step = tuple.__new__(CollectiveStep, (op, mesh_axes, params, before, after, nbytes,
+                                              shape, itemsize))
     if flows is not None:
         step.__dict__["flows"] = flows
     return step
