@@ -23,6 +23,7 @@ def _moved_table() -> list[tuple[str, list[str]]]:
             for old, new in (r.strip("|").split("|")[:2] for r in rows)]
 
 
+@pytest.mark.slow  # a process importing tilelang: seconds
 def test_aliases_are_the_new_modules():
     # in a fresh process: the alias must work as a first import, too
     code = ("import meshtensor.tilelang.tilelang_mesh as tm, meshtensor.tilelang as P; "
