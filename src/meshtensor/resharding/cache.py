@@ -28,8 +28,8 @@ PLAN_CACHE_BYTES = 256 << 20
 def steps_nbytes(steps: Sequence[Step]) -> int:
     """Bytes of the transfer rows the steps have built (collective flows are closed
     form)."""
-    return sum(a.nbytes for st in steps if isinstance(st, TransferStep) and "rows" in st.__dict__
-               for a in st.rows)
+    return sum(a.nbytes for st in steps
+               if isinstance(st, TransferStep) and "rows" in st.__dict__ for a in st.rows)
 
 
 class CacheInfo(NamedTuple):
@@ -58,9 +58,10 @@ class PlanCache:
     of their transfer rows; a plan larger than the whole byte budget is returned but not
     kept. Rows a cached plan builds later (the fast path's transfer steps build them
     when first read; on at most ``EVEN_PLAN_MAX_DEVICES`` devices they are small) are
-    counted when the cache is full or ``cache_info()`` is asked. Eviction is least recently used, as a second-chance clock:
-    the oldest entry goes unless it was hit since the last sweep (then it goes to the
-    back), so a hit only counts itself instead of reordering the cache.
+    counted when the cache is full or ``cache_info()`` is asked. Eviction is least
+    recently used, as a second-chance clock: the oldest entry goes unless it was hit
+    since the last sweep (then it goes to the back), so a hit only counts itself
+    instead of reordering the cache.
 
     :func:`plan_reshard` finds a repeated call through ``last`` (the entry of the last
     call) or ``_fast`` (keyed on the shardings' stored hashes), and checks that the very
