@@ -1,7 +1,9 @@
 """NoC traffic of the mesh GEMMs: bytes between cores, link loads under XY routing and
 the estimated NoC time, from the kernels' TIR (no compilation, nothing timed).
 
-    python benchmarks/bench_comm_traffic.py [--size 1024] [--mesh 4]
+    python benchmarks/bench_comm_traffic.py [--size 1024] [--mesh 4] [--quick]
+
+``--quick`` analyses 128^3 (a test runs it, so a broken benchmark fails the suite).
 
 Baseline: the global-view SUMMA (cores read other cores' shards of A and B directly),
 analysed in the same run; the ratio columns divide by its numbers. The NoC time is the
@@ -29,7 +31,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", type=int, default=1024, help="M = N = K (default 1024)")
     ap.add_argument("--mesh", type=int, default=4, help="n for an n x n mesh (default 4)")
+    ap.add_argument("--quick", action="store_true", help="size 128: checks that it runs")
     args = ap.parse_args()
+    if args.quick:
+        args.size = 128
     if args.size < 1 or args.mesh < 1:
         ap.error(f"--size and --mesh must be >= 1, got {args.size} and {args.mesh}")
     n, s = args.mesh, args.size

@@ -4,11 +4,12 @@ of one machine, the fastest and its margin. Nothing is compiled or timed: the nu
 are the model's (estimate_mesh_kernel reads the kernels' TIR).
 
     python benchmarks/perf_table.py [--machine generic] [--dtype float32]
-        [--sizes 256,...,8192] [--meshes 2,4,6,8] [--update docs/perf.md]
+        [--sizes 256,...,8192] [--meshes 2,4,6,8] [--update docs/perf.md] [--quick]
 
 ``--update FILE`` rewrites the table between the markers ``<!-- perf-table:NAME:begin
 -->`` and ``<!-- perf-table:NAME:end -->`` in FILE (NAME: the machine and dtype, e.g.
-``generic-float32``) instead of printing it.
+``generic-float32``) instead of printing it. ``--quick`` estimates one size on one mesh
+(a test runs it, so a broken benchmark fails the suite).
 """
 import argparse
 import pathlib
@@ -64,7 +65,13 @@ def main() -> None:
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
     ap.add_argument("--meshes", default=",".join(map(str, MESHES)))
     ap.add_argument("--update", help="markdown file whose marked table to rewrite")
+    ap.add_argument("--quick", action="store_true",
+                    help="size 256 on a 2x2 mesh only: checks that it runs")
     args = ap.parse_args()
+    if args.quick:
+        if args.update:
+            ap.error("--quick prints a small table; it cannot --update a document")
+        args.sizes, args.meshes = "256", "2"
     try:
         sizes = [int(x) for x in args.sizes.split(",")]
         meshes = [int(x) for x in args.meshes.split(",")]

@@ -7,8 +7,9 @@
 Sharding specs are parsed with ``ast.literal_eval`` (never ``eval``): the ``split_axes``
 form (``[[0], [1]]``, ``[["x"], []]``) or the seed dict form (``{"x": 0, "y": None}``).
 Every argument is checked before anything is printed; a bad one exits with status 2
-and a one-line ``meshtensor CMD: error: ...`` message. Output and help fit 80 columns,
-or the terminal's width when stdout is a terminal (``--width`` sets it).
+and one ``meshtensor CMD: error: ...`` message. Output, errors and help fit 80 columns,
+or the terminal's width when stdout is a terminal (``--width`` sets it); a long error
+wraps, its later lines indented by two.
 """
 
 from __future__ import annotations
@@ -23,12 +24,13 @@ import pathlib
 import re
 import shutil
 import sys
+import textwrap
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from . import __version__
-from .mesh import Mesh
+from .mesh import Mesh, target_list
 from .sharding import Sharding
 from .text import DEFAULT_WIDTH, MIN_WIDTH
 
@@ -56,6 +58,15 @@ PER_DIM_HELP = ("comma-separated ints, flat as in MLIR (e.g. {flat}) or one list
 MAX_VALUES = 2 ** 24
 # JSON words a spec may hold by mistake, and the Python literal meant.
 JSON_WORDS = {"null": "None", "true": "True", "false": "False"}
+#: TileLang indexes buffers with int32, and the demo's kernels form indices up to about
+#: size * (size + 256) (K-split's staging rows run one tile past the matrix): that must
+#: stay below 2**31.
+DEMO_INDEX_PAD = 256
+#: Bytes the demo holds at its peak per element of one size x size float32 matrix: A, B,
+#: C, a second C, the NumPy reference and its error (7 matrices, 28 bytes) and the comm
+#: kernels' per-core buffers (up to 37 bytes, spmdize's Cannon), rounded up. A test
+#: checks it against every demo kernel's workspace.
+DEMO_BYTES_PER_ELEMENT = 72
 # Element types numpy lacks, by size in bytes (the planner only needs the size).
 EXTRA_ITEMSIZES = {"bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1}
 
@@ -82,7 +93,26 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+        self.exit(2, error_text(self.prog, f"{message} (see '{self.prog} --help')"))
+
+
+def error_text(prog: str, message: str, width: int | None = None) -> str:
+    """``prog: error: message`` wrapped to ``width`` columns (default
+    :func:`output_width`), later lines indented by two; ends in a newline.
+
+    >>> print(error_text("meshtensor plan", "--dtype: " + "word " * 20, 40), end="")
+    meshtensor plan: error: --dtype: word
+      word word word word word word word
+      word word word word word word word
+      word word word word word
+    """
+    width = width or output_width()
+    lines = []
+    for i, part in enumerate(f"{prog}: error: {message}".splitlines() or [""]):
+        lines += textwrap.wrap(part, width, initial_indent="" if i == 0 else "  ",
+                               subsequent_indent="  ", break_long_words=False,
+                               break_on_hyphens=False) or [""]
+    return "\n".join(lines) + "\n"
 
 
 def _int_at_least(low: int) -> Callable[[str], int]:
@@ -113,10 +143,9 @@ def dtype_itemsize(text: str) -> int:
     except TypeError:
         dt = None
     if dt is None or dt.kind not in "biufc":
-        numeric = sorted({np.dtype(c).name for c in np.typecodes["All"]
-                          if np.dtype(c).kind in "biufc"} | set(EXTRA_ITEMSIZES))
-        raise argparse.ArgumentTypeError(f"unknown element type {text!r}; accepted: "
-                                         f"{', '.join(numeric)}")
+        raise argparse.ArgumentTypeError(
+            f"unknown element type {text!r}: give a numeric numpy type (float32, "
+            f"float16, int8, uint8, bool, complex64, ...) or {', '.join(EXTRA_ITEMSIZES)}")
     return dt.itemsize
 
 
@@ -140,7 +169,10 @@ def parse_mesh(text: str) -> Mesh:
     """
     if re.fullmatch(r"\s*-?\d+(\s*x\s*-?\d+)*\s*", text.lower()) and "-" in text:
         raise ValueError(f"--mesh: mesh sizes must be >= 1, got {text!r}")
-    return Mesh.parse(text)
+    try:
+        return Mesh.parse(text)
+    except ValueError as e:
+        raise ValueError(str(e).replace("Mesh.parse:", "--mesh:", 1)) from None
 
 
 def parse_per_dim(text: str, base: Sharding, what: str,
@@ -198,6 +230,11 @@ def parse_sharding(mesh: Mesh, text: str, *, partial: str | None = None,
     if isinstance(value, dict):
         base = Sharding.from_seed(mesh, value, ndim=ndim)
     elif isinstance(value, (list, tuple)):
+        # trailing unsplit entries vanish in Sharding (equal layouts, equal values):
+        # past the rank they are a mistake only the text shows
+        if ndim is not None and len(value) > ndim and not any(value[ndim:]):
+            raise ValueError(f"sharding {text!r} has {len(value)} entries, one per tensor "
+                             f"dim, but --shape has rank {ndim}")
         base = Sharding(mesh, value)
     else:
         raise ValueError(f"sharding {text!r} must be a list of lists or a dict")
@@ -216,10 +253,8 @@ def parse_sharding(mesh: Mesh, text: str, *, partial: str | None = None,
 
 
 def prepare_png(path: str) -> pathlib.Path:
-    """Check a ``--png`` path before anything is drawn or printed: it ends in ``.png``,
-    is not a folder, matplotlib is installed, and the file can be written there (tried
-    by opening it). A missing folder is created only where it is the last one (its
-    parent exists), so a mistyped path does not grow a tree of folders.
+    """Check a ``--png`` path before anything is drawn or printed: matplotlib is
+    installed, and :func:`prepare_output` accepts the path.
 
     >>> prepare_png("/nonexistent/dir/x.png")
     Traceback (most recent call last):
@@ -227,30 +262,49 @@ def prepare_png(path: str) -> pathlib.Path:
     ValueError: --png: the folder '/nonexistent' does not exist (only the last folder of the path is created)
     """
     p = pathlib.Path(path)
-    if p.suffix.lower() != ".png":
-        raise ValueError(f"--png: expected a file name ending in .png, got {path!r}")
-    if p.is_dir():
-        raise ValueError(f"--png: {path!r} is a folder; give a file name like {path}/out.png")
-    if importlib.util.find_spec("matplotlib") is None:
+    if p.suffix.lower() == ".png" and importlib.util.find_spec("matplotlib") is None:
         raise ImportError("--png needs matplotlib: pip install 'meshtensor[viz]'")
+    return prepare_output(path, "--png", ".png")
+
+
+def prepare_output(path: str, flag: str, suffix: str) -> pathlib.Path:
+    """Check an output file's path before any work starts: it ends in ``suffix``, is not
+    a folder, and the file can be written there (tried by opening it). A missing folder
+    is created only where it is the last one (its parent exists), so a mistyped path
+    does not grow a tree of folders; a file where a folder should be is named.
+
+    >>> prepare_output("/nonexistent/dir/t.json", "--trace", ".json")
+    Traceback (most recent call last):
+    ...
+    ValueError: --trace: the folder '/nonexistent' does not exist (only the last folder of the path is created)
+    """
+    p = pathlib.Path(path)
+    if p.suffix.lower() != suffix:
+        raise ValueError(f"{flag}: expected a file name ending in {suffix}, got {path!r}")
+    if p.is_dir():
+        raise ValueError(f"{flag}: {path!r} is a folder; give a file name like "
+                         f"{path}/out{suffix}")
     folder = p.parent
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():  # a file where the path needs a folder
+        raise ValueError(f"{flag}: {str(existing)!r} is a file, not a folder, so "
+                         f"{path!r} cannot be written")
     made = False
     if not folder.exists():
-        if not folder.parent.is_dir():
+        if existing != folder.parent:
             missing = folder
-            while not missing.parent.exists():
+            while missing.parent != existing:
                 missing = missing.parent
-            raise ValueError(f"--png: the folder {str(missing)!r} does not exist (only the "
-                             f"last folder of the path is created)")
+            raise ValueError(f"{flag}: the folder {str(missing)!r} does not exist (only "
+                             f"the last folder of the path is created)")
         try:
             folder.mkdir()
             made = True
         except OSError as e:
-            raise ValueError(f"--png: cannot create the folder {str(folder)!r}: "
+            raise ValueError(f"{flag}: cannot create the folder {str(folder)!r}: "
                              f"{e.strerror or e}") from None
-    elif not folder.is_dir():
-        raise ValueError(f"--png: cannot create the folder {str(folder)!r}: "
-                         f"{str(folder)!r} is a file")
     existed = p.exists()
     try:
         with open(p, "ab"):
@@ -258,9 +312,9 @@ def prepare_png(path: str) -> pathlib.Path:
     except OSError as e:
         if made:
             folder.rmdir()
-        raise ValueError(f"--png: cannot write {str(p)!r}: {e.strerror or e}") from None
+        raise ValueError(f"{flag}: cannot write {str(p)!r}: {e.strerror or e}") from None
     if not existed:
-        p.unlink()  # written for real after the drawing
+        p.unlink()  # written for real after the work
     return p
 
 
@@ -323,6 +377,79 @@ def _cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def available_memory(meminfo: str = "/proc/meminfo",
+                     cgroup: str = "/sys/fs/cgroup") -> int | None:
+    """Bytes this process can still allocate without swapping, as far as Linux says:
+    ``MemAvailable``, lowered to what the cgroup (v2) leaves (``memory.max`` less
+    ``memory.current``); None where neither can be read.
+
+    >>> available_memory("/nonexistent", "/nonexistent") is None
+    True
+    """
+    found: list[int] = []
+    try:
+        with open(meminfo) as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    found.append(int(line.split()[1]) * 1024)
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        limit = pathlib.Path(cgroup, "memory.max").read_text().strip()
+        if limit != "max":
+            used = int(pathlib.Path(cgroup, "memory.current").read_text())
+            found.append(max(int(limit) - used, 0))
+    except (OSError, ValueError):
+        pass
+    return min(found) if found else None
+
+
+def _largest(fits: Callable[[int], bool], hi: int) -> int:
+    """The largest ``n`` in ``[0, hi]`` with ``fits(n)`` (``fits`` is monotone)."""
+    lo = 0
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+    return lo
+
+
+def check_demo_size(size: int, available: int | None) -> None:
+    """Refuse a ``demo --size`` whose kernels TileLang cannot index with int32, or whose
+    matrices and per-core buffers do not fit ``available`` bytes (None: not checked),
+    before anything is built.
+
+    >>> check_demo_size(100000, None)
+    Traceback (most recent call last):
+    ...
+    ValueError: --size 100000: TileLang indexes buffers with int32, and a 100000^3 GEMM's indices pass 2**31; at most --size 46213
+    >>> check_demo_size(40000, 24 * 2 ** 30)
+    Traceback (most recent call last):
+    ...
+    ValueError: --size 40000: needs about 107.3 GiB of memory (72 bytes per element of a 40000x40000 matrix: operands, results, the NumPy check, per-core buffers), 24.0 GiB available; at most --size 18918
+    """
+    def indexable(n: int) -> bool:
+        return n * (n + DEMO_INDEX_PAD) < 2 ** 31
+
+    if not indexable(size):
+        raise ValueError(f"--size {size}: TileLang indexes buffers with int32, and a "
+                         f"{size}^3 GEMM's indices pass 2**31; at most --size "
+                         f"{_largest(indexable, size)}")
+    if available is None:
+        return
+
+    def fits(n: int) -> bool:
+        return DEMO_BYTES_PER_ELEMENT * n * n <= available
+
+    if not fits(size):
+        gib = 2 ** 30
+        raise ValueError(f"--size {size}: needs about "
+                         f"{DEMO_BYTES_PER_ELEMENT * size * size / gib:.1f} GiB of memory "
+                         f"({DEMO_BYTES_PER_ELEMENT} bytes per element of a {size}x{size} "
+                         f"matrix: operands, results, the NumPy check, per-core buffers), "
+                         f"{available / gib:.1f} GiB available; at most --size "
+                         f"{_largest(fits, size)}")
+
+
 def _demo_algorithm(args: argparse.Namespace) -> str:
     """``--algorithm`` checked against the names of the mode (default: summa_comm, or
     summa with ``--spmdize``)."""
@@ -339,15 +466,19 @@ def _demo_algorithm(args: argparse.Namespace) -> str:
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     if args.tilelang_mesh and (args.spmdize or args.algorithm is not None
-                               or args.target != "c"):
+                               or args.target != "c" or args.tir):
         raise ValueError("--tilelang-mesh runs the Tilelang-Mesh GEMM on CPU: it takes no "
-                         "--spmdize, --algorithm or --target")
+                         "--spmdize, --algorithm, --target or --tir")
     algorithm = _demo_algorithm(args)
+    if args.tir and not args.spmdize:
+        raise ValueError("--tir prints the global-view kernel that --spmdize rewrites: "
+                         "give it with --spmdize")
     if args.spmdize and args.target != "c":
         raise ValueError(f"--spmdize runs on CPU (--target c), got --target {args.target}")
     if args.target == "cuda" and not cuda_visible():
         raise ValueError("--target cuda needs a CUDA GPU; none is visible (no /dev/nvidia* "
                          "device, or CUDA_VISIBLE_DEVICES hides them)")
+    check_demo_size(args.size, available_memory())
     width = args.width or output_width()
     # The demo modules import tilelang and torch: only for this command, after the checks.
     if args.tilelang_mesh:
@@ -356,7 +487,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     if args.spmdize:
         from .tilelang.demos.spmdize_demo import main as spmdize_demo
         return spmdize_demo(size=args.size, algorithm=algorithm, repeat=args.repeat,
-                            target=args.target, width=width)
+                            target=args.target, show_kernel=args.tir, width=width)
     from .tilelang.demos.gemm_demo import main as demo
     return demo(size=args.size, target=args.target, algorithm=algorithm,
                 repeat=args.repeat, width=width)
@@ -371,13 +502,15 @@ def build_parser() -> argparse.ArgumentParser:
     positive, non_negative = _int_at_least(1), _int_at_least(0)
     width_help = (f"maximum line width in columns, >= {MIN_WIDTH} (default 80, or the "
                   f"terminal's width when the output is a terminal)")
+    mesh_help = (f"mesh sizes like 4x4 or 2x3x2, or a named mesh accelerator (a "
+                 f"target) and its mesh of cores: {target_list()}")
     png_help = ("save a picture to this .png file (needs matplotlib; a missing last "
                 "folder is created)")
 
     show = sub.add_parser("show", help="draw which part of a tensor each device holds "
                           "(text, or --png)",
                           description="Draw which part of a tensor each device holds.")
-    show.add_argument("--mesh", required=True, help="mesh sizes like 4x4, or a target (a4e)")
+    show.add_argument("--mesh", required=True, help=mesh_help)
     show.add_argument("--shape", required=True, help="global tensor shape like 8x12")
     show.add_argument("--sharding", required=True,
                       help='split_axes form "[[0],[1]]" or seed form \'{"x": 0, "y": 1}\'')
@@ -396,7 +529,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "bytes moved, cost",
                           description="Plan a reshard between two shardings and print "
                                       "its steps, bytes moved and cost.")
-    plan.add_argument("--mesh", required=True, help="mesh sizes like 2x3, or a target (a4e)")
+    plan.add_argument("--mesh", required=True, help=mesh_help)
     plan.add_argument("--shape", required=True, help="global tensor shape like 6x6")
     plan.add_argument("--from", dest="src", required=True, help="source sharding")
     plan.add_argument("--to", dest="tgt", required=True, help="target sharding")
@@ -439,6 +572,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="run SpmdizeMeshCopies on the global-view kernel (summa or "
                            "cannon): show the communication chosen per copy, run both "
                            "kernels")
+    demo.add_argument("--tir", action="store_true",
+                      help="with --spmdize: also print the input kernel's TIR (about 60 "
+                           "lines)")
     demo.add_argument("--tilelang-mesh", action="store_true",
                       help="run the GEMM of Tilelang-Mesh's examples (T.comm, "
                            "T.MeshTensor) unchanged and print the traffic the chip "
@@ -481,16 +617,40 @@ def _all_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
     return out
 
 
+#: The status of a command whose reader closed the pipe (``| head``): what a C tool
+#: killed by SIGPIPE gives its shell, 128 + 13.
+CLOSED_PIPE_STATUS = 141
+
+
+def _closed_pipe() -> int:
+    """The reader of stdout went away: point stdout at /dev/null, so that Python's flush
+    at exit does not fail again, and end quietly (a pager or ``head`` is not an error)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (AttributeError, ValueError, OSError):  # a stdout without a file (tests)
+        pass
+    return CLOSED_PIPE_STATUS
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``meshtensor`` command."""
-    parser = build_parser()
-    argv = sys.argv[1:] if argv is None else list(argv)
-    args = parser.parse_args(_values_as_one_token(parser, argv))
     try:
-        return args.func(args)
-    except (ValueError, TypeError, ImportError, OSError) as e:
-        print(f"meshtensor {args.command}: error: {e}", file=sys.stderr)
-        return 2
+        parser = build_parser()
+        argv = sys.argv[1:] if argv is None else list(argv)
+        args = parser.parse_args(_values_as_one_token(parser, argv))
+        try:
+            status = args.func(args)
+        except BrokenPipeError:
+            raise
+        except (ValueError, TypeError, ImportError, OSError) as e:
+            sys.stderr.write(error_text(f"meshtensor {args.command}", str(e)))
+            return 2
+        sys.stdout.flush()  # a closed pipe shows here when the output was buffered
+        return status
+    except BrokenPipeError:
+        return _closed_pipe()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -34,7 +34,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from .reduction import kinds
-from .sharding import chunk_bounds
+from .shapes import chunk_bounds
 
 __all__ = ["Param", "CommOpDecl", "DECLS", "BACKENDS", "DIALECTS", "decl"]
 

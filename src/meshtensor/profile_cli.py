@@ -20,7 +20,7 @@ import pathlib
 import sys
 from typing import Any
 
-from .cli import _int_at_least, prepare_png
+from .cli import _int_at_least, prepare_output, prepare_png
 from .machines import PRESETS, get_machine, machine_names
 
 ALGORITHMS = ("summa_comm", "cannon_comm", "ksplit_comm", "summa", "cannon", "local")
@@ -124,15 +124,21 @@ def machines_table() -> str:
     return "\n".join(lines)
 
 
-def load_kernel(spec: str) -> Any:
-    """The kernel named by ``FILE.py:FUNCTION``: a PrimFunc, compiled kernel or IRModule
-    defined in the file, or what a function of no arguments returns."""
+def _kernel_file(spec: str) -> tuple[pathlib.Path, str, str]:
+    """``FILE.py:FUNCTION`` checked without importing anything: ``(file, path, name)``."""
     path, sep, name = spec.rpartition(":")
     if not sep or not path or not name:
         raise ValueError(f"kernel: expected FILE.py:FUNCTION, got {spec!r}")
     p = pathlib.Path(path)
     if p.suffix != ".py" or not p.is_file():
         raise ValueError(f"kernel: {path!r} is not a Python file")
+    return p, path, name
+
+
+def load_kernel(spec: str) -> Any:
+    """The kernel named by ``FILE.py:FUNCTION``: a PrimFunc, compiled kernel or IRModule
+    defined in the file, or what a function of no arguments returns."""
+    p, path, name = _kernel_file(spec)
     import tilelang  # noqa: F401  (first: it puts its bundled tvm on the path)
     from tvm import tirx
     mod_name = f"_meshtensor_profile_{abs(hash(str(p.resolve())))}"
@@ -168,13 +174,8 @@ def load_kernel(spec: str) -> Any:
 
 
 def _check_out(path: str, suffix: str, flag: str) -> pathlib.Path:
-    p = pathlib.Path(path)
-    if p.suffix.lower() != suffix:
-        raise ValueError(f"{flag}: expected a file name ending in {suffix}, got {path!r}")
-    if p.is_dir():
-        raise ValueError(f"{flag}: {path!r} is a folder")
-    p.parent.mkdir(parents=True, exist_ok=True)
-    return p
+    # as show's and plan's --png: only the last folder is created, a file is named
+    return prepare_output(path, flag, suffix)
 
 
 def run_profile(args: argparse.Namespace) -> int:
@@ -196,6 +197,22 @@ def run_profile(args: argparse.Namespace) -> int:
         raise ValueError("--compare estimates summa_comm, cannon_comm and ksplit_comm; "
                          "drop --algorithm (or --compare to profile one)")
     dtype = args.dtype or "float32"
+    # every argument is checked before TileLang is imported (seconds on a busy machine)
+    if args.kernel:
+        _kernel_file(args.kernel)
+        from .cli import parse_mesh
+        mesh = parse_mesh(args.mesh) if args.mesh else None
+    else:
+        n = parse_square_mesh(args.mesh or "4x4")
+        if not machine.fits((n, n)):
+            raise ValueError(f"--mesh: a {n}x{n} mesh does not fit machine "
+                             f"{machine.name!r} ({'x'.join(map(str, machine.mesh_shape))} "
+                             f"cores)")
+        from .cli import dtype_itemsize
+        try:
+            dtype_itemsize(dtype)
+        except argparse.ArgumentTypeError as e:
+            raise ValueError(f"--dtype: {e}") from None
     trace = _check_out(args.trace, ".json", "--trace") if args.trace else None
     png = None
     if args.png:
@@ -206,14 +223,11 @@ def run_profile(args: argparse.Namespace) -> int:
     if args.compare:
         from .tilelang.kernels.gemm_choice import compare_gemm_algorithms
         M, N, K = args.size or (1024,) * 3
-        n = parse_square_mesh(args.mesh or "4x4")
         print(compare_gemm_algorithms(M, N, K, n, machine, dtype).table())
         return 0
     from .tilelang.analysis.perf import estimate_mesh_kernel
     if args.kernel:
-        from .mesh import Mesh
         from .tilelang.ir.kernel import KernelView
-        mesh = Mesh.parse(args.mesh) if args.mesh else None
         kernel = load_kernel(args.kernel)
         if mesh is None and KernelView.of(kernel, "kernel").mesh is None:
             raise ValueError(f"kernel: {args.kernel} names no mesh (no mesh annotations "
@@ -225,7 +239,6 @@ def run_profile(args: argparse.Namespace) -> int:
         from .tilelang.kernels.gemm_choice import estimate_gemm
         alg = args.algorithm or "summa_comm"
         M, N, K = args.size or (1024,) * 3
-        n = parse_square_mesh(args.mesh or "4x4")
         report = estimate_gemm(alg, M, N, K, n, machine, dtype)
         title = f"{alg} GEMM {M}x{N}x{K} {dtype} on a {n}x{n} mesh"
     print(report.summary(width=80, max_steps=max_steps, title=title))

@@ -19,6 +19,7 @@ from tvm import tirx  # noqa: E402
 
 from meshtensor import Mesh  # noqa: E402
 from meshtensor.cli import main  # noqa: E402
+from cli_text import read  # noqa: E402
 from meshtensor.machines import PRESETS, Machine  # noqa: E402
 from meshtensor.tilelang import (count_mesh_kernel, estimate_mesh_kernel,  # noqa: E402
                                  lower_mesh_comm, mesh_comm, mesh_tensor_functions,
@@ -642,7 +643,7 @@ def test_profile_lists_supersteps_up_to_steps(capsys):
 ])
 def test_profile_errors_exit_2_before_printing(argv, message, capsys):
     assert main(["profile", *argv]) == 2
-    out, err = capsys.readouterr()
+    out, err = read(capsys)
     assert out == "" and message in err and err.count("\n") == 1
 
 
@@ -650,15 +651,15 @@ def test_profile_user_kernel_errors(tmp_path, capsys):
     src = tmp_path / "user_kernels.py"
     src.write_text(USER_KERNEL)
     assert main(["profile", f"{src}:rign"]) == 2
-    assert "defines no 'rign' (it defines build, make, ring)" in capsys.readouterr().err
+    assert "defines no 'rign' (it defines build, make, ring)" in read(capsys)[1]
     assert main(["profile", f"{src}:build"]) == 2
     assert f"kernel: build() in {src} needs arguments (n); name a kernel, or a function " \
-        "of no arguments that returns one" in capsys.readouterr().err
+        "of no arguments that returns one" in read(capsys)[1]
     assert main(["profile", f"{src}:ring", "--algorithm", "summa_comm"]) == 2
-    assert "a user kernel (FILE.py:FUNCTION) brings its own shape" in capsys.readouterr().err
+    assert "a user kernel (FILE.py:FUNCTION) brings its own shape" in read(capsys)[1]
     # a flag for the built-in GEMMs is not dropped silently
     assert main(["profile", f"{src}:ring", "--dtype", "bfloat16"]) == 2
-    assert "--dtype is for the built-in GEMMs" in capsys.readouterr().err
+    assert "--dtype is for the built-in GEMMs" in read(capsys)[1]
 
 
 NO_MESH_KERNEL = '''
@@ -679,7 +680,7 @@ def test_profile_kernel_without_a_mesh_asks_for_mesh(tmp_path, capsys):
     src = tmp_path / "plain.py"
     src.write_text(NO_MESH_KERNEL)
     assert main(["profile", f"{src}:scale"]) == 2
-    out, err = capsys.readouterr()
+    out, err = read(capsys)
     assert out == "" and err.count("\n") == 1
     assert "names no mesh (no mesh annotations or comm ops); give --mesh, e.g. --mesh 2x2" \
         in err
@@ -687,10 +688,10 @@ def test_profile_kernel_without_a_mesh_asks_for_mesh(tmp_path, capsys):
                  "epiphany-e16g301"]) == 0
     out = capsys.readouterr().out
     # 128 B in and out at 0.5 GB/s; 16 multiplies at 2 GFLOP/s
-    assert "estimated time 256.000 ns over 1 supersteps" in out
+    assert "estimated time 256.000 ns over 1 superstep " in out
     assert "busiest core: 16 FLOP, 128 B to/from global memory" in out
     assert main(["profile", f"{src}:scale", "--mesh", "4x4"]) == 2
-    err = capsys.readouterr().err
+    err = read(capsys)[1]
     assert err.count("estimate_mesh_kernel:") == 1 and "launch grid (2, 2)" in err
 
 
@@ -698,7 +699,7 @@ def test_profile_bad_steps_is_an_argument_error(capsys):
     with pytest.raises(SystemExit) as e:
         main(["profile", "--steps", "-1"])
     assert e.value.code == 2
-    assert "argument --steps: must be >= 0, got -1" in capsys.readouterr().err
+    assert "argument --steps: must be >= 0, got -1" in read(capsys)[1]
 
 
 def test_every_bound_shows_up_somewhere():

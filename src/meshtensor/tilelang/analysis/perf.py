@@ -41,6 +41,7 @@ from tvm import tirx
 from ...boxes import clip_boxes, volume
 from ...machines import Machine, get_machine
 from ...mesh import Mesh
+from ...text import plural
 from ..ir.comm_op import is_comm_call
 from ..ir.expr import static_int
 from ..ir.evaluate import IterSpace, region_box
@@ -675,8 +676,8 @@ class PerfReport:
                  *textwrap.wrap(f"machine {m.name} ({'x'.join(map(str, m.mesh_shape))}"
                                 f" cores): {m.description or 'a machine file'}", width,
                                 subsequent_indent="  "),
-                 f"estimated time {self.total / scale:.3f} {unit} over {len(self.steps)} "
-                 f"supersteps (bulk-synchronous: no overlap)"]
+                 f"estimated time {self.total / scale:.3f} {unit} over "
+                 f"{plural(len(self.steps), 'superstep')} (bulk-synchronous: no overlap)"]
         bb = self.by_bound()
         tot = self.total or 1.0
         lines.append("time by bound: " + ", ".join(
