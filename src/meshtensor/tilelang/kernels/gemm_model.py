@@ -1,0 +1,387 @@
+"""The built-in GEMMs' superstep structure written out by hand: what each compute phase
+does and each exchange moves, as formulas of the shape, the mesh and the tiles, timed
+by the performance model's own schedule and collective costs. It answers in
+microseconds what counting the kernel's TIR answers in tens of milliseconds, so the
+tile search of :func:`~.gemm_choice.compare_gemm_algorithms` can try hundreds of
+tiles; ``tests/tilelang_layer/test_gemm_model.py`` checks it equals the tool
+(:func:`~..analysis.perf.estimate_mesh_kernel` of the built kernel) for square and
+rectangular shapes. docs/perf.md gives the closed forms.
+
+Only what the kernels do is modelled: ``summa_comm``, ``cannon_comm`` and
+``splitk_comm`` with tiles (the shapes their tiles must divide,
+:func:`~.gemm.tile_rules`), ``ksplit_comm`` for shapes the mesh divides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from ...machines import Machine, get_machine
+from ...mesh import Mesh
+from ..analysis.comm_cost import Exchange, exchange_cost
+from ..analysis.perf import PlanStep, flow_stats, time_plan
+from ..ir.scope import itemsize
+from .gemm import (CB, KSPLIT_CHUNK, LD_PAD, RB, GemmTiles, check_tiles, tile_rules)
+
+__all__ = ["ModelEstimate", "model_gemm", "gemm_local_bytes", "tile_candidates"]
+
+_MESH_CACHE: dict[int, Mesh] = {}
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _pad(bm: int, bn: int) -> tuple[int, int]:
+    return _ceil(bm, RB) * RB, _ceil(bn, CB) * CB
+
+
+def _mesh(n: int) -> Mesh:
+    if n not in _MESH_CACHE:
+        _MESH_CACHE[n] = Mesh({"x": n, "y": n})
+    return _MESH_CACHE[n]
+
+
+@dataclass(frozen=True)
+class ModelEstimate:
+    """The model's answer for one algorithm and tiles: ``serial``, ``overlapped`` and
+    the estimate ``total`` (seconds, as :class:`~..analysis.perf.PerfReport`), the
+    per-core ``local_bytes`` and whether every memory holds it (``fits``), the number
+    of ``supersteps``, and the collective algorithms the exchanges use."""
+
+    algorithm: str
+    tiles: GemmTiles | None
+    serial: float
+    overlapped: float
+    total: float
+    local_bytes: int
+    fits: bool
+    supersteps: int
+    algorithms: tuple[str, ...]
+
+
+# -- flows of the exchanges (the same transfers comm_flows lists) ------------------------
+@lru_cache(maxsize=4096)
+def _broadcast(n: int, axis: int, root: int, nbytes: int, wrap: tuple) -> dict:
+    i = np.repeat(np.arange(n), n - 1)
+    j = np.tile(np.array([x for x in range(n) if x != root]), n)
+    if axis == 1:  # along a row: from (i, root) to (i, j)
+        src, dst = i * n + root, i * n + j
+    else:  # along a column: from (root, i) to (j, i)
+        src, dst = root * n + i, j * n + i
+    return flow_stats(_mesh(n), src, dst, np.full(len(src), nbytes), wrap)
+
+
+@lru_cache(maxsize=4096)
+def _skew(n: int, which: str, nbytes: int, wrap: tuple) -> dict:
+    src, dst = [], []
+    for i in range(n):
+        for j in range(n):
+            s = (i, (i + j) % n) if which == "A" else ((i + j) % n, j)
+            if s != (i, j):
+                src.append(s[0] * n + s[1])
+                dst.append(i * n + j)
+    return flow_stats(_mesh(n), np.array(src, np.int64), np.array(dst, np.int64),
+                      np.full(len(src), nbytes), wrap)
+
+
+@lru_cache(maxsize=4096)
+def _rotate(n: int, axis: int, nbytes: int, wrap: tuple) -> dict:
+    i, j = np.divmod(np.arange(n * n), n)
+    if axis == 1:  # (i, j) receives from (i, j + 1)
+        src = i * n + (j + 1) % n
+    else:
+        src = ((i + 1) % n) * n + j
+    dst = np.arange(n * n)
+    keep = src != dst
+    return flow_stats(_mesh(n), src[keep], dst[keep], np.full(int(keep.sum()), nbytes),
+                      wrap)
+
+
+@lru_cache(maxsize=4096)
+def _all_pairs(n: int, axes: tuple, piece: int, wrap: tuple) -> dict:
+    """Member i of each group sends ``piece`` bytes to every other member (a
+    reduce-scatter with equal pieces) over ``axes`` of an ``n x n`` mesh."""
+    groups = _mesh(n).group_array(axes)
+    G, k = groups.shape
+    src = np.repeat(groups[:, :, None], k, axis=2)
+    dst = np.repeat(groups[:, None, :], k, axis=1)
+    keep = src != dst
+    return flow_stats(_mesh(n), src[keep], dst[keep], np.full(int(keep.sum()), piece), wrap)
+
+
+class _Plan:
+    """Collects supersteps as the kernel runs them: compute phases and exchanges."""
+
+    def __init__(self, machine: Machine, n: int, dtype: str):
+        self.m, self.n = machine, n
+        self.rate = machine.rate(dtype)
+        self.wrap = machine.wraps((n, n))
+        self.steps: list[PlanStep] = []
+        self.algs: list[str] = []
+        self._reset()
+
+    def _reset(self) -> None:
+        self.flops = 0.0
+        self.mem = 0.0  # the busiest core's bytes
+        self.active = 0  # cores moving bytes
+        self.reads: set = set()
+        self.writes: set = set()
+
+    def work(self, flops: float = 0.0, mem: float = 0.0, active: int = 0,
+             reads: Any = (), writes: Any = ()) -> None:
+        """Add to the current compute phase (every core computes ``flops``; the busiest
+        moves ``mem`` bytes, ``active`` cores move bytes; the largest count wins)."""
+        self.flops += flops
+        self.mem += mem
+        self.active = max(self.active, active)
+        self.reads |= set(reads)
+        self.writes |= set(writes)
+
+    def exchange(self, op: str, group_axes: tuple, piece: int, stats: dict,
+                 flows: int, reads: str, writes: str) -> None:
+        m, n = self.m, self.n
+        bw = m.core_mem_bandwidth(self.active)
+        compute = max(self.flops / self.rate, self.mem / bw)
+        ex = Exchange(op, tuple(n for _ in group_axes), tuple(self.wrap[a] for a in group_axes),
+                      piece, stats["max_piece"], stats["max_link_bytes"], stats["max_hops"],
+                      stats["max_sent_bytes"], stats["max_messages"], flows)
+        best = exchange_cost(ex, m)[0]
+        self.algs.append(best.algorithm.split("/")[0])
+        self.steps.append(PlanStep(compute, best.seconds, True, frozenset(self.reads),
+                                   frozenset(self.writes), frozenset({reads}),
+                                   frozenset({writes}), stats["link_axes"]))
+        self._reset()
+
+    def finish(self) -> None:
+        bw = self.m.core_mem_bandwidth(self.active)
+        compute = max(self.flops / self.rate, self.mem / bw)
+        if compute or not self.steps:
+            self.steps.append(PlanStep(compute, reads=frozenset(self.reads),
+                                       writes=frozenset(self.writes)))
+
+
+# -- the kernels -----------------------------------------------------------------------
+def _summa(p: _Plan, M: int, N: int, K: int, t: GemmTiles, s: int, blocks: int) -> None:
+    n = p.n
+    tm, tn, tk = M // n, N // n, K // n
+    bm, bn, bk = t.bm, t.bn, t.bk
+    bmp, bnp = _pad(bm, bn)
+    nk, P = tk // bk, n * (tk // bk)
+    mma = 2.0 * bmp * bnp * bk
+    loaders = 2 * n - 1  # the owners' column (A) and row (B)
+    a_b, b_b = bm * bk * s, bk * bn * s
+
+    def load(q):
+        p.work(mem=a_b + b_b, active=loaders, writes=(f"As{q % 2}", f"Bs{q % 2}"))
+
+    def bcast(q):
+        c = q // nk
+        for axis, (src, dst, nb) in ((1, ("As", "Ar", a_b)), (0, ("Bs", "Br", b_b))):
+            st = _broadcast(n, axis, c, nb, p.wrap)
+            p.exchange("broadcast", (axis,), nb, st, n * (n - 1), f"{src}{q % 2}",
+                       f"{dst}{q % 2}")
+
+    def product(q):
+        p.work(flops=mma, reads=(f"Ar{q % 2}", f"Br{q % 2}", "Cl", "acc"),
+               writes=("Cl", "acc"))
+
+    p.work(writes=("Ar0", "Ar1", "Br0", "Br1"))  # the padding
+    for b in range(blocks):
+        p.work(writes=("Cl",))
+        load(0)
+        bcast(0)
+        for q in range(P):
+            if q + 1 < P:
+                load(q + 1)
+                bcast(q + 1)
+            product(q)
+        p.work(mem=bm * bn * s, active=n * n, reads=("Cl",))
+
+
+def _cannon(p: _Plan, M: int, N: int, K: int, t: GemmTiles, s: int, blocks: int) -> None:
+    n = p.n
+    tm, tn, tk = M // n, N // n, K // n
+    bm, bn = t.bm, t.bn
+    bmp, bnp = _pad(bm, bn)
+    mma = 2.0 * bmp * bnp * tk
+    a_b, b_b = bm * tk * s, tk * bn * s
+    wrap = p.wrap
+    p.work(writes=("Ar", "A2", "Br", "B2"))
+    for _ in range(blocks):
+        p.work(mem=a_b + b_b, active=n * n, writes=("Cl", "Ao", "Bo"))
+        for which, nb, src, dst in (("A", a_b, "Ao", "Ar"), ("B", b_b, "Bo", "Br")):
+            st = _skew(n, which, nb, wrap)
+            p.exchange("permute", (0, 1), nb, st, n * n - n, src, dst)
+        for k in range(n):
+            cur, nxt = (("Ar", "Br"), ("A2", "B2")) if k % 2 == 0 else \
+                (("A2", "B2"), ("Ar", "Br"))
+            if k + 1 < n:
+                for axis, nb, src, dst in ((1, a_b, cur[0], nxt[0]), (0, b_b, cur[1], nxt[1])):
+                    st = _rotate(n, axis, nb, wrap)
+                    p.exchange("shift", (axis,), nb, st, n * n, src, dst)
+            p.work(flops=mma, reads=(*cur, "Cl", "acc"), writes=("Cl", "acc"))
+        p.work(mem=bm * bn * s, active=n * n, reads=("Cl",))
+
+
+def _splitk(p: _Plan, M: int, N: int, K: int, t: GemmTiles, s: int) -> None:
+    n = p.n
+    P = n * n
+    kc = K // P
+    bm, bn, bk = t.bm, t.bn, t.bk
+    bmp, bnp = _pad(bm, bn)
+    rows = bm // P
+    nb = (M // bm) * (N // bn)
+    nq = kc // bk
+    piece = rows * bn * s
+    stats = _all_pairs(n, (0, 1), piece, p.wrap)
+    p.work(writes=("Al", "Bl"))
+    for b in range(nb):
+        p.work(flops=nq * 2.0 * bmp * bnp * bk, mem=nq * (bm * bk + bk * bn) * s, active=P,
+               reads=("Al", "Bl", f"P{b % 2}", "acc"), writes=(f"P{b % 2}", "Al", "Bl", "acc"))
+        p.exchange("reduce_scatter", (0, 1), bm * bn * s, stats, P * (P - 1), f"P{b % 2}",
+                   f"Q{b % 2}")
+        if b > 0:
+            p.work(mem=piece, active=P, reads=(f"Q{(b - 1) % 2}",))
+    p.work(mem=piece, active=P, reads=(f"Q{(nb - 1) % 2}",))
+
+
+def _ksplit(p: _Plan, M: int, N: int, K: int, s: int) -> None:
+    n = p.n
+    tm, tn, tk = M // n, N // n, K // n
+    tmp = _ceil(tm, RB) * RB
+    cw = min(KSPLIT_CHUNK, _ceil(N, CB) * CB)
+    cols = _ceil(N, cw) * cw
+    p.work(flops=2.0 * tmp * cols * tk, mem=(tm * tk + tk * N) * s, active=n * n,
+           reads=("Bo", "Bc", "Cp", "Ao", "acc"), writes=("Ao", "Bo", "Cp", "Bc", "acc"))
+    stats = _all_pairs(n, (1,), tm * tn * s, p.wrap)
+    p.exchange("reduce_scatter", (1,), tm * N * s, stats, n * n * (n - 1), "Cp", "Cl")
+    p.work(mem=tm * tn * s, active=n * n, reads=("Cl",))
+
+
+def gemm_local_bytes(algorithm: str, M: int, N: int, K: int, mesh: int, dtype: str,
+                     tiles: GemmTiles | None) -> int:
+    """Bytes of the per-core buffers of a built-in GEMM (what
+    :attr:`~..analysis.perf.KernelWork.local_bytes` counts in its TIR)."""
+    s = itemsize(dtype)
+    n = mesh
+    acc = RB * CB
+    if algorithm == "ksplit_comm":
+        tm, tn, tk = _ceil(M, n), _ceil(N, n), _ceil(K, n)
+        tmp = _ceil(tm, RB) * RB
+        cw = min(KSPLIT_CHUNK, _ceil(N, CB) * CB)
+        nch = _ceil(N, cw)
+        return s * (tmp * tk + tk * nch * cw + tk * (cw + LD_PAD) + tmp * nch * cw
+                    + tm * tn + acc)
+    bm, bn, bk = tiles.bm, tiles.bn, tiles.bk
+    bmp, bnp = _pad(bm, bn)
+    if algorithm == "summa_comm":
+        return s * (2 * bm * bk + 2 * bk * bn + 2 * bmp * bk + 2 * bk * (bnp + LD_PAD)
+                    + bmp * bnp + acc)
+    if algorithm == "cannon_comm":
+        tk = K // n
+        return s * (bm * tk + tk * bn + 2 * bmp * tk + 2 * tk * (bnp + LD_PAD)
+                    + bmp * bnp + acc)
+    if algorithm == "splitk_comm":
+        rows = bm // (n * n)
+        return s * (bmp * bk + bk * (bnp + LD_PAD) + 2 * bmp * bnp + 2 * rows * bn + acc)
+    raise ValueError(f"gemm_local_bytes: no model of {algorithm!r}")
+
+
+def model_gemm(algorithm: str, M: int, N: int, K: int, mesh: int = 4,
+               machine: Any = "generic", dtype: str = "float32",
+               tiles: GemmTiles | tuple | None = None) -> ModelEstimate:
+    """The model's estimate of a built-in GEMM, from its structure (no TIR): equal to
+    ``estimate_mesh_kernel(build_gemm(...), machine)`` (tested).
+
+    >>> e = model_gemm("summa_comm", 512, 512, 512, 4, "wormhole-n300", "bfloat16",
+    ...                (128, 128, 32))
+    >>> e.fits, e.supersteps, e.algorithms
+    (True, 33, ('multicast',))
+    """
+    m = get_machine(machine)
+    n = mesh
+    s = itemsize(dtype)
+    if algorithm == "ksplit_comm":
+        if M % n or N % n or K % n:
+            raise ValueError(f"model_gemm: ksplit_comm is modelled for shapes the mesh "
+                             f"side {n} divides, got {M}x{N}x{K}")
+        t = None
+    else:
+        if tiles is None:
+            tiles = GemmTiles(*tile_rules(algorithm, M, N, K, n))
+        t = tiles if isinstance(tiles, GemmTiles) else GemmTiles(*tiles)
+        check_tiles(algorithm, M, N, K, n, t)
+    def run(blocks: int) -> tuple[float, float, int, list]:
+        plan = _Plan(m, n, dtype)
+        if algorithm == "summa_comm":
+            _summa(plan, M, N, K, t, s, blocks)
+        elif algorithm == "cannon_comm":
+            _cannon(plan, M, N, K, t, s, blocks)
+        elif algorithm == "splitk_comm":
+            _splitk(plan, M, N, K, t, s)
+        elif algorithm == "ksplit_comm":
+            _ksplit(plan, M, N, K, s)
+        else:
+            raise ValueError(f"model_gemm: no model of {algorithm!r}; modelled: summa_comm, "
+                             f"cannon_comm, splitk_comm, ksplit_comm")
+        plan.finish()
+        serial, overlapped, _, _ = time_plan(plan.steps)
+        return serial, overlapped, len(plan.steps), plan.algs
+
+    nblocks = (M // n // t.bm) * (N // n // t.bn) if algorithm in ("summa_comm",
+                                                                  "cannon_comm") else 1
+    if nblocks <= 2:
+        serial, overlapped, steps, algs = run(nblocks)
+    else:
+        # SUMMA's and Cannon's C blocks start with nothing in flight (each block's last
+        # products wait for all its exchanges): the blocks after the first each add the
+        # same time, so two blocks tell all
+        s1, o1, n1, algs = run(1)
+        s2, o2, n2, _ = run(2)
+        serial = s1 + (nblocks - 1) * (s2 - s1)
+        overlapped = o1 + (nblocks - 1) * (o2 - o1)
+        steps = n1 + (nblocks - 1) * (n2 - n1)
+    local = gemm_local_bytes(algorithm, M, N, K, n, dtype, t)
+    fits = local <= m.local_memory_bytes  # the kernels' buffers are all "local"
+    total = serial - m.overlap * (serial - overlapped)
+    return ModelEstimate(algorithm, t, serial, overlapped, total, local, fits, steps,
+                         tuple(dict.fromkeys(algs)))
+
+
+def _divisors(x: int, low: int = 1) -> list[int]:
+    return [d for d in range(low, x + 1) if x % d == 0]
+
+
+def tile_candidates(algorithm: str, M: int, N: int, K: int, mesh: int,
+                    limit: int = 6) -> list[GemmTiles]:
+    """Tiles to try: per dimension the ``limit`` largest divisors of what the tile must
+    divide (:func:`~.gemm.tile_rules`) that are powers of two times the extent's odd
+    part or the extent itself (split-K's ``bm``: multiples of ``n^2``). Empty when the
+    shape does not divide as the algorithm needs."""
+    try:
+        em, en, ek = tile_rules(algorithm, M, N, K, mesh)
+    except ValueError:
+        return []
+    P = mesh * mesh
+
+    def pick(x: int, step: int = 1) -> list[int]:
+        ds = [d for d in _divisors(x) if d % step == 0]
+        # halvings of the extent first: the search wants few, well-spread sizes
+        chain, v = [], x
+        while v >= step and v % step == 0 and x % v == 0:
+            chain.append(v)
+            if v % 2:
+                break
+            v //= 2
+        rest = [d for d in reversed(ds) if d not in chain]
+        return (chain + rest)[:limit]
+
+    bms = pick(em, P if algorithm == "splitk_comm" else 1)
+    bns = pick(en)
+    bks = [ek] if algorithm == "cannon_comm" else pick(ek)
+    return [GemmTiles(a, b, c) for a in bms for b in bns for c in bks]
