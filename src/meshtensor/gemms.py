@@ -6,7 +6,7 @@ module imports nothing heavy, so the command line can list the names without Til
 >>> [a.name for a in GEMM_ALGORITHMS if a.tiled]
 ['summa_comm', 'cannon_comm', 'splitk_comm']
 >>> COMM_ALGORITHMS
-('summa_comm', 'cannon_comm', 'ksplit_comm', 'splitk_comm')
+('summa_comm', 'cannon_comm', 'ksplit_comm', 'splitk_comm', 'cannon25d_comm')
 """
 
 from __future__ import annotations
@@ -20,14 +20,16 @@ __all__ = ["GemmAlgorithm", "GEMM_ALGORITHMS", "ALGORITHM_NAMES", "GLOBAL_VIEW_A
 @dataclass(frozen=True)
 class GemmAlgorithm:
     """One built-in GEMM: its ``name``, whether it is a distributed-memory kernel
-    (``comm``: every core loads only its own shards, the rest moves through comm ops)
-    or a global-view one, whether it takes ``tiles`` (``(bm, bn, bk)``: a C block held
-    per core and a K panel, searched by ``profile --compare``), and a ``summary``."""
+    (``comm``: its data moves between cores through comm ops) or a global-view one,
+    whether it takes ``tiles`` (``(bm, bn, bk)``: a C block held per core and a K
+    panel) or ``copies`` (2.5D: the mesh cut into that many layers, each holding a
+    copy of C), both searched by ``profile --compare``, and a ``summary``."""
 
     name: str
     comm: bool
     tiled: bool
     summary: str
+    copies: bool = False
 
 
 GEMM_ALGORITHMS: tuple[GemmAlgorithm, ...] = (
@@ -39,6 +41,9 @@ GEMM_ALGORITHMS: tuple[GemmAlgorithm, ...] = (
                   "K split over the mesh columns, partial C row panels reduce-scattered"),
     GemmAlgorithm("splitk_comm", True, True,
                   "P-way split-K: K split over all P cores, C reduce-scattered"),
+    GemmAlgorithm("cannon25d_comm", True, False,
+                  "2.5D: c layers each run Cannon on a K/c slice, C summed over layers",
+                  copies=True),
     GemmAlgorithm("local", False, False, "global view: A by rows, B by columns, no reads "
                                          "of other shards"),
     GemmAlgorithm("summa", False, False, "global view: SUMMA's reads of other shards"),
@@ -58,7 +63,7 @@ def algorithm(name: str) -> GemmAlgorithm:
     >>> algorithm("gemm3d")
     Traceback (most recent call last):
     ...
-    ValueError: unknown GEMM algorithm 'gemm3d'; choose one of summa_comm, cannon_comm, ksplit_comm, splitk_comm, local, summa, cannon
+    ValueError: unknown GEMM algorithm 'gemm3d'; choose one of summa_comm, cannon_comm, ksplit_comm, splitk_comm, cannon25d_comm, local, summa, cannon
     """
     for a in GEMM_ALGORITHMS:
         if a.name == name:

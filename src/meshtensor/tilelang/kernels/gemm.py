@@ -38,6 +38,7 @@ edge blocks are guarded, so sizes need not divide by ``n``.
 """
 # No `from __future__ import annotations`: TileLang evaluates kernel annotations.
 
+import math
 import time
 from dataclasses import dataclass
 from functools import partial
@@ -98,7 +99,8 @@ def _block_mma(As, Bs, Cl, acc, rows, cols, depth, c_col=0):
 def layouts(algorithm: str) -> dict[str, dict[str, Any]]:
     """The seed-format shardings of A, B and C for an algorithm (``splitk_comm``: A and
     B split along K over all cores; its C is written in pieces that no sharding
-    describes, so C carries no annotation)."""
+    describes, so C carries no annotation; ``cannon25d_comm``: none, each layer of the
+    mesh reads its own slice of K, which no sharding of the whole mesh describes)."""
     _algorithm(algorithm)  # ValueError naming the algorithms
     if algorithm == "local":
         return {"A": {"x": 0, "y": None}, "B": {"x": None, "y": 1}, "C": {"x": 0, "y": 1}}
@@ -107,6 +109,8 @@ def layouts(algorithm: str) -> dict[str, dict[str, Any]]:
         return {"A": dict(full), "B": dict(full), "C": dict(full)}
     if algorithm == "ksplit_comm":
         return {"A": {"x": 0, "y": 1}, "B": {"x": None, "y": 0}, "C": {"x": 0, "y": 1}}
+    if algorithm == "cannon25d_comm":
+        return {}  # each layer reads its own K slice; no sharding says that
     return {"A": {"x": 1, "y": 1}, "B": {"x": 0, "y": 0}}  # splitk_comm
 
 
@@ -190,16 +194,24 @@ def default_tiles(algorithm: str, M: int, N: int, K: int, mesh: int) -> GemmTile
 
 
 def build_gemm(algorithm: str, M: int, N: int, K: int, mesh: int = 4,
-               dtype: str = "float32", tiles: GemmTiles | tuple | None = None):
+               dtype: str = "float32", tiles: GemmTiles | tuple | None = None,
+               copies: int | None = None):
     """The PrimFunc computing ``C = A @ B`` (A: MxK, B: KxN) on an ``mesh x mesh`` mesh.
 
     ``tiles`` (:class:`GemmTiles` or ``(bm, bn, bk)``) builds the tiled, pipelined form
     of ``summa_comm`` or ``cannon_comm`` (and ``splitk_comm``, whose default is
-    :func:`default_tiles`); without it those two are the whole-tile kernels."""
+    :func:`default_tiles`); without it those two are the whole-tile kernels.
+    ``copies`` is the number of layers of ``cannon25d_comm`` (default 4)."""
     lay = layouts(algorithm)
     for name, v in (("M", M), ("N", N), ("K", K), ("mesh", mesh)):
         if not isinstance(v, int) or v < 1:
             raise ValueError(f"build_gemm: {name} must be a positive int, got {v!r}")
+    if algorithm == "cannon25d_comm":
+        if tiles is not None:
+            raise ValueError("build_gemm: cannon25d_comm takes copies=, not tiles")
+        return _build_cannon25d(M, N, K, mesh, dtype, 4 if copies is None else copies)
+    if copies is not None:
+        raise ValueError(f"build_gemm: copies= is for cannon25d_comm, not {algorithm}")
     if algorithm == "splitk_comm" and tiles is None:
         tiles = default_tiles(algorithm, M, N, K, mesh)
     if tiles is not None:
@@ -546,6 +558,128 @@ def _build_splitk_tiled(M: int, N: int, K: int, mesh: int, dtype: str, tiles: Ge
                 store(C, nb - 1, Q1, bx, by)
 
     return splitk_comm
+
+
+def check_copies(M: int, N: int, K: int, mesh: int, copies: int) -> int:
+    """The layer side ``q`` of ``cannon25d_comm`` with ``copies`` layers on an
+    ``mesh x mesh`` mesh: the mesh is cut into ``copies = (mesh / q)^2`` square layers
+    of ``q x q`` cores (a power of two of them, so the sum over layers is a binary
+    tree); ``ValueError`` naming what does not divide."""
+    if isinstance(copies, bool) or not isinstance(copies, int) or copies < 1:
+        raise ValueError(f"cannon25d_comm: copies must be a positive int, got {copies!r}")
+    side = math.isqrt(copies)
+    if side * side != copies or side & (side - 1) or mesh % side:
+        ok = [c * c for c in (1, 2, 4, 8) if mesh % c == 0]
+        raise ValueError(f"cannon25d_comm: copies = {copies} must be the square of a power "
+                         f"of two that divides the mesh side {mesh} (the layers tile the "
+                         f"mesh); here {', '.join(map(str, ok))}")
+    q = mesh // side
+    bad = [f"{name} = {v} must be a multiple of {d}" for name, v, d in
+           (("M", M, q), ("N", N, q), ("K", K, q * copies)) if v % d]
+    if bad:
+        raise ValueError(f"cannon25d_comm with {copies} copies ({q}x{q} layers): "
+                         f"{'; '.join(bad)}")
+    return q
+
+
+def _build_cannon25d(M: int, N: int, K: int, mesh: int, dtype: str, copies: int):
+    """2.5D matrix multiplication with ``c = copies`` layers (Solomonik and Demmel's
+    algorithm, Cannon inside each layer). The ``n x n`` mesh is cut into ``c`` square
+    layers of ``q x q`` cores (``q = n / sqrt(c)``); layer ``l`` multiplies the ``l``-th
+    slice of ``K / c`` columns of A and rows of B by Cannon's algorithm on ``q x q``
+    tiles (``M/q x K/(cq)`` and ``K/(cq) x N/q``), each core reading its skewed tiles
+    straight from A and B; every core thus holds a ``M/q x N/q`` partial tile of C,
+    ``c`` times Cannon's. The rotations are permutes inside each layer (a mesh-axis
+    shift would cross the layers), and the partial tiles are summed over the layers by
+    a binary tree of permutes, ``log2 c`` rounds; layer 0 stores C. The mesh is 2-D: a
+    layer is a block of the mesh, not a mesh axis, so every exchange is a permute with
+    static pairs."""
+    n = mesh
+    q = check_copies(M, N, K, n, copies)
+    L = n // q  # layers per mesh side
+    Kc = K // copies
+    tm, tn, tk = M // q, N // q, Kc // q
+    tmp, tnp = _pads(tm, tn)
+    mc = mesh_comm({"x": n, "y": n})
+
+    def core(layer: int, i: int, j: int) -> tuple[int, int]:
+        return ((layer // L) * q + i, (layer % L) * q + j)
+
+    layers = range(copies)
+    local = [(i, j) for i in range(q) for j in range(q)]
+    # core (i, j) of a layer takes the A tile of (i, j + 1) and the B tile of (i + 1, j)
+    rot_a = [(core(lay, i, (j + 1) % q), core(lay, i, j)) for lay in layers for i, j in local]
+    rot_b = [(core(lay, (i + 1) % q, j), core(lay, i, j)) for lay in layers for i, j in local]
+    rounds = [[(core(lay, i, j), core(lay - (1 << r), i, j))
+               for lay in layers if lay % (2 << r) == 1 << r for i, j in local]
+              for r in range(copies.bit_length() - 1)]
+
+    if len(rounds) > 6:
+        raise ValueError(f"cannon25d_comm: at most 64 copies, got {copies}")
+
+    @T.macro
+    def reduce_round(Cl, R, bx, by, r):
+        mc.permute(Cl[0:tm, 0:tn], R, rounds[r])
+        # the receivers of round r: layers whose index is a multiple of 2^(r+1)
+        if ((bx // q) * L + by // q) % (2 << r) == 0:
+            for i, j in T.grid(tm, tn):
+                Cl[i, j] = Cl[i, j] + R[i, j]
+
+    @T.prim_func
+    def cannon25d_comm(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype),
+                       C: T.Tensor((M, N), dtype)):
+        with T.Kernel(n, n, threads=1) as (bx, by):
+            Ar = T.alloc_local((tmp, tk), dtype)
+            A2 = T.alloc_local((tmp, tk), dtype)
+            Br = T.alloc_local((tk, tnp + LD_PAD), dtype)
+            B2 = T.alloc_local((tk, tnp + LD_PAD), dtype)
+            Cl = T.alloc_local((tmp, tnp), dtype)
+            R = T.alloc_local((tm, tn), dtype)  # a partial tile from another layer
+            acc = T.alloc_local((RB, CB), dtype)
+            for i, j in T.grid(tmp - tm, tk):
+                Ar[tm + i, j] = T.cast(0, dtype)
+                A2[tm + i, j] = T.cast(0, dtype)
+            for i, j in T.grid(tk, tnp - tn):
+                Br[i, tn + j] = T.cast(0, dtype)
+                B2[i, tn + j] = T.cast(0, dtype)
+            T.clear(Cl)
+            # Cannon's skewed tiles of this layer's K slice, read straight from A and B
+            T.copy(A[(bx % q) * tm:(bx % q) * tm + tm,
+                     ((bx // q) * L + by // q) * Kc + ((bx % q + by % q) % q) * tk:
+                     ((bx // q) * L + by // q) * Kc + ((bx % q + by % q) % q) * tk + tk],
+                   Ar[0:tm, 0:tk])
+            T.copy(B[((bx // q) * L + by // q) * Kc + ((bx % q + by % q) % q) * tk:
+                     ((bx // q) * L + by // q) * Kc + ((bx % q + by % q) % q) * tk + tk,
+                     (by % q) * tn:(by % q) * tn + tn], Br[0:tk, 0:tn])
+            for k in T.serial(q):
+                if k % 2 == 0:
+                    if k + 1 < q:
+                        mc.permute(Ar[0:tm, 0:tk], A2[0:tm, 0:tk], rot_a)
+                        mc.permute(Br[0:tk, 0:tn], B2[0:tk, 0:tn], rot_b)
+                    _block_mma(Ar, Br, Cl, acc, tmp, tnp, tk)
+                else:
+                    if k + 1 < q:
+                        mc.permute(A2[0:tm, 0:tk], Ar[0:tm, 0:tk], rot_a)
+                        mc.permute(B2[0:tk, 0:tn], Br[0:tk, 0:tn], rot_b)
+                    _block_mma(A2, B2, Cl, acc, tmp, tnp, tk)
+            # the tree's rounds (their pairs differ: one comm op each, written out)
+            if len(rounds) > 0:
+                reduce_round(Cl, R, bx, by, 0)
+            if len(rounds) > 1:
+                reduce_round(Cl, R, bx, by, 1)
+            if len(rounds) > 2:
+                reduce_round(Cl, R, bx, by, 2)
+            if len(rounds) > 3:
+                reduce_round(Cl, R, bx, by, 3)
+            if len(rounds) > 4:
+                reduce_round(Cl, R, bx, by, 4)
+            if len(rounds) > 5:
+                reduce_round(Cl, R, bx, by, 5)
+            if (bx // q) * L + by // q == 0:
+                T.copy(Cl[0:tm, 0:tn], C[(bx % q) * tm:(bx % q) * tm + tm,
+                                         (by % q) * tn:(by % q) * tn + tn])
+
+    return cannon25d_comm
 
 
 _TILED_BUILDERS = {"summa_comm": _build_summa_tiled, "cannon_comm": _build_cannon_tiled,

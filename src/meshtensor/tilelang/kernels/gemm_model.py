@@ -9,11 +9,13 @@ rectangular shapes. docs/perf.md gives the closed forms.
 
 Only what the kernels do is modelled: ``summa_comm``, ``cannon_comm`` and
 ``splitk_comm`` with tiles (the shapes their tiles must divide,
-:func:`~.gemm.tile_rules`), ``ksplit_comm`` for shapes the mesh divides.
+:func:`~.gemm.tile_rules`), ``cannon25d_comm`` with its copies
+(:func:`~.gemm.check_copies`), ``ksplit_comm`` for shapes the mesh divides.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -25,7 +27,8 @@ from ...mesh import Mesh
 from ..analysis.comm_cost import Exchange, exchange_cost
 from ..analysis.perf import PlanStep, flow_stats, time_plan
 from ..ir.scope import itemsize
-from .gemm import (CB, KSPLIT_CHUNK, LD_PAD, RB, GemmTiles, check_tiles, tile_rules)
+from .gemm import (CB, KSPLIT_CHUNK, LD_PAD, RB, GemmTiles, check_copies, check_tiles,
+                   tile_rules)
 
 __all__ = ["ModelEstimate", "model_gemm", "gemm_local_bytes", "tile_candidates"]
 
@@ -49,12 +52,14 @@ def _mesh(n: int) -> Mesh:
 @dataclass(frozen=True)
 class ModelEstimate:
     """The model's answer for one algorithm and tiles: ``serial``, ``overlapped`` and
-    the estimate ``total`` (seconds, as :class:`~..analysis.perf.PerfReport`), the
+    the estimate ``total`` (seconds, as :class:`~..analysis.perf.PerfReport`; ``copies``
+    for 2.5D), the
     per-core ``local_bytes`` and whether every memory holds it (``fits``), the number
     of ``supersteps``, and the collective algorithms the exchanges use."""
 
     algorithm: str
     tiles: GemmTiles | None
+    copies: int | None
     serial: float
     overlapped: float
     total: float
@@ -263,13 +268,70 @@ def _ksplit(p: _Plan, M: int, N: int, K: int, s: int) -> None:
     p.work(mem=tm * tn * s, active=n * n, reads=("Cl",))
 
 
+@lru_cache(maxsize=4096)
+def _pairs(n: int, pairs: tuple, nbytes: int, wrap: tuple) -> dict:
+    src = np.array([a[0] * n + a[1] for a, _ in pairs], np.int64)
+    dst = np.array([b[0] * n + b[1] for _, b in pairs], np.int64)
+    keep = src != dst
+    return flow_stats(_mesh(n), src[keep], dst[keep], np.full(int(keep.sum()), nbytes), wrap)
+
+
+def _layer_pairs(n: int, copies: int) -> tuple[tuple, tuple, list]:
+    """The permutes of ``cannon25d_comm`` (as :func:`~.gemm._build_cannon25d` builds
+    them): the rotations of A and B inside the layers and the tree's rounds."""
+    side = math.isqrt(copies)
+    q = n // side
+
+    def core(layer, i, j):
+        return ((layer // side) * q + i, (layer % side) * q + j)
+
+    local = [(i, j) for i in range(q) for j in range(q)]
+    rot_a = tuple((core(lay, i, (j + 1) % q), core(lay, i, j))
+                  for lay in range(copies) for i, j in local)
+    rot_b = tuple((core(lay, (i + 1) % q, j), core(lay, i, j))
+                  for lay in range(copies) for i, j in local)
+    rounds = [tuple((core(lay, i, j), core(lay - (1 << r), i, j))
+                    for lay in range(copies) if lay % (2 << r) == 1 << r for i, j in local)
+              for r in range(copies.bit_length() - 1)]
+    return rot_a, rot_b, rounds
+
+
+def _cannon25d(p: _Plan, M: int, N: int, K: int, copies: int, s: int) -> None:
+    n = p.n
+    q = n // math.isqrt(copies)
+    tm, tn, tk = M // q, N // q, K // copies // q
+    tmp, tnp = _pad(tm, tn)
+    rot_a, rot_b, rounds = _layer_pairs(n, copies)
+    moved = sum(1 for a, b in rot_a if a != b)
+    p.work(mem=(tm * tk + tk * tn) * s, active=n * n,
+           writes=("Ar", "A2", "Br", "B2", "Cl"))
+    for k in range(q):
+        cur, nxt = (("Ar", "Br"), ("A2", "B2")) if k % 2 == 0 else (("A2", "B2"), ("Ar", "Br"))
+        if k + 1 < q:
+            for pairs, nb, src, dst in ((rot_a, tm * tk * s, cur[0], nxt[0]),
+                                        (rot_b, tk * tn * s, cur[1], nxt[1])):
+                p.exchange("permute", (0, 1), nb, _pairs(n, pairs, nb, p.wrap), moved,
+                           src, dst)
+        p.work(flops=2.0 * tmp * tnp * tk, reads=(*cur, "Cl", "acc"), writes=("Cl", "acc"))
+    for pairs in rounds:
+        p.exchange("permute", (0, 1), tm * tn * s, _pairs(n, pairs, tm * tn * s, p.wrap),
+                   len(pairs), "Cl", "R")
+        p.work(flops=tm * tn, reads=("Cl", "R"), writes=("Cl",))
+    p.work(mem=tm * tn * s, active=q * q, reads=("Cl",))
+
+
 def gemm_local_bytes(algorithm: str, M: int, N: int, K: int, mesh: int, dtype: str,
-                     tiles: GemmTiles | None) -> int:
+                     tiles: GemmTiles | None, copies: int | None = None) -> int:
     """Bytes of the per-core buffers of a built-in GEMM (what
     :attr:`~..analysis.perf.KernelWork.local_bytes` counts in its TIR)."""
     s = itemsize(dtype)
     n = mesh
     acc = RB * CB
+    if algorithm == "cannon25d_comm":
+        q = check_copies(M, N, K, n, copies)
+        tm, tn, tk = M // q, N // q, K // copies // q
+        tmp, tnp = _pad(tm, tn)
+        return s * (2 * tmp * tk + 2 * tk * (tnp + LD_PAD) + tmp * tnp + tm * tn + acc)
     if algorithm == "ksplit_comm":
         tm, tn, tk = _ceil(M, n), _ceil(N, n), _ceil(K, n)
         tmp = _ceil(tm, RB) * RB
@@ -294,7 +356,8 @@ def gemm_local_bytes(algorithm: str, M: int, N: int, K: int, mesh: int, dtype: s
 
 def model_gemm(algorithm: str, M: int, N: int, K: int, mesh: int = 4,
                machine: Any = "generic", dtype: str = "float32",
-               tiles: GemmTiles | tuple | None = None) -> ModelEstimate:
+               tiles: GemmTiles | tuple | None = None,
+               copies: int | None = None) -> ModelEstimate:
     """The model's estimate of a built-in GEMM, from its structure (no TIR): equal to
     ``estimate_mesh_kernel(build_gemm(...), machine)`` (tested).
 
@@ -311,6 +374,10 @@ def model_gemm(algorithm: str, M: int, N: int, K: int, mesh: int = 4,
             raise ValueError(f"model_gemm: ksplit_comm is modelled for shapes the mesh "
                              f"side {n} divides, got {M}x{N}x{K}")
         t = None
+    elif algorithm == "cannon25d_comm":
+        copies = 4 if copies is None else copies
+        check_copies(M, N, K, n, copies)
+        t = None
     else:
         if tiles is None:
             tiles = GemmTiles(*tile_rules(algorithm, M, N, K, n))
@@ -326,6 +393,8 @@ def model_gemm(algorithm: str, M: int, N: int, K: int, mesh: int = 4,
             _splitk(plan, M, N, K, t, s)
         elif algorithm == "ksplit_comm":
             _ksplit(plan, M, N, K, s)
+        elif algorithm == "cannon25d_comm":
+            _cannon25d(plan, M, N, K, copies, s)
         else:
             raise ValueError(f"model_gemm: no model of {algorithm!r}; modelled: summa_comm, "
                              f"cannon_comm, splitk_comm, ksplit_comm")
@@ -346,10 +415,10 @@ def model_gemm(algorithm: str, M: int, N: int, K: int, mesh: int = 4,
         serial = s1 + (nblocks - 1) * (s2 - s1)
         overlapped = o1 + (nblocks - 1) * (o2 - o1)
         steps = n1 + (nblocks - 1) * (n2 - n1)
-    local = gemm_local_bytes(algorithm, M, N, K, n, dtype, t)
+    local = gemm_local_bytes(algorithm, M, N, K, n, dtype, t, copies)
     fits = local <= m.local_memory_bytes  # the kernels' buffers are all "local"
     total = serial - m.overlap * (serial - overlapped)
-    return ModelEstimate(algorithm, t, serial, overlapped, total, local, fits, steps,
+    return ModelEstimate(algorithm, t, copies, serial, overlapped, total, local, fits, steps,
                          tuple(dict.fromkeys(algs)))
 
 
