@@ -17,9 +17,7 @@ import argparse
 import ast
 import functools
 import glob
-import importlib.util
 import os
-import pathlib
 import re
 import shutil
 import sys
@@ -28,6 +26,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import __version__
+from .cli_args import _int_at_least, prepare_png  # shared with the subcommands' modules
+from .gemms import ALGORITHM_NAMES
 from .mesh import Mesh
 from .sharding import Sharding
 from .text import DEFAULT_WIDTH, MIN_WIDTH
@@ -47,7 +47,7 @@ split by the listed mesh axes) or the seed form '{"x": 0, "y": None}' (mesh
 axis -> tensor dim). Output fits 80 columns, or the terminal's width."""
 
 # The algorithms of `demo`, per mode (the help and the check read these).
-DEMO_ALGORITHMS = ("summa_comm", "cannon_comm", "ksplit_comm", "summa", "cannon", "local")
+DEMO_ALGORITHMS = ALGORITHM_NAMES  # the one list of the built-in GEMMs (meshtensor.gemms)
 SPMDIZE_ALGORITHMS = ("summa", "cannon")  # global-view kernels that spmdize rewrites
 
 PER_DIM_HELP = ("comma-separated ints, flat as in MLIR (e.g. {flat}) or one list per split "
@@ -83,19 +83,6 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
-
-
-def _int_at_least(low: int) -> Callable[[str], int]:
-    """An argparse ``type`` for integers >= ``low``."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"must be >= {low}, got {value}")
-        return value
-    return parse
 
 
 def dtype_itemsize(text: str) -> int:
@@ -213,55 +200,6 @@ def parse_sharding(mesh: Mesh, text: str, *, partial: str | None = None,
         kw["sharded_dims_offsets"] = parse_per_dim(offsets, base, f"{prefix}offsets",
                                                    lambda d: base.shard_count(d) + 1)
     return base.replace(**kw) if kw else base
-
-
-def prepare_png(path: str) -> pathlib.Path:
-    """Check a ``--png`` path before anything is drawn or printed: it ends in ``.png``,
-    is not a folder, matplotlib is installed, and the file can be written there (tried
-    by opening it). A missing folder is created only where it is the last one (its
-    parent exists), so a mistyped path does not grow a tree of folders.
-
-    >>> prepare_png("/nonexistent/dir/x.png")
-    Traceback (most recent call last):
-    ...
-    ValueError: --png: the folder '/nonexistent' does not exist (only the last folder of the path is created)
-    """
-    p = pathlib.Path(path)
-    if p.suffix.lower() != ".png":
-        raise ValueError(f"--png: expected a file name ending in .png, got {path!r}")
-    if p.is_dir():
-        raise ValueError(f"--png: {path!r} is a folder; give a file name like {path}/out.png")
-    if importlib.util.find_spec("matplotlib") is None:
-        raise ImportError("--png needs matplotlib: pip install 'meshtensor[viz]'")
-    folder = p.parent
-    made = False
-    if not folder.exists():
-        if not folder.parent.is_dir():
-            missing = folder
-            while not missing.parent.exists():
-                missing = missing.parent
-            raise ValueError(f"--png: the folder {str(missing)!r} does not exist (only the "
-                             f"last folder of the path is created)")
-        try:
-            folder.mkdir()
-            made = True
-        except OSError as e:
-            raise ValueError(f"--png: cannot create the folder {str(folder)!r}: "
-                             f"{e.strerror or e}") from None
-    elif not folder.is_dir():
-        raise ValueError(f"--png: cannot create the folder {str(folder)!r}: "
-                         f"{str(folder)!r} is a file")
-    existed = p.exists()
-    try:
-        with open(p, "ab"):
-            pass
-    except OSError as e:
-        if made:
-            folder.rmdir()
-        raise ValueError(f"--png: cannot write {str(p)!r}: {e.strerror or e}") from None
-    if not existed:
-        p.unlink()  # written for real after the drawing
-    return p
 
 
 def cuda_visible(dev: str = "/dev") -> bool:
@@ -448,6 +386,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .profile_cli import add_profile_parser  # its own module; tilelang only when run
     add_profile_parser(sub)
+    from .calibrate_cli import add_calibrate_parser  # likewise
+    add_calibrate_parser(sub)
     return p
 
 

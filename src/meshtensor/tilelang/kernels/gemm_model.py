@@ -25,7 +25,7 @@ import numpy as np
 from ...machines import Machine, get_machine
 from ...mesh import Mesh
 from ..analysis.comm_cost import Exchange, exchange_cost
-from ..analysis.perf import PlanStep, flow_stats, time_plan
+from ..analysis.perf import BOUNDS, PlanStep, flow_stats, time_plan
 from ..ir.scope import itemsize
 from .gemm import (CB, KSPLIT_CHUNK, LD_PAD, RB, GemmTiles, check_copies, check_tiles,
                    tile_rules)
@@ -53,7 +53,8 @@ def _mesh(n: int) -> Mesh:
 class ModelEstimate:
     """The model's answer for one algorithm and tiles: ``serial``, ``overlapped`` and
     the estimate ``total`` (seconds, as :class:`~..analysis.perf.PerfReport`; ``copies``
-    for 2.5D), the
+    for 2.5D), ``compute`` (the compute phases together), ``by_bound`` (the seconds of
+    the supersteps each bound dominates, as ``PerfReport.by_bound``), the
     per-core ``local_bytes`` and whether every memory holds it (``fits``), the number
     of ``supersteps``, and the collective algorithms the exchanges use."""
 
@@ -63,6 +64,8 @@ class ModelEstimate:
     serial: float
     overlapped: float
     total: float
+    compute: float
+    by_bound: tuple[tuple[str, float], ...]
     local_bytes: int
     fits: bool
     supersteps: int
@@ -128,6 +131,7 @@ class _Plan:
         self.wrap = machine.wraps((n, n))
         self.steps: list[PlanStep] = []
         self.algs: list[str] = []
+        self.by_bound: dict[str, float] = {}
         self._reset()
 
     def _reset(self) -> None:
@@ -147,25 +151,37 @@ class _Plan:
         self.reads |= set(reads)
         self.writes |= set(writes)
 
+    def _compute(self) -> float:
+        bw = self.m.core_mem_bandwidth(self.active)
+        arith, memory = self.flops / self.rate, self.mem / bw
+        self._parts = (arith, memory)
+        return max(arith, memory)
+
+    def _bound(self, compute: float, link: float = 0.0, latency: float = 0.0) -> None:
+        parts = (*self._parts, link, latency)
+        if max(parts) > 0:
+            b = BOUNDS[int(np.argmax(parts))]
+            self.by_bound[b] = self.by_bound.get(b, 0.0) + compute + link + latency
+
     def exchange(self, op: str, group_axes: tuple, piece: int, stats: dict,
                  flows: int, reads: str, writes: str) -> None:
         m, n = self.m, self.n
-        bw = m.core_mem_bandwidth(self.active)
-        compute = max(self.flops / self.rate, self.mem / bw)
+        compute = self._compute()
         ex = Exchange(op, tuple(n for _ in group_axes), tuple(self.wrap[a] for a in group_axes),
                       piece, stats["max_piece"], stats["max_link_bytes"], stats["max_hops"],
                       stats["max_sent_bytes"], stats["max_messages"], flows)
         best = exchange_cost(ex, m)[0]
         self.algs.append(best.algorithm.split("/")[0])
+        self._bound(compute, best.stream, best.latency)
         self.steps.append(PlanStep(compute, best.seconds, True, frozenset(self.reads),
                                    frozenset(self.writes), frozenset({reads}),
                                    frozenset({writes}), stats["link_axes"]))
         self._reset()
 
     def finish(self) -> None:
-        bw = self.m.core_mem_bandwidth(self.active)
-        compute = max(self.flops / self.rate, self.mem / bw)
+        compute = self._compute()
         if compute or not self.steps:
+            self._bound(compute)
             self.steps.append(PlanStep(compute, reads=frozenset(self.reads),
                                        writes=frozenset(self.writes)))
 
@@ -233,14 +249,14 @@ def _cannon(p: _Plan, M: int, N: int, K: int, t: GemmTiles, s: int, blocks: int)
         p.work(mem=bm * bn * s, active=n * n, reads=("Cl",))
 
 
-def _splitk(p: _Plan, M: int, N: int, K: int, t: GemmTiles, s: int) -> None:
+def _splitk(p: _Plan, M: int, N: int, K: int, t: GemmTiles, s: int, blocks: int) -> None:
     n = p.n
     P = n * n
     kc = K // P
     bm, bn, bk = t.bm, t.bn, t.bk
     bmp, bnp = _pad(bm, bn)
     rows = bm // P
-    nb = (M // bm) * (N // bn)
+    nb = blocks
     nq = kc // bk
     piece = rows * bn * s
     stats = _all_pairs(n, (0, 1), piece, p.wrap)
@@ -383,74 +399,75 @@ def model_gemm(algorithm: str, M: int, N: int, K: int, mesh: int = 4,
             tiles = GemmTiles(*tile_rules(algorithm, M, N, K, n))
         t = tiles if isinstance(tiles, GemmTiles) else GemmTiles(*tiles)
         check_tiles(algorithm, M, N, K, n, t)
-    def run(blocks: int) -> tuple[float, float, int, list]:
+    def run(blocks: int) -> tuple:
         plan = _Plan(m, n, dtype)
         if algorithm == "summa_comm":
             _summa(plan, M, N, K, t, s, blocks)
         elif algorithm == "cannon_comm":
             _cannon(plan, M, N, K, t, s, blocks)
         elif algorithm == "splitk_comm":
-            _splitk(plan, M, N, K, t, s)
+            _splitk(plan, M, N, K, t, s, blocks)
         elif algorithm == "ksplit_comm":
             _ksplit(plan, M, N, K, s)
         elif algorithm == "cannon25d_comm":
             _cannon25d(plan, M, N, K, copies, s)
         else:
             raise ValueError(f"model_gemm: no model of {algorithm!r}; modelled: summa_comm, "
-                             f"cannon_comm, splitk_comm, ksplit_comm")
+                             f"cannon_comm, splitk_comm, ksplit_comm, cannon25d_comm")
         plan.finish()
         serial, overlapped, _, _ = time_plan(plan.steps)
-        return serial, overlapped, len(plan.steps), plan.algs
+        busy = sum(x.compute for x in plan.steps)
+        bounds = np.array([plan.by_bound.get(b, 0.0) for b in BOUNDS])
+        return np.array([serial, overlapped, len(plan.steps), busy, *bounds]), plan.algs
 
-    nblocks = (M // n // t.bm) * (N // n // t.bn) if algorithm in ("summa_comm",
-                                                                  "cannon_comm") else 1
-    if nblocks <= 2:
-        serial, overlapped, steps, algs = run(nblocks)
+    if algorithm in ("summa_comm", "cannon_comm", "splitk_comm"):
+        per = t.bm * t.bn if algorithm == "splitk_comm" else t.bm * t.bn * n * n
+        nblocks = M * N // per
     else:
-        # SUMMA's and Cannon's C blocks start with nothing in flight (each block's last
-        # products wait for all its exchanges): the blocks after the first each add the
-        # same time, so two blocks tell all
-        s1, o1, n1, algs = run(1)
-        s2, o2, n2, _ = run(2)
-        serial = s1 + (nblocks - 1) * (s2 - s1)
-        overlapped = o1 + (nblocks - 1) * (o2 - o1)
-        steps = n1 + (nblocks - 1) * (n2 - n1)
+        nblocks = 1
+    # SUMMA's and Cannon's C blocks start with nothing in flight (each block's last
+    # products wait for all its exchanges): each block after the first adds the same
+    # time, so two blocks tell all. Split-K's blocks overlap the next one's
+    # reduce-scatter; from its fourth block on each adds the same time.
+    first = 1 if algorithm != "splitk_comm" else 4
+    if nblocks <= first + 1:
+        sums, algs = run(nblocks)
+    else:
+        a, algs = run(first)
+        b, _ = run(first + 1)
+        sums = a + (nblocks - first) * (b - a)
+    serial, overlapped, steps, busy = float(sums[0]), float(sums[1]), int(round(sums[2])), \
+        float(sums[3])
+    by_bound = tuple((bd, float(v)) for bd, v in zip(BOUNDS, sums[4:]))
     local = gemm_local_bytes(algorithm, M, N, K, n, dtype, t, copies)
     fits = local <= m.local_memory_bytes  # the kernels' buffers are all "local"
     total = serial - m.overlap * (serial - overlapped)
-    return ModelEstimate(algorithm, t, copies, serial, overlapped, total, local, fits, steps,
-                         tuple(dict.fromkeys(algs)))
+    return ModelEstimate(algorithm, t, copies, serial, overlapped, total, busy, by_bound,
+                         local, fits, steps, tuple(dict.fromkeys(algs)))
 
 
-def _divisors(x: int, low: int = 1) -> list[int]:
-    return [d for d in range(low, x + 1) if x % d == 0]
-
-
-def tile_candidates(algorithm: str, M: int, N: int, K: int, mesh: int,
-                    limit: int = 6) -> list[GemmTiles]:
-    """Tiles to try: per dimension the ``limit`` largest divisors of what the tile must
-    divide (:func:`~.gemm.tile_rules`) that are powers of two times the extent's odd
-    part or the extent itself (split-K's ``bm``: multiples of ``n^2``). Empty when the
-    shape does not divide as the algorithm needs."""
+def tile_candidates(algorithm: str, M: int, N: int, K: int, mesh: int) -> list[GemmTiles]:
+    """Tiles to try, largest C block first: per dimension the extent a tile must
+    divide (:func:`~.gemm.tile_rules`) and its halvings while they divide it (down to
+    1; split-K's ``bm``: while a multiple of ``n^2``; Cannon's ``bk`` is its whole K
+    tile). Empty when the shape does not divide as the algorithm needs."""
     try:
         em, en, ek = tile_rules(algorithm, M, N, K, mesh)
     except ValueError:
         return []
     P = mesh * mesh
 
-    def pick(x: int, step: int = 1) -> list[int]:
-        ds = [d for d in _divisors(x) if d % step == 0]
-        # halvings of the extent first: the search wants few, well-spread sizes
-        chain, v = [], x
-        while v >= step and v % step == 0 and x % v == 0:
-            chain.append(v)
+    def halvings(x: int, step: int = 1) -> list[int]:
+        out, v = [], x
+        while v >= step and v % step == 0:
+            out.append(v)
             if v % 2:
                 break
             v //= 2
-        rest = [d for d in reversed(ds) if d not in chain]
-        return (chain + rest)[:limit]
+        return out
 
-    bms = pick(em, P if algorithm == "splitk_comm" else 1)
-    bns = pick(en)
-    bks = [ek] if algorithm == "cannon_comm" else pick(ek)
-    return [GemmTiles(a, b, c) for a in bms for b in bns for c in bks]
+    bms = halvings(em, P if algorithm == "splitk_comm" else 1)
+    bns = halvings(en)
+    bks = [ek] if algorithm == "cannon_comm" else halvings(ek)
+    out = [GemmTiles(a, b, c) for a in bms for b in bns for c in bks]
+    return sorted(out, key=lambda t: (-t.bm * t.bn, -t.bk, -t.bm))
