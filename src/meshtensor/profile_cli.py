@@ -133,10 +133,10 @@ def add_profile_parser(sub: Any) -> argparse.ArgumentParser:
 
 def machines_table() -> str:
     """The presets, one line each, in 80 columns (memory: one core's port; sync: the
-    barrier latency; L1: all of a core's local memories; ovl: the overlap)."""
+    barrier latency; L1: all of a core's local memories)."""
     lines = [f"{'machine':<17s}{'mesh':>5s}{'f32 GF/s':>9s}{'mem GB/s':>9s}"
              f"{'link GB/s':>10s}{'hop ns':>7s}{'msg ns':>7s}{'sync ns':>8s}"
-             f"{'L1 KiB':>7s}{'ovl':>4s}"]
+             f"{'L1 KiB':>7s}"]
     # nanoseconds rounded first: 1.875e-9 * 1e9 is 1.8749999999999998
     for name in machine_names():
         m = PRESETS[name]
@@ -147,9 +147,9 @@ def machines_table() -> str:
                      f"{round(m.hop_latency * 1e9, 6):>7.3f}"
                      f"{round(m.message_overhead * 1e9, 6):>7.1f}"
                      f"{round(m.barrier_latency * 1e9, 6):>8.1f}"
-                     f"{m.local_memory_bytes / 1024:>7.0f}{m.overlap:>4.1f}")
-    lines.append("torus, multicast, chip memory bandwidth, memories by scope and the")
-    lines.append("source of every number: docs/perf.md (or a machine file's fields)")
+                     f"{m.local_memory_bytes / 1024:>7.0f}")
+    lines.append("overlap, torus, multicast, chip memory bandwidth, memories by scope and")
+    lines.append("the source of every number: docs/perf.md (or a machine file's fields)")
     return "\n".join(lines)
 
 
