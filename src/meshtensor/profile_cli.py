@@ -144,9 +144,9 @@ def machines_table() -> str:
         lines.append(f"{name:<17s}{'x'.join(map(str, m.mesh_shape)):>5s}"
                      f"{f32 / 1e9 if f32 else float('nan'):>9.1f}"
                      f"{m.mem_bandwidth / 1e9:>9.2f}{m.link_bandwidth / 1e9:>10.1f}"
-                     f"{round(m.hop_latency * 1e9, 6):>7.3f}"
-                     f"{round(m.message_overhead * 1e9, 6):>7.1f}"
-                     f"{round(m.barrier_latency * 1e9, 6):>8.1f}"
+                     f"{round(m.hop_latency * 1e9, 6):>7g}"
+                     f"{round(m.message_overhead * 1e9, 6):>7g}"
+                     f"{round(m.barrier_latency * 1e9, 6):>8g}"
                      f"{m.local_memory_bytes / 1024:>7.0f}")
     lines.append("overlap, torus, multicast, chip memory bandwidth, memories by scope and")
     lines.append("the source of every number: docs/perf.md (or a machine file's fields)")
