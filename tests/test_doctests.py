@@ -8,7 +8,8 @@ import pytest
 MODULES = ["meshtensor", "meshtensor.mesh", "meshtensor.sharding", "meshtensor.mesh_array",
            "meshtensor.collectives", "meshtensor.reduction", "meshtensor.cost", "meshtensor.boxes",
            "meshtensor.text", "meshtensor.visualize",
-           "meshtensor.resharding"]
+           "meshtensor.resharding", "meshtensor.machines", "meshtensor.gemms",
+           "meshtensor.measurements", "meshtensor.cli_args"]
 
 
 HAVE_TORCH = importlib.util.find_spec("torch") is not None

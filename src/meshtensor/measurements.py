@@ -22,7 +22,7 @@ Anything wrong is one ``ValueError`` that names the file, the row (counting runs
 >>> load_measurements(p)
 Traceback (most recent call last):
 ...
-ValueError: measurements file ...runs.json row 1: time -1 must be a number of seconds > 0
+ValueError: measurements file ...runs.json' row 1: time -1 must be a number of seconds > 0
 """
 
 from __future__ import annotations

@@ -933,9 +933,9 @@ class PerfReport:
         if w.uncounted:
             lines.append("not counted (no rule): " + ", ".join(w.uncounted))
         # the table: step, exchange, algorithm, bound, compute, exchange, FLOP%, link%
-        fixed = 5 + 1 + 1 + 9 + 8 + 2 * 10 + 2 * 6
+        fixed = 5 + 1 + 1 + 10 + 8 + 2 * 10 + 2 * 6
         lw = max(8, min(max(len(self.step_label(s)) for s in self.steps), width - fixed))
-        lines.append(f"{'step':>5s} {'exchange':<{lw}s} {'algo':<9s}{'bound':<8s}"
+        lines.append(f"{'step':>5s} {'exchange':<{lw}s} {'algorithm':<10s}{'bound':<8s}"
                      f"{'compute':>10s}{'exch ' + unit:>10s}{'FLOP%':>6s}{'link%':>6s}")
         shown = self.steps if max_steps is None else self.steps[:max_steps]
         for s in shown:
@@ -943,7 +943,7 @@ class PerfReport:
             fl = f"{100 * s.flop_share:.0f}" if s.compute else "-"
             ln = f"{100 * s.link_share:.0f}" if s.exchange else "-"
             lines.append(f"{s.work.index:>5d} {_fit(self.step_label(s), lw):<{lw}s} "
-                         f"{_fit(algo, 8):<9s}{s.bound:<8s}{s.compute / scale:>10.3f}"
+                         f"{_fit(algo, 9):<10s}{s.bound:<8s}{s.compute / scale:>10.3f}"
                          f"{s.exchange / scale:>10.3f}{fl:>6s}{ln:>6s}")
         if len(shown) < len(self.steps):
             lines.append(f"... {len(self.steps) - len(shown)} more supersteps (show all "
