@@ -187,10 +187,25 @@ def check_tiles(algorithm: str, M: int, N: int, K: int, mesh: int, tiles: GemmTi
                          f"cores (the reduce-scatter cuts each block's rows {P} ways)")
 
 
-def default_tiles(algorithm: str, M: int, N: int, K: int, mesh: int) -> GemmTiles:
-    """The largest tiles: one C block per core and a whole K panel (split-K: the whole
-    of C and of the core's K slice)."""
-    return GemmTiles(*tile_rules(algorithm, M, N, K, mesh))
+def default_tiles(algorithm: str, M: int, N: int, K: int, mesh: int,
+                  limit: int = 256) -> GemmTiles:
+    """The largest tiles up to ``limit`` per dimension: the extent a tile must divide
+    (:func:`tile_rules`), halved while it is above ``limit`` and stays a divisor (and,
+    for split-K's ``bm``, a multiple of ``n^2``). Kernels compiled for the CPU keep
+    their buffers on the C stack: a whole 1024 x 1024 float32 block of C twice over
+    would not fit it.
+
+    >>> default_tiles("splitk_comm", 1024, 1024, 4096, 4)
+    GemmTiles(bm=256, bn=256, bk=256)
+    """
+    P = mesh * mesh
+    out = []
+    for i, x in enumerate(tile_rules(algorithm, M, N, K, mesh)):
+        step = P if algorithm == "splitk_comm" and i == 0 else 1
+        while x > limit and x % 2 == 0 and (x // 2) % step == 0:
+            x //= 2
+        out.append(x)
+    return GemmTiles(*out)
 
 
 def build_gemm(algorithm: str, M: int, N: int, K: int, mesh: int = 4,

@@ -28,7 +28,7 @@ from ..analysis.comm_cost import Exchange, exchange_cost
 from ..analysis.perf import BOUNDS, PlanStep, flow_stats, time_plan
 from ..ir.scope import itemsize
 from .gemm import (CB, KSPLIT_CHUNK, LD_PAD, RB, GemmTiles, check_copies, check_tiles,
-                   tile_rules)
+                   default_tiles, tile_rules)
 
 __all__ = ["ModelEstimate", "model_gemm", "gemm_local_bytes", "tile_candidates"]
 
@@ -375,7 +375,9 @@ def model_gemm(algorithm: str, M: int, N: int, K: int, mesh: int = 4,
                tiles: GemmTiles | tuple | None = None,
                copies: int | None = None) -> ModelEstimate:
     """The model's estimate of a built-in GEMM, from its structure (no TIR): equal to
-    ``estimate_mesh_kernel(build_gemm(...), machine)`` (tested).
+    ``estimate_mesh_kernel(build_gemm(...), machine)`` (tested). ``tiles`` defaults to
+    :func:`~.gemm.default_tiles` (SUMMA and Cannon: their tiled form; ``build_gemm``
+    without tiles builds the whole-tile kernels, which are not modelled here).
 
     >>> e = model_gemm("summa_comm", 512, 512, 512, 4, "wormhole-n300", "bfloat16",
     ...                (128, 128, 32))
@@ -395,8 +397,8 @@ def model_gemm(algorithm: str, M: int, N: int, K: int, mesh: int = 4,
         check_copies(M, N, K, n, copies)
         t = None
     else:
-        if tiles is None:
-            tiles = GemmTiles(*tile_rules(algorithm, M, N, K, n))
+        if tiles is None:  # the tiled form's default (build_gemm's for split-K)
+            tiles = default_tiles(algorithm, M, N, K, n)
         t = tiles if isinstance(tiles, GemmTiles) else GemmTiles(*tiles)
         check_tiles(algorithm, M, N, K, n, t)
     def run(blocks: int) -> tuple:
