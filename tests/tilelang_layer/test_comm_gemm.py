@@ -6,8 +6,8 @@ import pytest
 
 pytest.importorskip("tilelang")
 from meshtensor.tilelang import find_comm_ops, read_mesh_tensor_info  # noqa: E402
-from meshtensor.tilelang.kernels.gemm import (ALGORITHMS, COMM_ALGORITHMS, GemmTiles,  # noqa: E402
-                                              build_gemm, layouts, run_gemm)
+from meshtensor.tilelang.kernels.gemm import (ALGORITHMS, GemmTiles, build_gemm,  # noqa: E402
+                                              layouts, run_gemm)
 from meshtensor.tilelang import verify_mesh_tensors  # noqa: E402
 
 WHOLE_TILE = ("summa_comm", "cannon_comm", "ksplit_comm")  # any shape

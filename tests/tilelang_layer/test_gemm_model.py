@@ -60,6 +60,7 @@ def test_model_equals_the_tool(algorithm, shape, n, form):
         assert e.total == pytest.approx(r.total, rel=1e-12), m.name
         assert e.compute == pytest.approx(sum(s.compute for s in r.steps), rel=1e-12)
         assert e.supersteps == len(r.steps) and e.local_bytes == w.local_bytes
+        assert e.exchanges == sum(1 for s in r.steps if s.work.has_exchange)
         bb = r.by_bound()
         assert all(dict(e.by_bound)[k] == pytest.approx(bb[k], rel=1e-9, abs=1e-18)
                    for k in bb)

@@ -679,7 +679,8 @@ class StepTime:
     ``algorithm`` (the cheapest of ``alternatives``, :mod:`.comm_cost`): ``link`` is its
     streaming part (bytes over links and ports, message issue), ``latency`` the rest
     (hops and barriers); ``link_bytes`` the busiest link's bytes of the direct
-    transfers on the machine's topology, ``link_axes`` the mesh axes they use. In the
+    transfers on the machine's topology, ``link_axes`` the mesh axes they use,
+    ``link_bandwidth`` the machine's (for the roofline). In the
     report's timeline the compute phase starts at ``start`` and the exchange at
     ``exchange_start``. ``bound`` is the largest of the critical core's arithmetic and
     memory times, ``link`` and ``latency`` (:data:`BOUNDS`), or ``"none"`` for an empty
@@ -700,6 +701,7 @@ class StepTime:
     link_bytes: int = 0
     link_axes: frozenset = frozenset()
     mem_bandwidth: float = 0.0
+    link_bandwidth: float = 0.0
 
     @property
     def exchange(self) -> float:
@@ -747,13 +749,9 @@ class StepTime:
         """Roofline: the share of the exchange its algorithm's busiest link streams at
         full link bandwidth (its bytes / link bandwidth / the exchange's time)."""
         a = self.alternatives[0] if self.alternatives else None
-        if a is None or not self.exchange:
+        if a is None or not self.exchange or not self.link_bandwidth:
             return 0.0
         return a.link_bytes / self.link_bandwidth / self.exchange
-
-    @property
-    def link_bandwidth(self) -> float:
-        return self.__dict__.get("_bw", 1.0)
 
 
 def _unit(seconds: float) -> tuple[str, float]:
@@ -1037,7 +1035,7 @@ def estimate_mesh_kernel(kernel: Any, machine: Any = "generic", mesh: Any = None
     >>> from meshtensor.tilelang.kernels.gemm import build_gemm
     >>> r = estimate_mesh_kernel(build_gemm("summa_comm", 64, 64, 64, mesh=2), "generic")
     >>> [s.bound for s in r.steps], r.overlapped <= r.total <= r.serial
-    (['memory', 'latency', 'compute', 'latency', 'compute'], True)
+    (['memory', 'link', 'compute', 'link', 'compute'], True)
     """
     work = kernel if isinstance(kernel, KernelWork) else count_mesh_kernel(kernel, mesh)
     m = get_machine(machine)
@@ -1076,7 +1074,8 @@ def estimate_mesh_kernel(kernel: Any, machine: Any = "generic", mesh: Any = None
                           compute=float(busy.max()), link=link, latency=latency,
                           bound=bound, algorithm=algorithm, alternatives=algs,
                           link_bytes=topo["max_link_bytes"],
-                          link_axes=topo["link_axes"], mem_bandwidth=bw))
+                          link_axes=topo["link_axes"], mem_bandwidth=bw,
+                          link_bandwidth=m.link_bandwidth))
     plan = [PlanStep(t["compute"], t["link"] + t["latency"], t["work"].has_exchange,
                      t["work"].reads, t["work"].writes, t["work"].exchange_reads,
                      t["work"].exchange_writes, t["link_axes"]) for t in timed]
@@ -1084,7 +1083,5 @@ def estimate_mesh_kernel(kernel: Any, machine: Any = "generic", mesh: Any = None
     at = over_at if m.overlap > 0 else serial_at
     steps = []
     for t, (c0, e0) in zip(timed, at):
-        st = StepTime(start=c0, exchange_start=e0, **t)
-        st.__dict__["_bw"] = m.link_bandwidth  # for the roofline's link share
-        steps.append(st)
+        steps.append(StepTime(start=c0, exchange_start=e0, **t))
     return PerfReport(work, m, tuple(steps), serial=serial, overlapped=overlapped)

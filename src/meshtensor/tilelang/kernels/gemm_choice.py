@@ -105,8 +105,7 @@ class Candidate:
     def exchanges(self) -> int:
         if self.built is not None:
             return sum(1 for s in self.built.steps if s.work.has_exchange)
-        last = 0 if self.model.by_bound and self.model.supersteps else 0
-        return self.model.supersteps - 1 + last
+        return self.model.exchanges
 
     @property
     def report(self) -> PerfReport:
@@ -355,7 +354,7 @@ def compare_gemm_algorithms(M: int, N: int | None = None, K: int | None = None,
     >>> c = compare_gemm_algorithms(512, 512, 8192, mesh=4, machine="wormhole-n300",
     ...                             dtype="bfloat16")
     >>> c.fastest, c.best.fits, [x.algorithm for x in c.too_big]
-    ('splitk_comm', True, ['ksplit_comm'])
+    ('splitk_comm', True, ['cannon25d_comm', 'ksplit_comm'])
     """
     N = M if N is None else N
     K = M if K is None else K

@@ -56,7 +56,8 @@ class ModelEstimate:
     for 2.5D), ``compute`` (the compute phases together), ``by_bound`` (the seconds of
     the supersteps each bound dominates, as ``PerfReport.by_bound``), the
     per-core ``local_bytes`` and whether every memory holds it (``fits``), the number
-    of ``supersteps``, and the collective algorithms the exchanges use."""
+    of ``supersteps`` and of ``exchanges``, and the collective algorithms the exchanges
+    use."""
 
     algorithm: str
     tiles: GemmTiles | None
@@ -70,6 +71,7 @@ class ModelEstimate:
     fits: bool
     supersteps: int
     algorithms: tuple[str, ...]
+    exchanges: int = 0
 
 
 # -- flows of the exchanges (the same transfers comm_flows lists) ------------------------
@@ -420,7 +422,9 @@ def model_gemm(algorithm: str, M: int, N: int, K: int, mesh: int = 4,
         serial, overlapped, _, _ = time_plan(plan.steps)
         busy = sum(x.compute for x in plan.steps)
         bounds = np.array([plan.by_bound.get(b, 0.0) for b in BOUNDS])
-        return np.array([serial, overlapped, len(plan.steps), busy, *bounds]), plan.algs
+        exchanges = sum(1 for x in plan.steps if x.has_exchange)
+        return np.array([serial, overlapped, len(plan.steps), busy, exchanges, *bounds]), \
+            plan.algs
 
     if algorithm in ("summa_comm", "cannon_comm", "splitk_comm"):
         per = t.bm * t.bn if algorithm == "splitk_comm" else t.bm * t.bn * n * n
@@ -440,12 +444,13 @@ def model_gemm(algorithm: str, M: int, N: int, K: int, mesh: int = 4,
         sums = a + (nblocks - first) * (b - a)
     serial, overlapped, steps, busy = float(sums[0]), float(sums[1]), int(round(sums[2])), \
         float(sums[3])
-    by_bound = tuple((bd, float(v)) for bd, v in zip(BOUNDS, sums[4:]))
+    exchanges = int(round(sums[4]))
+    by_bound = tuple((bd, float(v)) for bd, v in zip(BOUNDS, sums[5:]))
     local = gemm_local_bytes(algorithm, M, N, K, n, dtype, t, copies)
     fits = local <= m.local_memory_bytes  # the kernels' buffers are all "local"
     total = serial - m.overlap * (serial - overlapped)
     return ModelEstimate(algorithm, t, copies, serial, overlapped, total, busy, by_bound,
-                         local, fits, steps, tuple(dict.fromkeys(algs)))
+                         local, fits, steps, tuple(dict.fromkeys(algs)), exchanges)
 
 
 def tile_candidates(algorithm: str, M: int, N: int, K: int, mesh: int) -> list[GemmTiles]:
