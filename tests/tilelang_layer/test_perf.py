@@ -1179,3 +1179,45 @@ def test_the_command_modules_do_not_import_the_cli():
         imported |= {(0, a.name) for n in ast.walk(tree) if isinstance(n, ast.Import)
                      for a in n.names}
         assert (1, "cli") not in imported and (0, "meshtensor.cli") not in imported, name
+
+
+def test_published_measurements_table_is_the_models():
+    """docs/perf.md's comparison with Tenstorrent's measurements: the model column is
+    recomputed (the NoC rows and the 2048 / 3072 GEMMs; the larger GEMMs cost seconds),
+    every ratio is model / measured, and a row that says "within 25%" is."""
+    root = pathlib.Path(__file__).resolve().parents[2]
+    doc = (root / "docs" / "perf.md").read_text()
+    table = doc.split("## Published measurements against the model")[1].split("\n\n## ")[0]
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in table.splitlines()
+            if line.startswith("| ") and not line.startswith("| measurement")]
+    assert len(rows) >= 3
+    wh = PRESETS["wormhole-n300"]
+    hifi4 = wh.replace(name="hifi4", flops_per_s={**wh.flops_per_s, "bfloat16": 1.024e12})
+
+    def unicast(size):  # one core writes `size` bytes to each of 24 cores, then a barrier
+        return exchange_time(24 * size, 8, link_bandwidth=wh.link_bandwidth,
+                             hop_latency=wh.hop_latency, messages=24,
+                             message_overhead=wh.message_overhead, sent_bytes=24 * size,
+                             injection_bandwidth=wh.injection, barrier=wh.barrier_latency)
+
+    def gemm(m, size):
+        return compare_gemm_algorithms(size, mesh=8, machine=m, dtype="bfloat16").best.total
+
+    recompute = {"64 KiB to each of 24": lambda: unicast(65536) * 1e9,
+                 "the same, 2 KiB": lambda: unicast(2048) * 1e9,
+                 "the same, 32 B": lambda: unicast(32) * 1e9,
+                 "2048^3 bfloat16, HiFi4": lambda: gemm(hifi4, 2048) * 1e6,
+                 "3072^3 bfloat16, HiFi4": lambda: gemm(hifi4, 3072) * 1e6,
+                 "2048^3 bfloat16, HiFi2": lambda: gemm(wh, 2048) * 1e6}
+    seen = 0
+    for what, measured, model, ratio, gap in rows:
+        meas = float(measured.split()[0].replace(",", ""))
+        mod = float(model.split()[0].replace(",", ""))
+        assert float(ratio) == pytest.approx(mod / meas, abs=6e-4), what
+        if gap.startswith("within 25%"):
+            assert abs(mod / meas - 1) <= 0.25, what
+        for key, fn in recompute.items():
+            if key in what:
+                assert fn() == pytest.approx(mod, rel=5e-4, abs=0.6), what
+                seen += 1
+    assert seen == len(recompute)
