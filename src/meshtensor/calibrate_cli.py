@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import textwrap
 import pathlib
 from typing import Any
 
@@ -33,7 +34,7 @@ examples:
   meshtensor calibrate runs.csv --out mychip.json
   meshtensor calibrate runs.json --fit flops,link_bandwidth,hop_latency
 
-numbers it fits: """ + ", ".join(FITTABLE)
+numbers it fits: """ + "\n  ".join(textwrap.wrap(", ".join(FITTABLE), 70))
 
 
 def _fit_list(text: str) -> tuple[str, ...]:

@@ -205,3 +205,10 @@ def test_bad_csv_and_the_command(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["calibrate", str(q), "--fit", "speed"])
     assert "expected comma-separated numbers among flops" in capsys.readouterr().err
+
+
+def test_calibrate_help_fits_80_columns(capsys):
+    with pytest.raises(SystemExit):
+        main(["calibrate", "--help"])
+    out = capsys.readouterr().out
+    assert "MEASUREMENTS" in out and all(len(line) <= 80 for line in out.splitlines())
