@@ -136,6 +136,10 @@ def compile_mesh_kernel(func: tirx.PrimFunc, target: str = "c", **kw: Any) -> Me
 
     if not isinstance(func, tirx.PrimFunc):
         raise TypeError(f"compile_mesh_kernel: expected a PrimFunc, got {type(func).__name__}")
+    check_races = kw.pop("check_races", None)
+    from .transform.lower_dist import has_dist_ops
+    if has_dist_ops(func):  # a T.dist kernel: every rank of the world (runtime.dist_kernel)
+        return _compile_dist(func, target, bool(check_races), kw)
     prepared = prepare_tilelang_mesh(func)
     if prepared.params and kw.get("out_idx") is not None:
         raise ValueError("compile_mesh_kernel: out_idx is not supported for a kernel with "
@@ -173,6 +177,24 @@ def compile_mesh_kernel(func: tirx.PrimFunc, target: str = "c", **kw: Any) -> Me
     device = "cuda" if str(target).startswith("cuda") else "cpu"
     return MeshKernel(func, lowered, jit, torch.empty(nbytes, dtype=torch.uint8, device=device),
                       prepared.params)
+
+
+def _compile_dist(func: tirx.PrimFunc, target: str, check_races: bool, kw: dict) -> Any:
+    """A ``T.dist`` kernel: lowered to one per-rank program (``LowerDist``), compiled
+    as a mesh kernel, run by :class:`~.runtime.dist_kernel.DistKernel`."""
+    from .runtime import shim
+    from .runtime.dist_kernel import DistKernel
+    from .transform.lower_dist import lower_dist
+    if str(target).split()[0] != "c":
+        raise ValueError(f"compile_mesh_kernel: T.dist kernels run on target 'c' (the "
+                         f"emulator), got {target!r}")
+    if kw.get("out_idx") is not None:
+        raise ValueError("compile_mesh_kernel: out_idx is not supported for a T.dist kernel; "
+                         "pass the global output tensors instead")
+    lowered, program = lower_dist(func)
+    shim.load()  # the runtime's C entry points, before the kernel's library is loaded
+    return DistKernel(func, lowered, program, compile_mesh_kernel(lowered, target, **kw),
+                      check_races)
 
 
 #: a gather in TileLang's C source: a vector of loads at the lanes of an index vector

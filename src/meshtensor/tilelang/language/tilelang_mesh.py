@@ -47,14 +47,14 @@ from ..ir.mesh_param import MeshParam, register, registered
 from .comm import _per_core_scope, _statement
 from .comm import _region as _comm_region
 
-__all__ = ["enable", "enabled_mesh", "MeshReplicationType", "MeshShardingPolicy",
+__all__ = ["enable", "enabled_mesh", "world", "MeshReplicationType", "MeshShardingPolicy",
            "MeshTensor", "comm", "DIRECTION_MAP", "REDUCE_TYPE_LIST", "FORK_NAMES",
            "UNSUPPORTED", "ForkLayout"]
 
 DIRECTION_MAP = {"horizontal": 0, "h": 0, "vertical": 1, "v": 1, "all": 2, "a": 2}
 REDUCE_TYPE_LIST = ("sum", "abssum", "max", "min", "absmax", "bitand", "bitor", "bitxor")
 #: the names enable() puts on tilelang.language
-FORK_NAMES = ("comm", "MeshTensor", "MeshShardingPolicy", "MeshReplicationType")
+FORK_NAMES = ("comm", "MeshTensor", "MeshShardingPolicy", "MeshReplicationType", "dist")
 #: Tilelang-Mesh names the emulator does not provide (their errors say so)
 UNSUPPORTED = ("Tiles", "annotate_tileview", "dma_load", "dma_store", "mesh_nrows",
                "mesh_ncols", "mesh_ncores", "placement", "TensorWithMeta")
@@ -626,6 +626,13 @@ def _install(module: Any, names: dict[str, Any]) -> None:
             setattr(module, name, value)
 
 
+def world(world_size: int) -> Any:
+    """``with tm.world(W):`` builds ``T.dist`` kernels for ``W`` ranks (see
+    :func:`meshtensor.tilelang.language.dist.world`)."""
+    from .dist import world as _world
+    return _world(world_size)
+
+
 def enable(mesh: Any = (4, 4)) -> Mesh:
     """Make kernels written for Tilelang-Mesh parse and run here: set the target mesh
     ``(nrows, ncols)`` and install the fork's names on ``tilelang.language`` (and the
@@ -641,6 +648,8 @@ def enable(mesh: Any = (4, 4)) -> Mesh:
     m = _mesh_of(mesh, "tilelang_mesh.enable")
     _STATE.mesh = m
     _install(T, _OURS)
+    from . import dist  # T.dist, the rank layer (its module is the namespace)
+    _install(T, {"dist": dist})
     import tilelang.carver.arch.driver as driver
     import tilelang.layout as layout
     _install(driver, {"get_sunmmio_device_mesh_config": get_sunmmio_device_mesh_config})
