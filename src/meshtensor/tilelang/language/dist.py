@@ -53,7 +53,7 @@ __all__ = ["world", "current_world", "world_size", "RankId", "RankPlacementSpec"
            "put_signal", "submit", "wait", "wait_signal", "wait_signals", "wait_all",
            "completion", "has_pending", "wait_any", "barrier", "barrier_arrive",
            "all_gather", "all_reduce", "all_to_all", "all_to_allv", "rank_extents",
-           "SIGNAL_KINDS", "is_rank_var", "RANK_ID_MARK"]
+           "SIGNAL_KINDS", "is_rank_var", "rank_var_facts", "RANK_ID_MARK"]
 
 _local = threading.local()
 
@@ -279,19 +279,32 @@ RANK_ID_MARK = "T.dist.RankId"
 class _RankIdType:
     """``T.dist.RankId``: the annotation of the kernel's one rank-id parameter (an
     ``int32`` the runner fills per rank). Its variable carries a span named
-    ``T.dist.RankId``, which is how the ops and passes find it."""
+    ``T.dist.RankId`` (how the ops and passes find it) whose line and column numbers
+    record the world size and the ``(nrows, ncols)`` mesh the kernel is built for."""
 
     dtype = "int32"
 
     def __call__(self) -> tirx.Var:
+        comm = vars(T).get("comm")
+        nrows, ncols = (1, 1)
+        if comm is not None:
+            m = comm.get_target_mesh_shape()
+            nrows, ncols = int(m["nrow"]), int(m["ncol"])
+        w = current_world()
         return tirx.Var("rank_id", "int32",
-                        span=ir.Span(ir.SourceName(RANK_ID_MARK), 0, 0, 0, 0))
+                        span=ir.Span(ir.SourceName(RANK_ID_MARK), w, w, nrows, ncols))
 
     def __repr__(self) -> str:
         return "T.dist.RankId"
 
 
 RankId = _RankIdType()
+
+
+def rank_var_facts(var: tirx.Var) -> tuple[int, tuple[int, int]]:
+    """``(world size, (nrows, ncols))`` a ``T.dist.RankId`` variable was built for."""
+    span = var.span
+    return int(span.line), (int(span.column), int(span.end_column))
 
 
 def is_rank_var(var: Any) -> bool:

@@ -42,7 +42,7 @@ from ..ir.dist_op import DistOp, SignalRef, decode, find_dist_ops, is_dist_call
 from ..ir.evaluate import static_int
 from ..ir.launch import Launch
 from ..ir.scope import Cond, CopyRegion, Let, WhileLoop, find_calls, itemsize
-from ..language.dist import SIGNAL_KINDS, is_rank_var
+from ..language.dist import SIGNAL_KINDS, is_rank_var, rank_var_facts
 
 __all__ = ["LowerDist", "lower_dist", "DistProgram", "Site", "SignalPlan", "BufferInfo",
            "has_dist_ops", "CTX_PARAM", "CALL", "VALUE", "BLOCKING", "REGISTER_SITE"]
@@ -59,7 +59,10 @@ _MAX_ENUM = 4096  # loop iterations enumerated to learn a signal's senders
 
 
 def has_dist_ops(func: tirx.PrimFunc) -> bool:
-    """Whether a kernel holds ``T.dist`` records (statements or values)."""
+    """Whether a kernel is a ``T.dist`` kernel: it has a ``T.dist.RankId`` parameter or
+    holds ``T.dist`` records (statements or values)."""
+    if any(is_rank_var(p) for p in func.params):
+        return True
     hit: list = []
     tirx.stmt_functor.post_order_visit(
         func.body, lambda n: hit.append(n) if is_dist_call(n) else None)
@@ -210,10 +213,16 @@ class _Lowering:
         self.value_calls = values
         ops = [decode(f.call) for f in self.found]
         self.ops = ops
-        first = ops[0] if ops else decode(values[0])
-        self.world = first.world
-        self.mesh_shape = first.mesh_shape
-        self.rank = first.rank
+        marked = [p for p in func.params if is_rank_var(p)]
+        if ops or values:
+            first = ops[0] if ops else decode(values[0])
+            self.world, self.mesh_shape, self.rank = first.world, first.mesh_shape, first.rank
+        elif marked:
+            self.rank = marked[0]
+            self.world, self.mesh_shape = rank_var_facts(marked[0])
+        else:
+            raise ValueError("LowerDist: the kernel has neither T.dist ops nor a "
+                             "T.dist.RankId parameter")
         for o in ops + [decode(v) for v in values]:
             if (o.world, o.mesh_shape) != (self.world, self.mesh_shape):
                 raise ValueError(f"LowerDist: {o.name} was built for world_size {o.world} on "
@@ -785,6 +794,11 @@ class _Lowering:
         body = self._rewrite(body, dep=False, lets=())
         body = self._prologue(body)
         params = list(self.func.params) + [self.ctx]
+        # the lowered kernel is a plain mesh kernel: its rank id is an ordinary int32
+        old = params[self.rank_param]
+        plain = tirx.Var(old.name, "int32")
+        body = tirx.stmt_functor.substitute(body, {old: plain})
+        params[self.rank_param] = plain
         func = tirx.PrimFunc(params, body, self.func.ret_type, self.func.buffer_map,
                              self.func.attrs)
         prog = DistProgram(self.world, self.mesh_shape, self.rank_param, tuple(self.sites),
