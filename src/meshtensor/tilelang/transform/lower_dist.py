@@ -238,6 +238,7 @@ class _Lowering:
         self.mesh = Mesh({"row": self.nrows, "col": self.ncols})
         self.launch = Launch.of(func, self.mesh, "LowerDist")
         self.numbers = {f.call: i for i, f in enumerate(self.found)}
+        self.scopes = {f.call: f.scope for f in self.found}
         self.err = _Err(self.numbers)
         self.ana = self.launch.bound(arith.Analyzer())
 
@@ -781,11 +782,126 @@ class _Lowering:
                                  f"expectation hoisting with completion, dynamic/manual "
                                  f"waits, or early exits; split the condition into phases")
 
+    # ---- races that show in the code ----------------------------------------------------------------------
+    def check_static_races(self) -> None:
+        """Refuse, in straight-line code, a tile op that writes a put's source between
+        its submission and ``T.dist.wait()``, or touches a put's destination between the
+        put and the wait covering its arrival when every rank receives there. (The
+        checked run finds the rest.)"""
+        seqs: list = []
+        tirx.stmt_functor.post_order_visit(
+            self.func.body, lambda n: seqs.append(n) if isinstance(n, tirx.SeqStmt) else None)
+        for seq in seqs:  # (raised outside TVM's visitor: its callback wraps errors)
+            self._scan_seq(list(seq.seq))
+
+    def _tile_regions(self, s: tirx.Stmt) -> list:
+        """``(region, writes)`` of a straight-line tile op statement (copy, fill)."""
+        if not isinstance(s, tirx.Evaluate) or not isinstance(s.value, tirx.Call):
+            return []
+        name = getattr(s.value.op, "name", "")
+        from ..ir.scope import region_of
+        if name == "tl.tileop.copy":
+            return [(region_of(s.value.args[0]), False), (region_of(s.value.args[1]), True)]
+        if name == "tl.tileop.fill":
+            return [(region_of(s.value.args[0]), True)]
+        return []
+
+    @staticmethod
+    def _overlap(a: CopyRegion, b: CopyRegion) -> bool | None:
+        """Whether two regions of one buffer surely overlap (``None``: unknown)."""
+        if not a.buffer.data.same_as(b.buffer.data):
+            return False
+        for sa, ea, sb, eb in zip(a.starts, a.extents, b.starts, b.extents):
+            vals = [static_int(x) for x in (sa, ea, sb, eb)]
+            if None in vals:
+                return None
+            if vals[0] + vals[1] <= vals[2] or vals[2] + vals[3] <= vals[0]:
+                return False
+        return True
+
+    def _every_rank_receives(self, o: DistOp) -> bool:
+        if o.op != "put":
+            return False
+        scope = self.scopes.get(o.call, ())
+        if any(isinstance(i, (Cond, WhileLoop)) for i in scope):
+            return False
+        rank = _inline_lets(o["dst_rank"], scope)
+        got = set()
+        for r in range(self.world):
+            v = static_int(self.ana.simplify(_subst(rank, {self.rank: _i32(r)})))
+            if v is None or v == r:
+                return False
+            got.add(v)
+        return got == set(range(self.world)) and not self.cross_row(o["dst_row"], scope)
+
+    def _covers(self, o: DistOp, s: tirx.Stmt, side: str) -> bool:
+        """Whether statement ``s`` ends the window of put ``o`` (conservatively: any
+        control flow holding a T.dist op ends it)."""
+        calls = _dist_calls(s)
+        if not calls:
+            return False
+        if not (isinstance(s, tirx.Evaluate) or isinstance(s, tirx.Bind)):
+            return True
+        w = decode(calls[0])
+        if side == "src":
+            return w.op in ("wait_send", "barrier", "all_gather", "all_to_all", "all_reduce",
+                            "all_to_allv")
+        sid = o["signal"].id
+        if w.op in ("wait_signal", "barrier"):
+            return w["signal"].id == sid
+        if w.op in ("wait_all", "wait_signals"):
+            return w["list"] == sid
+        return w.op in ("wait_any", "all_reduce")
+
+    def _scan_seq(self, seq: list) -> None:
+        for i, s in enumerate(seq):
+            if not (isinstance(s, tirx.Evaluate) and is_dist_call(s.value)):
+                continue
+            o = decode(s.value)
+            if o.op != "put":
+                continue
+            # the source: from the submission to T.dist.wait()
+            start = i if o["submit"] else None
+            for j in range(i + 1, len(seq)):
+                t = seq[j]
+                if start is None:
+                    if isinstance(t, tirx.Evaluate) and is_dist_call(t.value) and \
+                            decode(t.value).op == "submit":
+                        start = j
+                    elif _dist_calls(t) and not isinstance(t, tirx.Evaluate):
+                        break
+                    continue
+                if self._covers(o, t, "src"):
+                    break
+                for r, writes in self._tile_regions(t):
+                    if writes and self._overlap(r, o["src"]):
+                        raise ValueError(
+                            f"{self.err.name(o)}: the tile op {t.value.op.name} after it writes "
+                            f"{_region_text(r)}, the put's source {_region_text(o['src'])}, "
+                            f"before T.dist.wait(): the chip reads a put's source any time "
+                            f"until T.dist.wait() returns (a race)")
+            # the destination, on a receiver: from the put to the wait covering it
+            if not self._every_rank_receives(o):
+                continue
+            for j in range(i + 1, len(seq)):
+                t = seq[j]
+                if self._covers(o, t, "dst"):
+                    break
+                for r, writes in self._tile_regions(t):
+                    if self._overlap(r, o["dst"]):
+                        how = "writes" if writes else "reads"
+                        raise ValueError(
+                            f"{self.err.name(o)}: the tile op {t.value.op.name} after it {how} "
+                            f"{_region_text(r)}, the put's destination on every rank "
+                            f"{_region_text(o['dst'])}, before the wait that covers its "
+                            f"arrival: the data lands any time until then (a race)")
+
     # ---- rewriting into runtime calls ------------------------------------------------------------------
     def build(self) -> tuple[tirx.PrimFunc, DistProgram]:
         self.collect()
         self.check()
         self.plan_signals()
+        self.check_static_races()
         body = self.insert_markers(self.func.body)
         self.ctx = tirx.Var(CTX_PARAM, "int64")
         self.sites: list[Site] = [Site(REGISTER_SITE, "register", "buffer registration",
