@@ -194,7 +194,17 @@ def _compile_dist(func: tirx.PrimFunc, target: str, check_races: bool, kw: dict)
     lowered, program = lower_dist(func)
     shim.load()  # the runtime's C entry points, before the kernel's library is loaded
     return DistKernel(func, lowered, program, compile_mesh_kernel(lowered, target, **kw),
-                      check_races)
+                      check_races, _rebuild_dist)
+
+
+def _rebuild_dist(text: str, regs: list, check_races: bool) -> Any:
+    """A pickled :class:`~.runtime.dist_kernel.DistKernel` compiled again from its
+    source (TVM JSON) and ``T.MeshTensor`` records (a rank process does this)."""
+    from .ir.mesh_param import register
+    func = tvm.ir.load_json(text)
+    for i, p in regs:
+        register(func.buffer_map[func.params[i]], p)
+    return compile_mesh_kernel(func, check_races=check_races)
 
 
 #: a gather in TileLang's C source: a vector of loads at the lanes of an index vector

@@ -68,6 +68,7 @@ class DistKernel:
     program: DistProgram
     mesh_kernel: Any
     check_races: bool = False
+    rebuild: Any = None  # the compiler's function that remakes it from its pickled source
     _lock: Any = field(default_factory=threading.Lock)
 
     @property
@@ -186,6 +187,42 @@ class DistKernel:
                 self._from_cores(ka, list(ra))
 
     # ---- running ----------------------------------------------------------------------------------
+    def run_in_process(self, job: Any, kernel_args: list) -> None:
+        """Run the one rank of a :class:`~.dist_rank.ProcessJob` (one rank per process)
+        in this thread."""
+        import torch
+        rt = job.ranks[job.rank]
+        ctx = shim.register(rt.call)
+        try:
+            call = list(kernel_args) + [ctx]
+            if self.mesh_kernel.workspace is not None:
+                call.append(torch.empty(int(self.mesh_kernel.workspace.numel()),
+                                        dtype=torch.uint8))
+            try:
+                self.mesh_kernel.jit_kernel(*call)
+            except Exception as e:  # noqa: BLE001
+                rt.fail(e)
+                return
+            rt.finish()
+        finally:
+            shim.unregister(ctx)
+
+    def __reduce__(self) -> tuple:
+        """Pickled as its source (TVM's JSON) and ``T.MeshTensor`` records: unpickling
+        compiles it again (TileLang's cache makes that a load), as a rank process does."""
+        import tvm
+        from ..ir.mesh_param import registered
+        regs = []
+        for i, var in enumerate(self.prim_func.params):
+            buf = self.prim_func.buffer_map.get(var)
+            p = None if buf is None else registered(buf)
+            if p is not None:
+                regs.append((i, p))
+        if self.rebuild is None:
+            raise TypeError("DistKernel: this kernel cannot be pickled (made without its "
+                            "compiler's rebuild function)")
+        return self.rebuild, (tvm.ir.save_json(self.prim_func), regs, self.check_races)
+
     def run_job(self, per_rank: list[list], policy: str) -> Job:
         """Run every rank on its arguments (a list per rank, in the lowered kernel's
         order without the context) under ``policy``; return the finished job."""
@@ -238,6 +275,7 @@ class DistKernel:
 
 
 # -- helpers -------------------------------------------------------------------------------------------
+
 def _rank_param(p: Any, tensor: Any) -> Any:
     """The record of one rank's part of a ``T.MeshTensor`` (its valid extent)."""
     from ..ir.mesh_param import MeshParam

@@ -49,7 +49,13 @@ class DistRuntimeError(ValueError):
 
 
 class DistDeadlockError(DistRuntimeError):
-    """Every rank waits and nothing in flight can wake one."""
+    """Every rank waits and nothing in flight can wake one (``detected_at``: when the
+    last rank blocked, ``time.time()``)."""
+
+    def __init__(self, *args: Any):
+        super().__init__(*args)
+        import time
+        self.detected_at = time.time()
 
 
 class DistRaceError(DistRuntimeError):
@@ -123,7 +129,9 @@ class JobState:
         self.signals = np.zeros((world, ncores, max(nslots, 1)), dtype=np.int64)
         self.senders: dict = {}                # value-kind receiver -> its one sender
         self.inflight: list[Message] = []      # late policy: sent, not landed
+        self.inbox: list[list] = [[] for _ in range(world)]  # data to land at a resume
         self.error: Exception | None = None
+        self.origin: int | None = None         # the rank that found the error
         self.holder: int | None = None
         self.policy = policy
 
@@ -161,6 +169,7 @@ class InProcessBaton:
         with self.cv:
             if self.state.error is None:
                 self.state.error = error
+                self.state.origin = self.state.holder
             self.state.holder = None
             self.cv.notify_all()
 
@@ -188,6 +197,95 @@ class Job:
 
     def rank_view(self, rank: int, core: int, target: tuple) -> np.ndarray:
         return self.ranks[rank].target_view(core, target)
+
+    def deliver(self, rank: int, core: int, target: tuple, data: np.ndarray) -> None:
+        """Early policy: put ``data`` into rank ``rank``'s memory now (it is paused)."""
+        dst = self.rank_view(rank, core, target)
+        dst[...] = data.reshape(dst.shape)
+
+    def runnable(self, q: int) -> bool:
+        st = self.state
+        if st.status[q] == "new":
+            return True
+        if st.status[q] != "blocked":
+            return False
+        return satisfiable(self.prog, st, q, st.cond[q])
+
+
+def slot_plan(prog: DistProgram, slot: int) -> tuple[SignalPlan, int]:
+    """The signal (list) holding ``slot`` and the member index."""
+    for plan in prog.signals.values():
+        if plan.base <= slot < plan.base + plan.slots:
+            return plan, slot - plan.base
+    raise AssertionError(slot)  # pragma: no cover
+
+
+def signal_after(prog: DistProgram, current: int, m: Message) -> int:
+    plan, _ = slot_plan(prog, m.slot)
+    if plan.mode == "inc":
+        return (current + 1) & 0xFF
+    return int(m.value) & 0xFFFFFFFF
+
+
+def satisfied(prog: DistProgram, sig: np.ndarray, cond: Cond) -> bool:
+    """Whether ``cond`` holds for signal values ``sig`` (one rank's, ``(cores, slots)``)."""
+    hits = (_arrived(int(sig[cond.core, s]), e, slot_plan(prog, s)[0]) for s, e in cond.items)
+    return all(hits) if cond.mode == "all" else any(hits)
+
+
+def satisfiable(prog: DistProgram, st: JobState, rank: int, cond: Cond) -> bool:
+    """Satisfied now, or once every put in flight to that core has landed."""
+    if satisfied(prog, st.signals[rank], cond):
+        return True
+    mine = [m for m in st.inflight if m.dst_rank == rank and m.dst_core == cond.core]
+    if not mine:
+        return False
+    sig = st.signals[rank].copy()
+    for m in mine:
+        if m.slot is not None:
+            sig[m.dst_core, m.slot] = signal_after(prog, int(sig[m.dst_core, m.slot]), m)
+    return satisfied(prog, sig, cond)
+
+
+def deadlock_text(prog: DistProgram, st: JobState) -> str:
+    """Every blocked rank, core, op, signal, expected and current value."""
+    ncols = prog.mesh_shape[1]
+    lines = ["deadlock: every rank is blocked and no put in flight can satisfy a wait:"]
+    for q in range(prog.world):
+        c = st.cond[q]
+        if st.status[q] == "done":
+            lines.append(f"  rank {q} has finished")
+            continue
+        if st.status[q] != "blocked" or c is None:
+            continue
+        parts = []
+        for slot, exp in c.items:
+            plan, member = slot_plan(prog, slot)
+            name = plan.name + (f"[{member}]" if plan.count else "")
+            parts.append(f"{name} expected {exp}, current {int(st.signals[q, c.core, slot])}")
+        how = "any of " if c.mode == "any" else "all of " if len(parts) > 1 else ""
+        lines.append(f"  rank {q} core {divmod(c.core, ncols)} waits in {c.site.name} for "
+                     f"{how}{'; '.join(parts)}")
+    return "\n".join(lines)
+
+
+class ProcessJob(Job):
+    """One rank of a job whose ranks are processes: the other ranks' memory is theirs,
+    so what this rank sends them travels in the shared state (``inbox``) with the
+    baton, and lands when they resume. Only the early policy (the checked run needs
+    every rank's memory at hand)."""
+
+    def __init__(self, prog: DistProgram, rank: int, baton: Any):
+        self.prog = prog
+        self.policy = "early"
+        self.baton = baton
+        self.state = baton.state if baton.state is not None else \
+            JobState(prog.world, prog.ncores, prog.nslots, "early")
+        self.rank = rank
+        self.ranks = {rank: RankRuntime(self, rank)}
+
+    def deliver(self, rank: int, core: int, target: tuple, data: np.ndarray) -> None:
+        self.state.inbox[rank].append((core, target, np.array(data, copy=True)))
 
 
 # -- one rank ----------------------------------------------------------------------------------------
@@ -244,11 +342,21 @@ class RankRuntime:
     def acquire(self) -> None:
         """Wait for the baton (a rank runs only while it holds it)."""
         st = self.job.baton.acquire(self.rank)
+        self.job.state = st
         if st.error is not None:
             self.aborted = True
             return
         self.has_baton = True
         st.status[self.rank] = "run"
+        self.apply_inbox()
+
+    def apply_inbox(self) -> None:
+        """Land what other processes sent here while this rank was paused."""
+        st = self.job.state
+        box, st.inbox[self.rank] = st.inbox[self.rank], []
+        for core, target, data in box:
+            dst = self.target_view(core, target)
+            dst[...] = data.reshape(dst.shape)
 
     def start(self) -> None:
         self.acquire()
@@ -258,72 +366,26 @@ class RankRuntime:
         self.has_baton = False
         self.job.baton.fail(e)
 
-    def _runnable(self, q: int) -> bool:
-        st = self.job.state
-        if st.status[q] == "new":
-            return True
-        if st.status[q] != "blocked":
-            return False
-        return self.job.ranks[q].satisfiable(st.cond[q])
-
     def _yield(self) -> None:
         """Give the baton to the next rank that can progress (deadlock if none)."""
         st = self.job.state
         self.has_baton = False
         for q in self.job.order(self.rank):
-            if q != self.rank and self._runnable(q):
+            if q != self.rank and self.job.runnable(q):
                 self.job.baton.give(q)
                 return
-        blocked = [q for q in range(self.W) if st.status[q] == "blocked"]
-        if blocked:
-            self.job.baton.fail(DistDeadlockError(self.deadlock_text(blocked)))
+        if any(x == "blocked" for x in st.status):
+            self.job.baton.fail(DistDeadlockError(deadlock_text(self.prog, st)))
             return
         self.job.baton.give(None)  # every rank is done
 
-    def deadlock_text(self, blocked: list[int]) -> str:
-        st = self.job.state
-        lines = ["deadlock: every rank is blocked and no put in flight can satisfy a wait:"]
-        for q in range(self.W):
-            c = st.cond[q]
-            if st.status[q] == "done":
-                lines.append(f"  rank {q} has finished")
-                continue
-            if st.status[q] != "blocked" or c is None:
-                continue
-            rt = self.job.ranks[q]
-            parts = []
-            for slot, exp in c.items:
-                plan, member = rt.slot_plan(slot)
-                name = plan.name + (f"[{member}]" if plan.count else "")
-                parts.append(f"{name} expected {exp}, current {int(st.signals[q, c.core, slot])}")
-            how = "any of" if c.mode == "any" else "all of" if len(parts) > 1 else ""
-            lines.append(f"  rank {q} core {divmod(c.core, self.ncols)} waits in {c.site.name} "
-                         f"for {how + ' ' if how else ''}{'; '.join(parts)}")
-        return "\n".join(lines)
-
-    def satisfied(self, cond: Cond, signals: np.ndarray | None = None) -> bool:
-        sig = self.job.state.signals[self.rank] if signals is None else signals
-        hits = (_arrived(int(sig[cond.core, s]), e, self.slot_plan(s)[0]) for s, e in cond.items)
-        return all(hits) if cond.mode == "all" else any(hits)
-
-    def satisfiable(self, cond: Cond) -> bool:
-        """Satisfied now, or once every put in flight to this rank has landed."""
-        if self.satisfied(cond):
-            return True
-        st = self.job.state
-        mine = [m for m in st.inflight if m.dst_rank == self.rank and m.dst_core == cond.core]
-        if not mine:
-            return False
-        sig = st.signals[self.rank].copy()
-        for m in mine:
-            if m.slot is not None:
-                sig[m.dst_core, m.slot] = self._signal_after(int(sig[m.dst_core, m.slot]), m)
-        return self.satisfied(cond, sig)
+    def satisfied(self, cond: Cond) -> bool:
+        return satisfied(self.prog, self.job.state.signals[self.rank], cond)
 
     def block_until(self, cond: Cond) -> None:
         """Return once ``cond`` holds; meanwhile other ranks run."""
-        st = self.job.state
         while not self.aborted:
+            st = self.job.state  # (a process gets a new one with each baton)
             if self.satisfied(cond):
                 st.status[self.rank] = "run"
                 st.cond[self.rank] = None
@@ -416,10 +478,7 @@ class RankRuntime:
 
     # ---- signals ----------------------------------------------------------------------------------
     def slot_plan(self, slot: int) -> tuple[SignalPlan, int]:
-        for plan in self.prog.signals.values():
-            if plan.base <= slot < plan.base + plan.slots:
-                return plan, slot - plan.base
-        raise AssertionError(slot)  # pragma: no cover
+        return slot_plan(self.prog, slot)
 
     def slot(self, site: Site, core: int, sid: int, member: int) -> tuple[SignalPlan, int]:
         plan = self.prog.signals[sid]
@@ -440,10 +499,7 @@ class RankRuntime:
         self.expected[core, slot] = (int(self.expected[core, slot]) + int(delta)) & mask
 
     def _signal_after(self, current: int, m: Message) -> int:
-        plan, _ = self.slot_plan(m.slot)
-        if plan.mode == "inc":
-            return (current + 1) & 0xFF
-        return int(m.value) & 0xFFFFFFFF
+        return signal_after(self.prog, current, m)
 
     def _next_gen(self, core: int, slot: int, dst: tuple) -> int:
         key = (core, slot) + dst
@@ -489,12 +545,9 @@ class RankRuntime:
         st = self.job.state
         if st.policy == "early":
             if m.target is not None:
-                dst = self.job.rank_view(m.dst_rank, m.dst_core, m.target)
-                if m.payload is not None:
-                    dst[...] = m.payload.reshape(dst.shape)
-                else:
-                    core, target = m.src_ref
-                    dst[...] = self.target_view(core, target).reshape(dst.shape)
+                core, target = m.src_ref
+                data = m.payload if m.payload is not None else self.target_view(core, target)
+                self.job.deliver(m.dst_rank, m.dst_core, m.target, data)
             self.land_signal(m)
             m.landed = True
             return
