@@ -457,3 +457,17 @@ def test_manual_expectations():
         assert np.array_equal(got[r][:, :N], A[(r - 1) % W])
         assert np.array_equal(got[r][:, N:2 * N - 1], A[(r - 2) % W][:, :N - 1])
         assert (got[r][:, 2 * N - 1] == 10).all()
+
+
+def test_bench_tdist_quick(capsys, monkeypatch):
+    """benchmarks/bench_tdist.py --quick runs, checks its result against NumPy and
+    prints the ratio."""
+    import pathlib
+    import runpy
+    import sys
+    bench = pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "bench_tdist.py"
+    monkeypatch.setattr(sys, "argv", [str(bench), "--quick"])
+    runpy.run_path(str(bench), run_name="__main__")
+    out = capsys.readouterr().out
+    assert "ring all_gather: 4 ranks x 2x2 cores, 0.0625 MiB per core" in out
+    assert "ratio T.dist / numpy:" in out

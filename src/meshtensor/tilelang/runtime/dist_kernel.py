@@ -70,6 +70,18 @@ class DistKernel:
     check_races: bool = False
     rebuild: Any = None  # the compiler's function that remakes it from its pickled source
     _lock: Any = field(default_factory=threading.Lock)
+    _workspaces: list = field(default_factory=list)  # one per rank, kept across calls
+
+    def workspace(self, rank: int) -> Any:
+        """Rank ``rank``'s scratch array for the lowered kernel's per-core buffers
+        (allocated once: a fresh one page-faults on every call), or ``None``."""
+        import torch
+        ws = self.mesh_kernel.workspace
+        if ws is None:
+            return None
+        while len(self._workspaces) <= rank:
+            self._workspaces.append(torch.empty(int(ws.numel()), dtype=torch.uint8))
+        return self._workspaces[rank]
 
     @property
     def world(self) -> int:
@@ -196,8 +208,7 @@ class DistKernel:
         try:
             call = list(kernel_args) + [ctx]
             if self.mesh_kernel.workspace is not None:
-                call.append(torch.empty(int(self.mesh_kernel.workspace.numel()),
-                                        dtype=torch.uint8))
+                call.append(self.workspace(job.rank))
             try:
                 self.mesh_kernel.jit_kernel(*call)
             except Exception as e:  # noqa: BLE001
@@ -230,14 +241,14 @@ class DistKernel:
         job = Job(self.program, policy)
         mk = self.mesh_kernel
         ctxs = [shim.register(rt.call) for rt in job.ranks]
-        nbytes = None if mk.workspace is None else int(mk.workspace.numel())
+        spaces = [self.workspace(r) for r in range(self.world)]
 
         def run(r: int) -> None:
             rt: RankRuntime = job.ranks[r]
             try:
                 call = list(per_rank[r]) + [ctxs[r]]
-                if nbytes is not None:
-                    call.append(torch.empty(nbytes, dtype=torch.uint8))
+                if spaces[r] is not None:
+                    call.append(spaces[r])
                 mk.jit_kernel(*call)
             except Exception as e:  # noqa: BLE001
                 rt.fail(e)
