@@ -204,6 +204,10 @@ class _Err:
 # -- the pass ---------------------------------------------------------------------------------------
 class _Lowering:
     def __init__(self, func: tirx.PrimFunc):
+        # a T.dist kernel is a Tilelang-Mesh kernel: its on-chip buffers (any shared.*
+        # scope) are core-private memory in the scopes the C back end takes
+        from .tilelang_mesh import _core_private
+        func = func.with_body(_core_private(func.body))
         self.func = func
         self.found = find_dist_ops(func)
         values: list = []
@@ -500,20 +504,21 @@ class _Lowering:
                                  f"{'shared.rsram' if uses[sid]['scope'] == 'sram' else 'global/DRAM'}")
             self._allocate(d, k, counts, inferred=False)
             kinds[sid] = k
-        for sid in order:
+        # then the signals several senders share (they need INC), then the others:
+        # INC where it fits, else a VALUE register, else memory (as the upstream plans)
+        auto = [sid for sid in order if self.decls[sid]["kind"] == "auto" and
+                uses[sid]["used"]]
+        single = {sid: self._single_sender(sid) for sid in auto}
+        for sid in [x for x in auto if not single[x]] + [x for x in auto if single[x]]:
             d = self.decls[sid]
-            if d["kind"] != "auto" or not uses[sid]["used"]:
-                continue
             scope = resolved[sid][1]
             n = max(d["count"], 1)
             inc = f"{scope}_flagreg_inc"
-            if counts[inc] + n <= SIGNAL_KINDS[inc][2]:
-                k = inc
-            elif self._single_sender(sid):
+            if counts[inc] + n <= SIGNAL_KINDS[inc][2] or not single[sid]:
+                k = inc  # (a multi-sender signal over capacity is refused here)
+            else:
                 val = f"{scope}_flagreg_value"
                 k = val if counts[val] + n <= SIGNAL_KINDS[val][2] else f"{scope}_memory"
-            else:
-                k = inc  # a multi-sender signal needs INC: refused below as over capacity
             self._allocate(d, k, counts, inferred=True)
             kinds[sid] = k
         base = 0
@@ -548,6 +553,13 @@ class _Lowering:
         """Whether every receiving endpoint of signal ``sid`` hears from one sender at
         most (as far as the put sites can be evaluated; ``False`` when unsure)."""
         senders: dict = {}
+        for o in self.ops:  # a collective's single signal hears from every other rank
+            sig = o.fields.get("signal")
+            if o.op in ("all_gather", "all_to_all", "all_reduce", "barrier", "barrier_arrive",
+                        "all_to_allv") and sig is not None and sig.id == sid and \
+                    (self.world > 2 or o.op in ("all_to_all", "all_to_allv") and
+                     self.nrows > 1):
+                return False
         for f, o in zip(self.found, self.ops):
             if o.op not in _SENDS or o["signal"].id != sid:
                 continue
