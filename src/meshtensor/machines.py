@@ -34,7 +34,8 @@ from typing import Any, Mapping
 
 from .mesh import _is_int
 
-__all__ = ["Machine", "PRESETS", "FIELDS", "get_machine", "load_machine", "machine_names"]
+__all__ = ["Machine", "PRESETS", "FIELDS", "CHIP_LINK_DEFAULTS", "get_machine",
+           "load_machine", "machine_names"]
 
 #: The numeric fields of a machine and what each must be (the first word is the check).
 FIELDS = {
@@ -46,7 +47,11 @@ FIELDS = {
     "message_overhead": "non-negative: seconds a core spends per message it sends",
     "local_memory_bytes": "positive int: bytes of one core's local memory",
 }
-_OPTIONAL = ("name", "description", "sources")
+#: Chip-to-chip links (T.dist kernels: core (r, c) of one chip to core (r, c) of
+#: another), optional in a machine file: bandwidth per directed link and a fixed cost
+#: per message; the defaults are assumptions.
+CHIP_LINK_DEFAULTS = {"chip_link_bandwidth": 25e9, "chip_link_latency": 1e-6}
+_OPTIONAL = ("name", "description", "sources") + tuple(CHIP_LINK_DEFAULTS)
 
 
 def _number(where: str, key: str, v: Any, positive: bool) -> float:
@@ -91,6 +96,8 @@ class Machine:
     local_memory_bytes: int
     description: str = ""
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
+    chip_link_bandwidth: float = CHIP_LINK_DEFAULTS["chip_link_bandwidth"]
+    chip_link_latency: float = CHIP_LINK_DEFAULTS["chip_link_latency"]
 
     def __post_init__(self) -> None:
         where = f"machine {self.name!r}"
@@ -121,8 +128,10 @@ class Machine:
         set_(self, "local_memory_bytes", int(mem))
         for key in ("mem_bandwidth", "link_bandwidth"):
             set_(self, key, _number(where, key, getattr(self, key), True))
-        for key in ("hop_latency", "message_overhead"):
+        for key in ("hop_latency", "message_overhead", "chip_link_latency"):
             set_(self, key, _number(where, key, getattr(self, key), False))
+        set_(self, "chip_link_bandwidth",
+             _number(where, "chip_link_bandwidth", self.chip_link_bandwidth, True))
         src = self.sources
         if not isinstance(src, Mapping) or not all(isinstance(k, str) and isinstance(v, str)
                                                    for k, v in src.items()):
@@ -173,6 +182,8 @@ class Machine:
                 "link_bandwidth": self.link_bandwidth, "hop_latency": self.hop_latency,
                 "message_overhead": self.message_overhead,
                 "local_memory_bytes": self.local_memory_bytes,
+                "chip_link_bandwidth": self.chip_link_bandwidth,
+                "chip_link_latency": self.chip_link_latency,
                 "description": self.description, "sources": dict(self.sources)}
 
     @staticmethod
@@ -206,7 +217,8 @@ class Machine:
                        message_overhead=data["message_overhead"],
                        local_memory_bytes=data["local_memory_bytes"],
                        description=str(data.get("description", "")),
-                       sources=data.get("sources", {}))
+                       sources=data.get("sources", {}),
+                       **{k: data.get(k, v) for k, v in CHIP_LINK_DEFAULTS.items()})
 
 
 def _preset(name: str, description: str, **fields: tuple[Any, str]) -> Machine:
