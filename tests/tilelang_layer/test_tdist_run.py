@@ -471,3 +471,37 @@ def test_bench_tdist_quick(capsys, monkeypatch):
     out = capsys.readouterr().out
     assert "ring all_gather: 4 ranks x 2x2 cores, 0.0625 MiB per core" in out
     assert "ratio T.dist / numpy:" in out
+
+
+def test_chip_to_chip_traffic_and_time():
+    """A cross-row put per core, then a barrier: 16 puts of 32 B between chips (each
+    with a one-hop leg on its chip to the egress core), 48 bare barrier signals."""
+    from meshtensor import get_machine
+    from meshtensor.tilelang import analyze_dist_communication
+    W, mesh = 4, (2, 2)
+    tm.enable(mesh=mesh)
+    with tm.world(W):
+        @T.prim_func
+        def k(A: T.Tensor((4, 8), "float32"), B: T.Tensor((4, 8), "float32"),
+              rank_id: T.dist.RankId):
+            with T.Kernel(4, threads=1) as bx:
+                src = T.alloc_shared((8,), "float32")
+                dst = T.alloc_shared((8,), "float32")
+                s = T.dist.signal()
+                T.copy(A[bx, 0:8], src)
+                T.dist.put(src, dst, (rank_id + 1) % W, dst_row=(bx // 2 + 1) % 2, signal=s,
+                           submit=True)
+                T.dist.wait_signal(s)
+                T.dist.barrier()
+                T.copy(dst, B[bx, 0:8])
+    t = analyze_dist_communication(compile_mesh_kernel(k))
+    assert t.chip_bytes == 16 * 32 and t.chip_messages == 16 + 48
+    assert t.onchip_bytes == 16 * 32 and t.onchip_byte_hops == 16 * 32
+    # rank 0 core (0, 0)'s put leaves by core (1, 0): the link (0, 1, core 2) carries it
+    # and core (1, 0)'s own barrier signal; core (0, 0)'s link only its barrier signal
+    assert t.chip[(0, 1, 2)] == [32, 2] and t.chip[(0, 1, 0)] == [0, 1]
+    assert t.rank_bytes()[0] == (128, 128)
+    m = get_machine("generic").replace(chip_link_bandwidth=32e9, chip_link_latency=1e-6)
+    est = t.time(m)
+    assert est["chip"] == pytest.approx(32 / 32e9 + 2e-6)
+    assert "rank 0 -> 1 core (1, 0)" in t.table()

@@ -234,11 +234,13 @@ class DistKernel:
                             "compiler's rebuild function)")
         return self.rebuild, (tvm.ir.save_json(self.prim_func), regs, self.check_races)
 
-    def run_job(self, per_rank: list[list], policy: str) -> Job:
+    def run_job(self, per_rank: list[list], policy: str, record: bool = False) -> Job:
         """Run every rank on its arguments (a list per rank, in the lowered kernel's
-        order without the context) under ``policy``; return the finished job."""
-        import torch
+        order without the context) under ``policy``; return the finished job (with its
+        ``log`` of transfers when ``record``)."""
         job = Job(self.program, policy)
+        if record:
+            job.log = []
         mk = self.mesh_kernel
         ctxs = [shim.register(rt.call) for rt in job.ranks]
         spaces = [self.workspace(r) for r in range(self.world)]

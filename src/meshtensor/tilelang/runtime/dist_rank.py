@@ -185,6 +185,14 @@ class Job:
         self.state = JobState(prog.world, prog.ncores, prog.nslots, policy)
         self.baton = InProcessBaton(self.state, self.first(), prog.world)
         self.ranks = [RankRuntime(self, r) for r in range(prog.world)]
+        self.log: list | None = None  # transfers, when the traffic is recorded
+
+    def record(self, *item: Any) -> None:
+        """A transfer: ``("chip", src rank, dst rank, core, bytes, site)`` between
+        corresponding cores of two chips, or ``("onchip", rank, src core, dst core,
+        bytes, site)`` on one chip (a routed put's first leg, an on-chip put)."""
+        if self.log is not None:
+            self.log.append(item)
 
     def first(self) -> int:
         return 0 if self.policy == "early" else self.prog.world - 1
@@ -283,6 +291,7 @@ class ProcessJob(Job):
             JobState(prog.world, prog.ncores, prog.nslots, "early")
         self.rank = rank
         self.ranks = {rank: RankRuntime(self, rank)}
+        self.log = None
 
     def deliver(self, rank: int, core: int, target: tuple, data: np.ndarray) -> None:
         self.state.inbox[rank].append((core, target, np.array(data, copy=True)))
@@ -543,6 +552,14 @@ class RankRuntime:
 
     def send(self, m: Message) -> None:
         st = self.job.state
+        if self.job.log is not None:
+            nbytes = 0
+            if m.target is not None:
+                core, target = m.src_ref
+                nbytes = int(self.target_view(core, target).nbytes)
+            if m.dst_core != m.src_core:  # the on-chip leg to the egress core first
+                self.job.record("onchip", self.rank, m.src_core, m.dst_core, nbytes, m.site)
+            self.job.record("chip", self.rank, m.dst_rank, m.dst_core, nbytes, m.site)
         if st.policy == "early":
             if m.target is not None:
                 core, target = m.src_ref
@@ -654,6 +671,8 @@ class RankRuntime:
 
     def _copy_local(self, core: int, src: tuple, dst_core: int, dst: tuple) -> None:
         d = self.target_view(dst_core, dst)
+        if dst_core != core and self.job.log is not None:
+            self.job.record("onchip", self.rank, core, dst_core, int(d.nbytes), None)
         d[...] = np.array(self.target_view(core, src)).reshape(d.shape)
 
     def _put(self, site: Site, core: int, src: tuple, dst: tuple, rank: int, row: int,
