@@ -506,3 +506,23 @@ def test_chip_to_chip_traffic_and_time():
     est = t.time(m)
     assert est["chip"] == pytest.approx(32 / 32e9 + 2e-6)
     assert "rank 0 -> 1 core (1, 0)" in t.table()
+
+
+# -- meshtensor demo --tdist -----------------------------------------------------------------------
+@pytest.mark.parametrize("width", [None, 60])
+def test_demo_tdist_runs_checks_and_fits_its_width(width, capsys, monkeypatch):
+    from meshtensor.cli import main
+    monkeypatch.delenv("COLUMNS", raising=False)
+    argv = ["demo", "--tdist", "--size", "64", "--repeat", "1"]
+    assert main(argv + (["--width", str(width)] if width else [])) == 0
+    out = capsys.readouterr().out
+    flat = " ".join(out.split())
+    assert flat.count("equals NumPy's sum") == 2 and "DIFFERS" not in out
+    assert "deadlock: every rank is blocked" in flat and "expected 2, current 1" in flat
+    assert max(map(len, out.splitlines())) <= (width or 80)
+
+
+def test_demo_tdist_refuses_other_modes(capsys):
+    from meshtensor.cli import main
+    assert main(["demo", "--tdist", "--spmdize"]) == 2
+    assert "--tdist takes no other mode" in capsys.readouterr().err
