@@ -171,10 +171,11 @@ def kernel(mode, world=4, mesh=(2, 2)):
     ("manual_plain_wait", "uses expect='manual' with wait_signal/wait_all but provides no "
                           "expected delta"),
     ("pipelined", r"not supported inside T.Pipelined\(num_stages > 0\)"),
-    ("write_source_before_wait", r"writes src\[0\], the put's source src\[0\], before "
-                                 r"T.dist.wait\(\)"),
-    ("read_destination_before_wait", r"reads dst\[0\], the put's destination on every rank "
-                                     r"dst\[0\], before the wait that covers its arrival"),
+    ("write_source_before_wait", r"writes src\[0:4\], the put's source src\[0:4\], "
+                                 r"before T.dist.wait\(\)"),
+    ("read_destination_before_wait", r"reads dst\[0:4\], which overlaps the put's "
+                                     r"destination dst\[0:4\] \(every rank receives one\), "
+                                     r"before the wait that covers its arrival"),
 ])
 def test_static_refusals(mode, text):
     with pytest.raises(ValueError, match=text):

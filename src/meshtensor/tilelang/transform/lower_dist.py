@@ -187,7 +187,15 @@ def _inline_lets(e: Any, scope: Sequence) -> Any:
 
 
 def _region_text(r: CopyRegion) -> str:
-    return f"{r.buffer.name}[{', '.join(str(s) for s in r.starts)}]"
+    """``buf[a:b, ...]`` (a symbolic extent: ``buf[a:a + e]``)."""
+    def one(s: Any, e: Any) -> str:
+        a, n = static_int(s), static_int(e)
+        if n == 1:
+            return str(s)
+        if a is not None and n is not None:
+            return f"{a}:{a + n}"
+        return f"{s}:{s} + {e}"
+    return f"{r.buffer.name}[{', '.join(one(s, e) for s, e in zip(r.starts, r.extents))}]"
 
 
 class _Err:
@@ -904,8 +912,9 @@ class _Lowering:
                         how = "writes" if writes else "reads"
                         raise ValueError(
                             f"{self.err.name(o)}: the tile op {t.value.op.name} after it {how} "
-                            f"{_region_text(r)}, the put's destination on every rank "
-                            f"{_region_text(o['dst'])}, before the wait that covers its "
+                            f"{_region_text(r)}, which overlaps the put's destination "
+                            f"{_region_text(o['dst'])} (every rank receives one), before "
+                            f"the wait that covers its "
                             f"arrival: the data lands any time until then (a race)")
 
     # ---- rewriting into runtime calls ------------------------------------------------------------------
