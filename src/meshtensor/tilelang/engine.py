@@ -200,10 +200,11 @@ def _compile_dist(func: tirx.PrimFunc, target: str, check_races: bool, kw: dict)
 def _rebuild_dist(text: str, regs: list, check_races: bool) -> Any:
     """A pickled :class:`~.runtime.dist_kernel.DistKernel` compiled again from its
     source (TVM JSON) and ``T.MeshTensor`` records (a rank process does this)."""
-    from .ir.mesh_param import register
     func = tvm.ir.load_json(text)
-    for i, p in regs:
-        register(func.buffer_map[func.params[i]], p)
+    if regs:
+        from .ir.mesh_param import register
+        for i, p in regs:
+            register(func.buffer_map[func.params[i]], p)
     return compile_mesh_kernel(func, check_races=check_races)
 
 

@@ -222,11 +222,12 @@ class DistKernel:
         """Pickled as its source (TVM's JSON) and ``T.MeshTensor`` records: unpickling
         compiles it again (TileLang's cache makes that a load), as a rank process does."""
         import tvm
-        from ..ir.mesh_param import registered
-        regs = []
+        from ..ir import mesh_param
+        registered = getattr(mesh_param, "registered", None)
+        regs = []  # records kept beside the kernel (where they are not its attributes)
         for i, var in enumerate(self.prim_func.params):
             buf = self.prim_func.buffer_map.get(var)
-            p = None if buf is None else registered(buf)
+            p = None if buf is None or registered is None else registered(buf)
             if p is not None:
                 regs.append((i, p))
         if self.rebuild is None:
