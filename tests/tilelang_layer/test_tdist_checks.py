@@ -252,6 +252,35 @@ def test_destination_written_before_arrival_is_refused_by_the_checked_run():
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("senders", [1, 2])
+def test_puts_landing_on_one_destination_are_not_a_race(senders):
+    """Several puts carrying data into one place (each wave of the upstream's
+    manual_signal_wave kernel, or two ranks sending the same tile): the late run lands
+    them one after the other, and an earlier one's data is no local write."""
+    W = 3
+    tm.enable(mesh=(1, 2))
+    with tm.world(W):
+        @T.prim_func
+        def k(A: T.Tensor((2, N), "float32"), B: T.Tensor((2, N), "float32"),
+              rank_id: T.dist.RankId):
+            with T.Kernel(2, threads=1) as bx:
+                src = T.alloc_shared((N,), "float32")
+                dst = T.alloc_shared((N,), "float32")
+                s = T.dist.signal()
+                T.copy(A[bx, 0:N], src)
+                for i in T.serial(senders):  # to the next rank (and the one after)
+                    T.dist.put(src, dst, (rank_id + 1 + i) % W, signal=s)
+                    T.dist.put(src, dst, (rank_id + 1 + i) % W, signal=s)
+                T.dist.submit()
+                T.dist.wait_signal(s)
+                T.copy(dst, B[bx, 0:N])
+    a = torch.arange(2 * N, dtype=torch.float32).reshape(2, N)  # the same on every rank
+    b = torch.zeros(2, N)
+    compile_mesh_kernel(k, check_races=True)(a, b)
+    assert torch.equal(b, a)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("mode, text", [
     ("unsubmitted", "queued send\\(s\\) were never submitted"),
     ("nonempty_queue", "submit=True requires an empty send queue, but 1 send"),

@@ -74,13 +74,15 @@ class DistKernel:
 
     def workspace(self, rank: int) -> Any:
         """Rank ``rank``'s scratch array for the lowered kernel's per-core buffers
-        (allocated once: a fresh one page-faults on every call), or ``None``."""
+        (allocated once: a fresh one page-faults on every call; zeroed, so a kernel
+        that reads on-chip memory it never wrote reads the same bits in every
+        process), or ``None``."""
         import torch
         ws = self.mesh_kernel.workspace
         if ws is None:
             return None
         while len(self._workspaces) <= rank:
-            self._workspaces.append(torch.empty(int(ws.numel()), dtype=torch.uint8))
+            self._workspaces.append(torch.zeros(int(ws.numel()), dtype=torch.uint8))
         return self._workspaces[rank]
 
     @property
@@ -206,7 +208,7 @@ class DistKernel:
         rt = job.ranks[job.rank]
         ctx = shim.register(rt.call)
         try:
-            call = list(kernel_args) + [ctx]
+            call = _as_bits(list(kernel_args), self.mesh_kernel) + [ctx]
             if self.mesh_kernel.workspace is not None:
                 call.append(self.workspace(job.rank))
             try:
@@ -249,7 +251,7 @@ class DistKernel:
         def run(r: int) -> None:
             rt: RankRuntime = job.ranks[r]
             try:
-                call = list(per_rank[r]) + [ctxs[r]]
+                call = _as_bits(list(per_rank[r]), mk) + [ctxs[r]]
                 if spaces[r] is not None:
                     call.append(spaces[r])
                 mk.jit_kernel(*call)
@@ -289,6 +291,17 @@ class DistKernel:
 
 
 # -- helpers -------------------------------------------------------------------------------------------
+
+def _as_bits(call: list, mesh_kernel: Any) -> list:
+    """The arguments of narrow float parameters (bfloat16, float8: the compiled kernel
+    takes their bits, ``MeshKernel.narrow`` lists them) as views of their bits."""
+    import torch
+    for i, _ in getattr(mesh_kernel, "narrow", ()):
+        a = call[i] if i < len(call) else None
+        if isinstance(a, torch.Tensor) and a.is_floating_point():
+            call[i] = a.view(torch.uint16 if a.element_size() == 2 else torch.uint8)
+    return call
+
 
 def _rank_param(p: Any, tensor: Any) -> Any:
     """The record of one rank's part of a ``T.MeshTensor`` (its valid extent)."""

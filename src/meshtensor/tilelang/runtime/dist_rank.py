@@ -112,7 +112,7 @@ class Message:
 
     __slots__ = ("src_rank", "src_core", "dst_rank", "dst_core", "target", "src_ref",
                  "payload", "snapshot", "slot", "value", "site", "seq", "landed",
-                 "staged")
+                 "staged", "clobbered")
 
     def __init__(self, **kw: Any):
         for k in self.__slots__:
@@ -629,7 +629,11 @@ class RankRuntime:
             self._late_read(m)
             dst = self.job.rank_view(m.dst_rank, m.dst_core, m.target)
             poison = np.frombuffer(POISON(dst.dtype) * dst.size, dtype=np.uint8)
-            if not np.array_equal(dst.view(np.uint8).reshape(-1), poison):
+            written = (dst.view(np.uint8).reshape(-1) != poison).reshape(
+                dst.size, -1).any(axis=1)
+            if m.clobbered is not None:  # other puts landed there meanwhile: not a write
+                written &= ~m.clobbered
+            if written.any():
                 raise DistRaceError(
                     f"{m.site.name} from rank {m.src_rank} core "
                     f"{divmod(m.src_core, self.ncols)}: rank {m.dst_rank} core "
@@ -637,9 +641,27 @@ class RankRuntime:
                     f"{_target_text(self.prog, m.target)} before the wait that covers its "
                     f"arrival; the data lands any time until then")
             dst[...] = m.payload.reshape(dst.shape)
+            self._clobber(m, dst)
         self.land_signal(m)
         m.landed = True
         st.inflight.remove(m)
+
+    def _clobber(self, m: Message, dst: np.ndarray) -> None:
+        """Mark the elements of other in-flight puts' destinations that ``m`` just wrote
+        (several puts may carry data into one place: only a write by the receiving
+        core itself is a race)."""
+        mine = None
+        for x in self.job.state.inflight:
+            if x is m or x.target is None or (x.dst_rank, x.dst_core) != (m.dst_rank,
+                                                                       m.dst_core):
+                continue
+            view = self.job.rank_view(x.dst_rank, x.dst_core, x.target)
+            if view.dtype != dst.dtype:
+                continue
+            mine = _addresses(dst) if mine is None else mine
+            hit = np.isin(_addresses(view), mine)
+            if hit.any():
+                x.clobbered = hit if x.clobbered is None else (x.clobbered | hit)
 
     def _land_one(self, cond: Cond) -> bool:
         """Late policy: land the in-flight put to this core that helps ``cond`` most
@@ -1009,6 +1031,16 @@ def _fold(g: np.ndarray, kind: str) -> np.ndarray:
     for x in g[1:]:
         acc = fn(acc, x).astype(dt)
     return acc
+
+
+def _addresses(view: np.ndarray) -> np.ndarray:
+    """The address of every element of ``view`` (row-major order)."""
+    out = np.full(view.shape, view.__array_interface__["data"][0], dtype=np.int64)
+    for d, stride in enumerate(view.strides):
+        shape = [1] * view.ndim
+        shape[d] = view.shape[d]
+        out = out + np.arange(view.shape[d], dtype=np.int64).reshape(shape) * stride
+    return out.reshape(-1)
 
 
 def _target_text(prog: DistProgram, target: tuple) -> str:
