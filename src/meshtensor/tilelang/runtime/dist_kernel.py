@@ -304,11 +304,12 @@ def _as_bits(call: list, mesh_kernel: Any) -> list:
 
 
 def _rank_param(p: Any, tensor: Any) -> Any:
-    """The record of one rank's part of a ``T.MeshTensor`` (its valid extent)."""
-    from ..ir.mesh_param import MeshParam
+    """The record of one rank's part of a ``T.MeshTensor`` (its valid extent; the
+    cores' slots stay the kernel's)."""
+    import dataclasses
     if tuple(tensor.shape) == tuple(p.global_shape):
         return p
-    return MeshParam(p.name, tuple(tensor.shape), p.sharding, p.dtype, p.layout, p.policy)
+    return dataclasses.replace(p, global_shape=tuple(tensor.shape))
 
 
 def _boxes(p: Any, tensor: Any) -> list:
