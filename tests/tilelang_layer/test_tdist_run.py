@@ -526,3 +526,19 @@ def test_demo_tdist_refuses_other_modes(capsys):
     from meshtensor.cli import main
     assert main(["demo", "--tdist", "--spmdize"]) == 2
     assert "--tdist takes no other mode" in capsys.readouterr().err
+
+
+def test_a_ranks_part_is_split_over_its_cores_as_the_kernel_splits_a_tensor():
+    """A rank-sharded T.MeshTensor: each rank's balanced part (17 rows on 4 ranks: 5, 4,
+    4, 4) is split over the cores again, balanced, into the kernel's slots."""
+    from meshtensor import Mesh, Sharding
+    from meshtensor.tilelang.ir.mesh_param import MeshParam
+    from meshtensor.tilelang.runtime.dist_kernel import _rank_param
+    mesh = Mesh({"row": 2, "col": 2})
+    p = MeshParam("A", (17, 3), Sharding(mesh, [["row"], ["col"]],
+                                         sharded_dims_offsets=[0, 9, 17, 0, 2, 3]), "float32")
+    q = _rank_param(p, torch.zeros(5, 3))
+    assert q.global_shape == (5, 3) and q.sharding.sharded_dims_offsets == (0, 3, 5, 0, 2, 3)
+    assert _rank_param(p, torch.zeros(17, 3)) is p
+    ceil = MeshParam("A", (17, 3), Sharding(mesh, [["row"], ["col"]]), "float32")
+    assert _rank_param(ceil, torch.zeros(4, 3)).sharding == ceil.sharding

@@ -304,12 +304,25 @@ def _as_bits(call: list, mesh_kernel: Any) -> list:
 
 
 def _rank_param(p: Any, tensor: Any) -> Any:
-    """The record of one rank's part of a ``T.MeshTensor`` (its valid extent; the
-    cores' slots stay the kernel's)."""
+    """The record of one rank's part of a ``T.MeshTensor``: its valid extent, split over
+    the cores as the kernel's placement splits a tensor of that shape (a balanced split
+    is recomputed: ranks' parts may differ by one), the cores' slots the kernel's."""
     import dataclasses
-    if tuple(tensor.shape) == tuple(p.global_shape):
+
+    from ...sharding import Sharding
+    from ..language.dist import rank_extents
+    shape = tuple(int(n) for n in tensor.shape)
+    if shape == tuple(p.global_shape):
         return p
-    return dataclasses.replace(p, global_shape=tuple(tensor.shape))
+    s = p.sharding
+    if s.sharded_dims_offsets:  # balanced: the core split of this rank's extent
+        offsets: list = []
+        for d, axes in enumerate(s.split_axes):
+            if axes:
+                k = int(np.prod([s.mesh.shape[a] for a in axes]))
+                offsets += [lo for lo, _ in rank_extents(shape[d], k)] + [shape[d]]
+        s = Sharding(s.mesh, s.spec(), sharded_dims_offsets=offsets)
+    return dataclasses.replace(p, global_shape=shape, sharding=s)
 
 
 def _boxes(p: Any, tensor: Any) -> list:
