@@ -355,6 +355,9 @@ def _demo_algorithm(args: argparse.Namespace) -> str:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    if args.tdist and (args.tilelang_mesh or args.spmdize or args.algorithm is not None
+                       or args.target != "c"):
+        raise ValueError("--tdist takes no other mode, --algorithm or --target")
     if args.tilelang_mesh and (args.spmdize or args.algorithm is not None
                                or args.target != "c" or args.tir):
         raise ValueError("--tilelang-mesh runs the Tilelang-Mesh GEMM on CPU: it takes no "
@@ -371,6 +374,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     check_demo_size(args.size, available_memory(), algorithm)
     width = args.width or output_width()
     # The demo modules import tilelang and torch: only for this command, after the checks.
+    if args.tdist:
+        from .tilelang.demos.tdist_demo import main as tdist_demo
+        return tdist_demo(size=args.size, repeat=args.repeat, width=width)
     if args.tilelang_mesh:
         from .tilelang.demos.tilelang_mesh_demo import main as tilelang_mesh_demo
         return tilelang_mesh_demo(size=args.size, repeat=args.repeat, width=width)
@@ -469,6 +475,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="run the GEMM of Tilelang-Mesh's examples (T.comm, "
                            "T.MeshTensor) unchanged and print the traffic the chip "
                            "would carry")
+    demo.add_argument("--tdist", action="store_true",
+                      help="an all-reduce over 4 chips of 2x2 cores with T.dist (a ring "
+                           "of puts and T.dist.all_reduce; --size floats per core), "
+                           "checked, with its chip-to-chip traffic and a deadlock report")
     demo.add_argument("--width", type=_int_at_least(MIN_WIDTH), help=width_help)
     demo.set_defaults(func=_cmd_demo)
 

@@ -40,8 +40,8 @@ from typing import Any, Mapping
 
 from .mesh import _is_int
 
-__all__ = ["Machine", "PRESETS", "FIELDS", "OPTIONAL_FIELDS", "get_machine", "load_machine",
-           "machine_names"]
+__all__ = ["Machine", "PRESETS", "FIELDS", "OPTIONAL_FIELDS", "CHIP_LINK_DEFAULTS",
+           "get_machine", "load_machine", "machine_names"]
 
 #: The required numeric fields of a machine and what each must be (the first word is the
 #: check).
@@ -72,11 +72,20 @@ OPTIONAL_FIELDS = {
                "compute that the machine hides (0: none, the default; 1: all)",
     "memories": "positive ints by scope: bytes of the memory a buffer scope names "
                 "(e.g. shared.rsram); each is checked besides the total",
+    "chip_link_bandwidth": "positive: bytes/s of one chip-to-chip link, core (r, c) of "
+                           "one chip to core (r, c) of another (T.dist kernels; default "
+                           "25e9, assumed)",
+    "chip_link_latency": "non-negative: seconds per chip-to-chip message (default 1e-6, "
+                         "assumed)",
 }
+#: Chip-to-chip links (T.dist kernels: core (r, c) of one chip to core (r, c) of
+#: another), optional in a machine file: bandwidth per directed link and a fixed cost
+#: per message; the defaults are assumptions.
+CHIP_LINK_DEFAULTS = {"chip_link_bandwidth": 25e9, "chip_link_latency": 1e-6}
 _OPTIONAL = ("name", "description", "sources")
 _DEFAULTS = {"mem_bandwidth_total": None, "injection_bandwidth": None, "barrier_latency": 0.0,
              "multicast_bandwidth": None, "multicast_overhead": 0.0, "torus": (),
-             "overlap": 0.0, "memories": {}}
+             "overlap": 0.0, "memories": {}, **CHIP_LINK_DEFAULTS}
 
 
 def _number(where: str, key: str, v: Any, positive: bool) -> float:
@@ -132,6 +141,8 @@ class Machine:
     torus: tuple[bool, ...] = ()
     overlap: float = 0.0
     memories: Mapping[str, int] = field(default_factory=dict)
+    chip_link_bandwidth: float = CHIP_LINK_DEFAULTS["chip_link_bandwidth"]
+    chip_link_latency: float = CHIP_LINK_DEFAULTS["chip_link_latency"]
 
     def __post_init__(self) -> None:
         where = f"machine {self.name!r}"
@@ -163,8 +174,10 @@ class Machine:
         for key in ("mem_bandwidth", "link_bandwidth"):
             set_(self, key, _number(where, key, getattr(self, key), True))
         for key in ("hop_latency", "message_overhead", "barrier_latency",
-                    "multicast_overhead"):
+                    "multicast_overhead", "chip_link_latency"):
             set_(self, key, _number(where, key, getattr(self, key), False))
+        set_(self, "chip_link_bandwidth",
+             _number(where, "chip_link_bandwidth", self.chip_link_bandwidth, True))
         for key in ("mem_bandwidth_total", "injection_bandwidth", "multicast_bandwidth"):
             if getattr(self, key) is not None:
                 set_(self, key, _number(where, key, getattr(self, key), True))

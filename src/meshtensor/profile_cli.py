@@ -207,6 +207,41 @@ def _check_out(path: str, suffix: str, flag: str) -> pathlib.Path:
     return prepare_output(path, flag, suffix)
 
 
+def _is_dist_kernel(kernel: Any) -> bool:
+    from .tilelang.transform.lower_dist import has_dist_ops
+    from tvm import tirx
+    if isinstance(kernel, tirx.PrimFunc):
+        return has_dist_ops(kernel)
+    return hasattr(kernel, "program") and hasattr(kernel, "run_ranks")
+
+
+def _profile_dist(kernel: Any, machine: Any, args: argparse.Namespace,
+                  max_steps: int | None) -> int:
+    """A ``T.dist`` kernel: the per-rank kernel's estimate (every rank runs it), then
+    the chip-to-chip traffic of a run on zeros and its alpha-beta time."""
+    from .tilelang.analysis.perf import estimate_mesh_kernel
+    from .tilelang.engine import compile_mesh_kernel
+    from .tilelang.runtime.dist_traffic import analyze_dist_communication
+    if args.trace or args.png:
+        raise ValueError("--trace and --png draw one chip's supersteps; a T.dist kernel's "
+                         "profile is a summary (drop them)")
+    k = compile_mesh_kernel(kernel) if not hasattr(kernel, "program") else kernel
+    nr, nc = k.mesh_shape
+    report = estimate_mesh_kernel(k.mesh_kernel, machine)
+    print(report.summary(width=80, max_steps=max_steps,
+                         title=f"{pathlib.Path(args.kernel).name}: one rank of {k.world} "
+                               f"({nr}x{nc} mesh each)"))
+    traffic = analyze_dist_communication(k)
+    t = traffic.time(machine)
+    m = get_machine(machine)
+    print(f"\nchip-to-chip ({m.chip_link_bandwidth / 1e9:g} GB/s and "
+          f"{m.chip_link_latency * 1e6:g} us per message per link), from a run on zeros:")
+    print(traffic.table())
+    print(f"busiest chip link {t['chip'] * 1e6:.3f} us, busiest core's on-chip legs "
+          f"{t['onchip'] * 1e6:.3f} us")
+    return 0
+
+
 def run_profile(args: argparse.Namespace) -> int:
     """The ``profile`` command (arguments checked before anything is printed)."""
     if args.list_machines:
@@ -266,6 +301,8 @@ def run_profile(args: argparse.Namespace) -> int:
     if args.kernel:
         from .tilelang.ir.kernel import KernelView
         kernel = load_kernel(args.kernel)
+        if _is_dist_kernel(kernel):  # several chips: each rank's estimate, then the links
+            return _profile_dist(kernel, machine, args, max_steps)
         if mesh is None and KernelView.of(kernel, "kernel").mesh is None:
             raise ValueError(f"kernel: {args.kernel} names no mesh (no mesh annotations "
                              f"or comm ops); give --mesh, e.g. --mesh 2x2")
