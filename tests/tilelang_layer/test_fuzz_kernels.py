@@ -2,6 +2,7 @@
 hand-written programs, its generator and source writer against the model, the spmdize
 mode's oracle, and fixed-seed slices of random kernels (comm-op programs, and global-view
 programs through spmdize) that must run equal to the model or be refused."""
+import ctypes
 import doctest
 import importlib
 import itertools
@@ -167,7 +168,11 @@ class _FakeT:
 
     @staticmethod
     def Cast(dtype, x):  # noqa: N802 (TileLang's name)
-        return float(x) if dtype.startswith("float") else int(math.trunc(x))
+        if dtype.startswith("float"):
+            return float(x)
+        narrow = {"int16": ctypes.c_int16, "int8": ctypes.c_int8, "uint8": ctypes.c_uint8}
+        x = int(math.trunc(x))  # C's conversion to a narrow type wraps
+        return narrow[dtype](x).value if dtype in narrow else x
 
     @staticmethod
     def if_then_else(cond, a, b):
@@ -248,9 +253,11 @@ def test_generated_batches_are_valid_deterministic_python(seed):
     for p, x, res in zip(batch.programs, inputs, results):
         out = run_model(batch.with_programs((p,)), p, x)  # no ModelError
         assert all(np.array_equal(out.tensors[k], v) for k, v in res.tensors.items())
-        assert 1 <= len(program.comm_ops(p.body)) <= 3 * 2  # 1-3 units, ifs add one each
-        assert all((SENTINEL != v).all() for k, v in out.tensors.items()
-                   if p.tensor(k).role == "out")  # every output element is written
+        assert 1 <= len(program.comm_ops(p.body)) <= 3 * 3  # 1-3 units, ifs and GEMMs
+        assert bool(out.refusal) == bool(p.expect)  # the model meets a planted reason
+        if not p.expect:  # (the model stops at a planted one)
+            assert all((SENTINEL != v).all() for k, v in out.tensors.items()
+                       if p.tensor(k).role == "out")  # every output element is written
 
 
 def test_every_feature_and_op_occurs_and_exclusion_removes_it():
@@ -416,7 +423,7 @@ class _FakeLayer:
 
 def test_runner_attributes_refusals_crashes_and_wrong_values(tmp_path):
     fz = runner.Fuzzer("fake", 8, str(tmp_path), batch_size=8, confirm=0,
-                       log=lambda s: None)
+                       log=lambda s: None, exclude=frozenset(generate.PLANTED))
     (tmp_path / "work").mkdir()
     fake = _FakeLayer(refuse=2, pair=(4, 6), wrong=5, build_refuse=3)
     fz.call = fake

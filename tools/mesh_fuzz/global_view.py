@@ -77,7 +77,11 @@ FEATURES = {
 }
 
 #: features of the comm-op generator that this one never uses
-_OFF = frozenset({"fragment", "global-write"})
+_OFF = frozenset({"fragment", "global-write", "alloc-buffer", "shared-dyn", "fill",
+                  "fragment-loop", "gemm", "reshape", "view", "view-dtype", "decl-buffer",
+                  "narrow-index", "narrow-start", "narrow-root", "fold-index", "fold-copy",
+                  "fold-write", "remote-read", "check-races", "race-write", "race-read",
+                  "wrapped-start", "wrapped-root", "data-start", "data-if"})
 
 
 def _terms(*parts) -> object:
