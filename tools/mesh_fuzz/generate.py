@@ -237,6 +237,7 @@ class _Loop:
     var: str
     start: int
     extent: int
+    kind: str = "serial"
 
 
 class _Gen:
@@ -494,7 +495,7 @@ class _Gen:
         start = 1 if self.r.random() < 0.15 else 0
         extent = self.r.choice((1, 2, 2, 3, 3, 4))
         var = self.fresh("k")
-        self.loops.append(_Loop(var, start, extent))
+        self.loops.append(_Loop(var, start, extent, kind))
         self.scopes.append(_Scope())
         self.scopes[-1].names.append((Name(var), start + extent, False))
         self.depth += 1
@@ -613,12 +614,16 @@ class _Gen:
 
     def plain_leaf(self, uniform: bool = False, nest: tuple = ()) -> object:
         """A core coordinate, the core id, an enclosing loop's variable or a nest
-        variable (``uniform``: loop variables only; ``None`` if there is none)."""
+        variable (``uniform``: loop variables only; ``None`` if there is none). Never
+        one TileLang itself turns into a constant (a loop of one step, an unrolled
+        loop, a mesh axis of size 1): TVM refuses to fold a narrowing cast of a
+        constant that wraps (its literal would be out of range)."""
         r = self.r
-        opts = [Name(lp.var) for lp in self.loops]
+        opts = [Name(lp.var) for lp in self.loops if lp.extent > 1 and lp.kind != "unroll"]
         if not uniform:
-            opts += [Core(r.randrange(len(self.shape))), CoreId()]
-            opts += [Name(v) for v, _ in nest if not self.par]
+            opts += [Core(a) for a in range(len(self.shape)) if self.shape[a] > 1]
+            opts += [CoreId()]
+            opts += [Name(v) for v, e in nest if e > 1 and not self.par]
         return r.choice(opts) if opts else None
 
     def narrow(self, x) -> object:
@@ -652,7 +657,8 @@ class _Gen:
         core and loop step, while its wrapped value (the C code's) leaves that range
         for some: a start or root the layer must refuse (``None`` if none is found)."""
         r = self.r
-        xs = [Name(lp.var) for lp in self.loops if lp.start + lp.extent - 1 >= 2]
+        xs = [Name(lp.var) for lp in self.loops if lp.start + lp.extent - 1 >= 2 and
+              lp.extent > 1 and lp.kind != "unroll"]
         if not uniform:
             xs += [Core(a) for a in range(len(self.shape)) if self.shape[a] >= 3]
             xs += [CoreId()] if self.size >= 3 else []
