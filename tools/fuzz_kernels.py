@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mesh_fuzz import global_view  # noqa: E402
 from mesh_fuzz.generate import FEATURES, OPS, known_feature  # noqa: E402
 from mesh_fuzz.runner import (MODES, Fuzzer, feature_table, outcomes_json,  # noqa: E402
-                              planted_table, refusal_table)
+                              planted_refusal_table, planted_table, refusal_table)
 
 #: features that hit known bugs of the kernel layer, for --exclude-known
 KNOWN_BUGS = ("axis-order", "let-after-write", "prefetch-root", "fragment", "helper")
@@ -120,6 +120,8 @@ def main(argv=None) -> int:
     if planted:
         print("programs planted to be refused, by reason:")
         print("\n".join(planted))
+        print("their refusals (count, reason: message):")
+        print("\n".join(planted_refusal_table(summary)[:8]))
     if summary.batch_refusals:
         print(f"{len(summary.batch_refusals)} batch(es) refused although each of "
               f"their programs is accepted alone; first:")

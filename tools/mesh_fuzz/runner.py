@@ -631,6 +631,14 @@ def refusal_table(summary: Summary, width: int = 80) -> list:
     return [f"{n:5d}  {msg}"[:width] for msg, n in c.most_common()]
 
 
+def planted_refusal_table(summary: Summary, width: int = 80) -> list:
+    """The refusal messages of planted programs, grouped by reason and message (a
+    reason refused for another cause was not tested)."""
+    c = Counter(f"{o.expect}: {normalise(o.detail)}" for o in summary.outcomes
+                if o.status == "refused" and o.expect)
+    return [f"{n:5d}  {msg}"[:width] for msg, n in c.most_common()]
+
+
 def planted_table(summary: Summary) -> list:
     """Per planted reason: how many programs, and how many of them were refused,
     ran (wrong) or crashed."""
