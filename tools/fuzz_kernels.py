@@ -120,8 +120,10 @@ def main(argv=None) -> int:
     if planted:
         print("programs planted to be refused, by reason:")
         print("\n".join(planted))
-        print("their refusals (count, reason: message):")
-        print("\n".join(planted_refusal_table(summary)[:8]))
+        refused = planted_refusal_table(summary)
+        if refused:
+            print("their refusals (count, reason: message):")
+            print("\n".join(refused[:8]))
     if summary.batch_refusals:
         print(f"{len(summary.batch_refusals)} batch(es) refused although each of "
               f"their programs is accepted alone; first:")

@@ -41,7 +41,7 @@ from . import spmd_check
 from .generate import make_batch
 from .global_view import GlobalGen
 from .minimize import merge, minimize
-from .model import SENTINEL, run_model
+from .model import GO_ON, SENTINEL, ModelError, Unrepresentable, run_model
 from .program import Batch, Let, Load, Program, batch_source, children, comm_ops
 from .reproducer import reproducer_source
 from .worker import Worker, first_line
@@ -241,8 +241,9 @@ class Fuzzer:
         p = case.program
         if ans["status"] != "ok":
             return self.failure(shell, [case], ans)
-        out = Outcome(p.index, "wrong", f"ran, but must be refused: {case.refusal}",
-                      "run", p.features, expect=p.expect)
+        out = Outcome(p.index, "wrong", f"ran, but must be refused: {case.refusal}"
+                      f"{values_note(shell, case, ans)}", "run", p.features,
+                      expect=p.expect)
         return self.with_repro(shell, [case], 0, out, _observed([case], 0, ans))
 
     def screen(self, shell: Batch, cases: list) -> tuple[list, list]:
@@ -547,6 +548,22 @@ class Fuzzer:
                          f"{s.count('refused')} refused, {s.count('wrong')} wrong, "
                          f"{s.count('crash')} crashed; {rate:.2f} s/program")
         return outs
+
+
+def values_note(shell: Batch, case: _Case, ans: dict) -> str:
+    """For a planted program that ran: whether its tensors are what the cores would
+    compute (known for a start or condition read from memory only)."""
+    try:
+        full = run_model(shell.with_programs((case.program,)), case.program, case.inputs,
+                         go_on=True)
+    except (ModelError, Unrepresentable):
+        return ""
+    if full.refusal.split(":")[0] not in GO_ON:
+        return ""
+    names = [t.name for t in case.program.tensors]
+    same = all(np.array_equal(g, full.tensors[n]) for n, g in zip(names, ans["outputs"]))
+    return " (its values are the model's)" if same else " (its values differ from the " \
+        "model's too)"
 
 
 def suspect(ans: dict, cases: list) -> int | None:
