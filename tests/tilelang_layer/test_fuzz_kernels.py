@@ -10,6 +10,7 @@ import math
 import runpy
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -240,7 +241,6 @@ def _planted(kind):
 @pytest.mark.parametrize("kind", ["data-start", "data-if", "wrapped-start",
                                   "wrapped-root"])
 def test_model_stops_at_a_planted_reason_and_flags_an_unplanned_one(kind):
-    from dataclasses import replace
     p = _planted(kind)
     shell = Batch((("x", 3),), "nd", ())
     with pytest.raises(ModelError, match=f"unplanned {kind}"):
@@ -781,6 +781,45 @@ def test_fixed_seed_slice_runs_equal_or_is_refused(tmp_path):
     bad = summary.failed
     assert not bad, summary.line() + "\n" + "\n".join(
         f"program {o.index}: {o.status}: {o.detail[:200]}\n  {o.reproducer}" for o in bad)
+
+
+def _first_planted(seed: str, feature: str):
+    """The first program of run ``seed`` (batches of 16) that plants ``feature``: its
+    batch shell and case."""
+    for b in range(200):
+        shell, inputs, results = make_batch(seed, b, 16 * b, 16)
+        for p, x, m in zip(shell.programs, inputs, results):
+            if feature in p.features and p.expect == generate.PLANTED[feature]:
+                return shell, runner._Case.of(p, x, m)
+    raise AssertionError(f"no program of seed {seed} plants {feature}")
+
+
+@pytest.mark.slow
+def test_planted_programs_are_refused_and_checked_races_pass_valid_kernels(tmp_path):
+    """One program per planted feature (each alone, a race with check_races=True) must
+    be refused; 8 valid programs compiled with check_races=True run equal."""
+    pytest.importorskip("tilelang")
+    fz = runner.Fuzzer(SLICE_SEED, 8, str(tmp_path), batch_size=8, jobs=1, confirm=2,
+                       log=lambda s: None, cache=True)
+    (tmp_path / "work").mkdir()
+    outs = {}
+    try:
+        for feature in sorted(generate.PLANTED):
+            shell, case = _first_planted(SLICE_SEED, feature)
+            outs[feature] = fz.planted(shell, case)
+        shell, inputs, results = make_batch(SLICE_SEED, 0, 0, 8, frozenset(generate.PLANTED))
+        shell = replace(shell, check_races=True)
+        cases = [runner._Case.of(p, x, m) for p, x, m in zip(shell.programs, inputs, results)]
+        valid = fz.check(shell, cases)
+    finally:
+        for w in fz.workers:
+            w.stop()
+    bad = {f: o for f, o in outs.items() if o.status != "refused"}
+    assert not bad, "\n".join(f"{f}: program {o.index}: {o.status}: {o.detail[:200]}\n  "
+                              f"{o.reproducer}" for f, o in bad.items())
+    bad = [o for o in valid if o.status in ("wrong", "crash")]
+    assert not bad, "\n".join(f"program {o.index}: {o.status}: {o.detail[:200]}\n  "
+                              f"{o.reproducer}" for o in bad)
 
 
 @pytest.mark.slow
