@@ -1090,6 +1090,13 @@ class _Gen:
             owner = r.choice((self.core_perm(), self.const(r.randrange(self.size)),
                               Bin("%", Bin("+", CoreId(), self.const(1)),
                                   self.const(self.size))))
+        pre: list = []
+        if "var" not in self.ex and r.random() < 0.3:  # an owner the layer reads from
+            name = self.fresh("v")  # memory: only a run-time check can see a race
+            self.used.add("var")
+            self.vars[name] = _Var("int32", self.size)
+            self.inits.append(SetVar(name, self.const(0)))
+            pre, owner = [SetVar(name, owner)], Name(name)
         write: list = []
         barrier = not race and not self.loops and self.uniform and r.random() < 0.5
         if race or barrier:  # the owner writes its whole tile first
@@ -1105,6 +1112,16 @@ class _Gen:
         users = [b for b in self.writable() if b.decl.dtype == dt] or \
             [self.new_buf(self.shape_draw(), dt, fragment_ok=False)]
         u = r.choice(users)
+        same = [b for b in users if len(b.decl.shape) == len(tile)]
+        if same and r.random() < 0.3:  # a T.copy of part of the other core's tile
+            u = r.choice(same)
+            ext = tuple(r.randint(1, min(x, y)) for x, y in zip(tile, u.decl.shape))
+            src = Region(t.name, self.starts(tile, ext, static=True), ext, owner=owner)
+            dst = Region(u.decl.name, self.starts(u.decl.shape, ext, copy=True), ext)
+            u.bound = max(u.bound, self.bufs[t.name].bound)
+            del self.bufs[t.name]
+            read = [Copy(src, dst)]
+            return pre + (read + write if race and r.random() < 0.5 else write + read)
         nest, tidx = self.target_region(u.decl.shape)
         load = Load(t.name, self.index_into(tile, nest), dt, owner=owner)
         val, vb = load, self.bufs[t.name].bound
@@ -1114,7 +1131,7 @@ class _Gen:
         u.bound = max(u.bound, vb)
         read = [Assign(u.decl.name, tidx, nest, val)]
         del self.bufs[t.name]  # no other statement touches the tensor
-        return read + write if race and r.random() < 0.5 else write + read
+        return pre + (read + write if race and r.random() < 0.5 else write + read)
 
     def inner_loop(self) -> list:
         """A comm-free serial loop whose body uses its variable."""
