@@ -262,6 +262,7 @@ class _Gen:
         self.count = itertools.count()
         self.input_values: dict = {}
         self.expect = ""  # the planted reason to refuse, if any (Program.expect)
+        self.scratch: list = []  # buffers used within one unit only (not stored)
         self.guarded = False  # generating a comm op under an if
         self.frag_ok = "fragment-loop" not in exclude  # fragments beyond comm ops
         self.frag_reads: dict | None = None  # fragment -> its index in this statement
@@ -404,7 +405,8 @@ class _Gen:
         n_comm = self.r.choice((1, 2, 2, 3, 3))
         body = self.units(n_comm, self.r.randint(1, 4))
         stores = self.stores()
-        decls = tuple(b.decl for b in self.bufs.values() if not b.is_tensor)
+        decls = tuple(b.decl for b in self.bufs.values() if not b.is_tensor) + \
+            tuple(self.scratch)
         vars_ = tuple(VarDecl(n, v.dtype) for n, v in self.vars.items())
         return Program(self.index, tuple(self.tensors), decls, vars_,
                        tuple(self.inits + self.loads + body + stores), seed=seed_text,
@@ -545,6 +547,8 @@ class _Gen:
             return self.fill_unit()
         if x < 0.14:
             return self.remote_unit()
+        if x < 0.17:
+            return self.scratch_unit()
         r = self.r.random()
         if r < 0.3:
             return self.assign_unit()
@@ -1014,6 +1018,32 @@ class _Gen:
                                dtype)
         u.bound = max(u.bound, vb)
         out.append(Assign(u.decl.name, tidx, nest, val))
+        return out
+
+    def scratch_unit(self) -> list:
+        """A buffer used within one superstep only: written, then read into another
+        buffer at once (``shared-dyn``: of the default ``T.alloc_shared`` scope, which
+        TileLang's C back end allows once per kernel; else of any scope)."""
+        r = self.r
+        users = self.writable()
+        if not users:
+            return self.assign_unit()
+        u = r.choice(users)
+        scope = "shared.dyn" if self.on("shared-dyn", 0.6) else \
+            r.choice(("shared", "local", "global"))
+        if scope == "global" and not self.on("alloc-buffer", 1.0):
+            scope = "local"
+        b = self.new_buf(u.decl.shape, u.decl.dtype, init=False, scope=scope)
+        nest = tuple(zip(("i", "j"), u.decl.shape))
+        idx = tuple(Name(v) for v, _ in nest)
+        v, bound = self.value(u.decl.dtype, nest)
+        v, bound = self.clipped(v, bound, u.decl.dtype)
+        out = [Assign(b.decl.name, idx, nest, v),
+               Assign(u.decl.name, idx, nest, Load(b.decl.name, idx, u.decl.dtype),
+                      "serial" if r.random() < 0.5 else "grid")]
+        u.bound = max(u.bound, bound)
+        del self.bufs[b.decl.name]  # nothing else touches it, and it is not stored
+        self.scratch.append(b.decl)
         return out
 
     def fill_unit(self) -> list:
