@@ -6,8 +6,12 @@ program loads its own input tiles, computes locally (elementwise loops, integer
 arithmetic with the core coordinates and loop variables, lets, ``T.alloc_var``
 variables, conditions), calls 1-3 comm ops (possibly in ``T.serial``/``T.Pipelined``/
 ``T.unroll`` loops and under uniform ``if``s) and stores every buffer and variable.
-Every draw is a pure function of its seed text; a program whose values would leave
-``model.LIMIT`` is drawn again (``attempt`` 1, 2, ...).
+Its memory is of every kind a kernel allocates (any scope, fragments, views of
+another shape or dtype), its indices hold narrowing casts and ``//``/``%`` nests, and
+it may touch other cores' tiles of global tensors. Every draw is a pure function of its
+seed text; a program whose values would leave ``model.LIMIT`` is drawn again
+(``attempt`` 1, 2, ...). Some programs are planted with one reason the layer must
+refuse them (``PLANTED``, ``Program.expect``).
 
 Features can be switched off by name (``FEATURES``): a batch or program then never uses
 them, which keeps known bugs out of a measurement.
