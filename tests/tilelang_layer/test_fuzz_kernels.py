@@ -671,6 +671,29 @@ def test_runner_runs_planted_programs_alone_and_a_planted_race_that_runs_is_wron
         f"{refused.expect}: ValueError: LowerMeshComm: a race on p_"]
 
 
+def test_runner_a_valid_program_refused_as_it_runs_is_wrong(tmp_path):
+    """check_races=True stops a run only on a race; the model finds none in a valid
+    program, so a refusal from the run is a false race report."""
+    fz = runner.Fuzzer("fake", 8, str(tmp_path), batch_size=8, confirm=0,
+                       log=lambda s: None, exclude=frozenset(generate.PLANTED))
+    (tmp_path / "work").mkdir()
+    fake = _FakeLayer(refuse=None, pair=(98, 99), wrong=None)
+
+    def call(batch, cases, compile_=True, build_only=False):
+        if any(c.program.index == 3 for c in cases) and not build_only:
+            return {"status": "refused", "phase": "run", "type": "ValueError",
+                    "message": "compile_mesh_kernel (check_races=True): a race on 'p3_Y9'",
+                    "traceback": "Traceback ..."}
+        return fake(batch, cases, compile_, build_only)
+
+    fz.call = call
+    outs = {o.index: o for o in fz.run_batch(fz.batches()[0])}
+    assert outs[3].status == "wrong" and outs[3].detail.startswith(
+        "refused as it ran, with no race: ValueError: compile_mesh_kernel")
+    assert Path(outs[3].reproducer).exists()
+    assert {o.status for i, o in outs.items() if i != 3} == {"equal"}, outs
+
+
 # -- the spmdize mode's oracle -------------------------------------------------------------
 def _global_view_case():
     """A generated global-view program without spanning reads (which spmdize must

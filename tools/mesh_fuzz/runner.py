@@ -18,7 +18,9 @@ does not need the others. Each program ends with one :class:`Outcome`:
 A program planted to be refused (``Program.expect``: a race, a start or root that
 wraps out of range, a start or condition read from per-core memory) is run alone,
 with ``check_races=True`` for a race: ``refused`` is its right outcome, and running
-without a ``ValueError`` is ``wrong``.
+without a ``ValueError`` is ``wrong``. A valid program refused as it runs (by
+``check_races=True``, the one check that runs with the kernel) is ``wrong``: the model
+finds no race in it.
 
 In the ``spmdize`` mode the programs are global-view kernels (:mod:`.global_view`) and
 the worker also runs ``spmdize`` on them; :mod:`.spmd_check` judges each program.
@@ -412,10 +414,15 @@ class Fuzzer:
         if combined:
             detail = f"only together with programs {[c.program.index for c in cases]}: " \
                      + detail
+        false_race = (status == "refused" and ans["phase"] == "run" and len(cases) == 1
+                      and not case.program.expect and not self.spmd)
+        if false_race:  # only a race may stop a run, and the model finds none
+            status, detail = "wrong", f"refused as it ran, with no race: {detail}"
         out = Outcome(case.program.index, status, detail, ans["phase"],
                       case.program.features, expect=case.program.expect)
         if out.status in ("crash", "wrong"):
-            seen = ans.get("traceback", "") if status == "crash" else _observed(cases, blame, ans)
+            seen = ans.get("traceback", "") if status == "crash" or false_race else \
+                _observed(cases, blame, ans)
             out = self.with_repro(shell, cases, blame, out, seen)
         return out
 
