@@ -120,3 +120,44 @@ def test_a_failing_rank_ends_the_job_with_its_error_first():
     with pytest.raises(ValueError, match=r"^rank 2: T.dist.put \(dist op #\d+\) on rank 2 core "
                                          r"\(0, 0\): dst_rank 4 is outside \[0, 3\)"):
         run_kernel(k, torch.zeros(1, N), torch.zeros(1, 9 * N))
+
+
+
+def test_each_core_runs_its_own_program_across_processes():
+    """A kernel whose cores must run on independently (in lockstep it deadlocks: see
+    test_tdist_checks.independent_cores) gives the in-process bits."""
+    tm.enable(mesh=(1, 2))
+    with tm.world(2):
+        @T.prim_func
+        def k(A: T.Tensor((2, N), "float32"), B: T.Tensor((2, 2, N), "float32"),
+              rank_id: T.dist.RankId):
+            with T.Kernel(2, threads=1) as bx:
+                src = T.alloc_shared((N,), "float32")
+                dst = T.alloc_shared((N,), "float32")
+                gat = T.alloc_shared((2, N), "float32")
+                s = T.dist.signals(1, expect="manual")
+                t = T.dist.signals(1, expect="manual")
+                v = T.dist.signals(1, expect="manual")
+                g = T.dist.signal()
+                for j in T.serial(N):
+                    src[j] = A[bx, j] + T.float32(100 * rank_id)
+                if rank_id == 0:
+                    T.dist.wait_signal(s[0], expected_delta=T.if_then_else(bx == 1, 1, 0))
+                    T.dist.wait_signal(v[0], expected_delta=0)
+                    T.dist.put(src, dst, 1, signal=t[0], submit=True)
+                    T.dist.wait_signal(s[0], expected_delta=T.if_then_else(bx == 0, 1, 0))
+                else:
+                    T.dist.wait_signal(t[0], expected_delta=T.if_then_else(bx == 0, 1, 0))
+                    T.dist.put(src, dst, 0, signal=s[0], submit=True)
+                    T.dist.wait_signal(t[0], expected_delta=T.if_then_else(bx == 1, 1, 0))
+                T.dist.wait()
+                T.dist.all_gather(dst, gat, signal=g, submit=True)
+                T.dist.wait_signal(g)
+                T.copy(gat, B[bx, 0:2, 0:N])
+    kern = compile_mesh_kernel(k)
+    a = torch.arange(2 * N, dtype=torch.float32).reshape(2, N)
+    b1, b2 = torch.zeros(2, 2, N), torch.zeros(2, 2, N)
+    kern(a, b1)
+    run_kernel(kern, a, b2)
+    assert torch.equal(b1, b2)
+    assert torch.equal(b1[:, 0], a + 100) and torch.equal(b1[:, 1], a)  # swapped
