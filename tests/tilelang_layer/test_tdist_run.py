@@ -542,3 +542,28 @@ def test_a_ranks_part_is_split_over_its_cores_as_the_kernel_splits_a_tensor():
     assert _rank_param(p, torch.zeros(17, 3)) is p
     ceil = MeshParam("A", (17, 3), Sharding(mesh, [["row"], ["col"]]), "float32")
     assert _rank_param(ceil, torch.zeros(4, 3)).sharding == ceil.sharding
+
+
+def test_an_on_chip_buffer_of_32768_elements_per_core():
+    """A T.dist op's on-chip buffer lives in LowerMeshComm's workspace, one copy per
+    core 32768 elements apart (TileLang's StorageRewrite stopped such a kernel: see
+    test_lower_comm's 32768-element tests)."""
+    W, M = 2, 32768
+    tm.enable(mesh=(2, 2))
+    with tm.world(W):
+        @T.prim_func
+        def k(A: T.Tensor((4, M), "float32"), B: T.Tensor((4, M), "float32"),
+              rank_id: T.dist.RankId):
+            with T.Kernel(4, threads=1) as bx:
+                src = T.alloc_shared((M,), "float32")
+                dst = T.alloc_shared((M,), "float32")
+                s = T.dist.signal()
+                T.copy(A[bx, 0:M], src)
+                T.dist.put(src, dst, (rank_id + 1) % W, signal=s, submit=True)
+                T.dist.wait_signal(s)
+                T.copy(dst, B[bx, 0:M])
+    A = [np.random.default_rng(r).standard_normal((4, M)).astype(np.float32)
+         for r in range(W)]
+    out = run(compile_mesh_kernel(k, compile_flags=["-O0"]), A, (4, M))
+    for r in range(W):
+        assert np.array_equal(out[r], A[(r - 1) % W])
