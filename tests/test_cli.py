@@ -246,8 +246,8 @@ def test_png_leaves_no_file_when_the_check_passes_but_nothing_is_drawn(tmp_path,
     pytest.param(["demo", "--spmdize", "--algorithm", "local"], "one of summa, cannon, got "
                  "'local'", id="spmdize-local"),
     pytest.param(["demo", "--algorithm", "summa_com"], "meshtensor demo: error: --algorithm: "
-                 "one of summa_comm, cannon_comm, ksplit_comm, summa, cannon, local, got "
-                 "'summa_com'", id="algorithm-typo"),
+                 "one of summa_comm, cannon_comm, ksplit_comm, splitk_comm, cannon25d_comm, "
+                 "local, summa, cannon, got 'summa_com'", id="algorithm-typo"),
     pytest.param(["demo", "--spmdize", "--target", "cuda"], "--spmdize runs on CPU "
                  "(--target c), got --target cuda", id="spmdize-cuda"),
 ])

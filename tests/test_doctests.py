@@ -14,7 +14,8 @@ import meshtensor
 MODULES = ["meshtensor"] + sorted(
     m.name for m in pkgutil.walk_packages(meshtensor.__path__, "meshtensor.")
     if not m.name.startswith(("meshtensor.tilelang", "meshtensor.dist", "meshtensor.cli",
-                              "meshtensor.profile_cli", "meshtensor.__main__")))
+                              "meshtensor.profile_cli", "meshtensor.calibrate_cli",
+                              "meshtensor.__main__")))
 
 
 HAVE_TORCH = importlib.util.find_spec("torch") is not None

@@ -18,7 +18,6 @@ import argparse
 import ast
 import functools
 import glob
-import importlib.util
 import os
 import pathlib
 import re
@@ -30,6 +29,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import __version__
+from .cli_args import _int_at_least, dtype_itemsize, parse_mesh, prepare_png  # shared
+from .gemms import ALGORITHM_NAMES
 from .mesh import Mesh, target_list
 from .sharding import Sharding
 from .text import DEFAULT_WIDTH, MIN_WIDTH
@@ -49,7 +50,7 @@ split by the listed mesh axes) or the seed form '{"x": 0, "y": None}' (mesh
 axis -> tensor dim). Output fits 80 columns, or the terminal's width."""
 
 # The algorithms of `demo`, per mode (the help and the check read these).
-DEMO_ALGORITHMS = ("summa_comm", "cannon_comm", "ksplit_comm", "summa", "cannon", "local")
+DEMO_ALGORITHMS = ALGORITHM_NAMES  # the one list of the built-in GEMMs (meshtensor.gemms)
 SPMDIZE_ALGORITHMS = ("summa", "cannon")  # global-view kernels that spmdize rewrites
 
 PER_DIM_HELP = ("comma-separated ints, flat as in MLIR (e.g. {flat}) or one list per split "
@@ -64,11 +65,12 @@ JSON_WORDS = {"null": "None", "true": "True", "false": "False"}
 DEMO_INDEX_PAD = 256
 #: Bytes the demo holds at its peak per element of one size x size float32 matrix: A, B,
 #: C, a second C, the NumPy reference and its error (7 matrices, 28 bytes) and the comm
-#: kernels' per-core buffers (up to 37 bytes, spmdize's Cannon), rounded up. A test
-#: checks it against every demo kernel's workspace.
+#: kernels' per-core buffers (up to 37 bytes, spmdize's Cannon), rounded up; the kernels
+#: that hold more say so in DEMO_BYTES_BY_ALGORITHM (split-K: each of the 16 cores holds
+#: a partial C and its reduce-scatter staging, 146 bytes). A test checks every demo
+#: kernel's workspace against them.
 DEMO_BYTES_PER_ELEMENT = 72
-# Element types numpy lacks, by size in bytes (the planner only needs the size).
-EXTRA_ITEMSIZES = {"bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1}
+DEMO_BYTES_BY_ALGORITHM = {"splitk_comm": 176, "cannon25d_comm": 80}
 
 
 def output_width() -> int:
@@ -115,40 +117,6 @@ def error_text(prog: str, message: str, width: int | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _int_at_least(low: int) -> Callable[[str], int]:
-    """An argparse ``type`` for integers >= ``low``."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"must be >= {low}, got {value}")
-        return value
-    return parse
-
-
-def dtype_itemsize(text: str) -> int:
-    """Bytes per element of a numeric element type: a numpy name (``"float32"``,
-    ``"int8"``) or one numpy lacks (``"bfloat16"`` = 2).
-
-    >>> dtype_itemsize("bfloat16"), dtype_itemsize("float64")
-    (2, 8)
-    """
-    name = text.strip()
-    if name in EXTRA_ITEMSIZES:
-        return EXTRA_ITEMSIZES[name]
-    try:
-        dt = np.dtype(name)
-    except TypeError:
-        dt = None
-    if dt is None or dt.kind not in "biufc":
-        raise argparse.ArgumentTypeError(
-            f"unknown element type {text!r}: give a numeric numpy type (float32, "
-            f"float16, int8, uint8, bool, complex64, ...) or {', '.join(EXTRA_ITEMSIZES)}")
-    return dt.itemsize
-
-
 def parse_shape(text: str) -> tuple[int, ...]:
     """``"8x12"`` -> ``(8, 12)``; ``""`` or ``"scalar"`` -> ``()``."""
     if text.strip() in ("", "scalar"):
@@ -159,20 +127,6 @@ def parse_shape(text: str) -> tuple[int, ...]:
             raise ValueError(f"--shape: sizes must be >= 0, got {text!r}")
         raise ValueError(f"--shape: expected sizes like '8x12', got {text!r}")
     return tuple(int(p) for p in parts)
-
-
-def parse_mesh(text: str) -> Mesh:
-    """``--mesh``: sizes like ``"4x4"`` or a target name (``"a4e"``).
-
-    >>> parse_mesh("2x3").shape
-    (2, 3)
-    """
-    if re.fullmatch(r"\s*-?\d+(\s*x\s*-?\d+)*\s*", text.lower()) and "-" in text:
-        raise ValueError(f"--mesh: mesh sizes must be >= 1, got {text!r}")
-    try:
-        return Mesh.parse(text)
-    except ValueError as e:
-        raise ValueError(str(e).replace("Mesh.parse:", "--mesh:", 1)) from None
 
 
 def parse_per_dim(text: str, base: Sharding, what: str,
@@ -250,72 +204,6 @@ def parse_sharding(mesh: Mesh, text: str, *, partial: str | None = None,
         kw["sharded_dims_offsets"] = parse_per_dim(offsets, base, f"{prefix}offsets",
                                                    lambda d: base.shard_count(d) + 1)
     return base.replace(**kw) if kw else base
-
-
-def prepare_png(path: str) -> pathlib.Path:
-    """Check a ``--png`` path before anything is drawn or printed: matplotlib is
-    installed, and :func:`prepare_output` accepts the path.
-
-    >>> prepare_png("/nonexistent/dir/x.png")
-    Traceback (most recent call last):
-    ...
-    ValueError: --png: the folder '/nonexistent' does not exist (only the last folder of the path is created)
-    """
-    p = pathlib.Path(path)
-    if p.suffix.lower() == ".png" and importlib.util.find_spec("matplotlib") is None:
-        raise ImportError("--png needs matplotlib: pip install 'meshtensor[viz]'")
-    return prepare_output(path, "--png", ".png")
-
-
-def prepare_output(path: str, flag: str, suffix: str) -> pathlib.Path:
-    """Check an output file's path before any work starts: it ends in ``suffix``, is not
-    a folder, and the file can be written there (tried by opening it). A missing folder
-    is created only where it is the last one (its parent exists), so a mistyped path
-    does not grow a tree of folders; a file where a folder should be is named.
-
-    >>> prepare_output("/nonexistent/dir/t.json", "--trace", ".json")
-    Traceback (most recent call last):
-    ...
-    ValueError: --trace: the folder '/nonexistent' does not exist (only the last folder of the path is created)
-    """
-    p = pathlib.Path(path)
-    if p.suffix.lower() != suffix:
-        raise ValueError(f"{flag}: expected a file name ending in {suffix}, got {path!r}")
-    if p.is_dir():
-        raise ValueError(f"{flag}: {path!r} is a folder; give a file name like "
-                         f"{path}/out{suffix}")
-    folder = p.parent
-    existing = folder
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():  # a file where the path needs a folder
-        raise ValueError(f"{flag}: {str(existing)!r} is a file, not a folder, so "
-                         f"{path!r} cannot be written")
-    made = False
-    if not folder.exists():
-        if existing != folder.parent:
-            missing = folder
-            while missing.parent != existing:
-                missing = missing.parent
-            raise ValueError(f"{flag}: the folder {str(missing)!r} does not exist (only "
-                             f"the last folder of the path is created)")
-        try:
-            folder.mkdir()
-            made = True
-        except OSError as e:
-            raise ValueError(f"{flag}: cannot create the folder {str(folder)!r}: "
-                             f"{e.strerror or e}") from None
-    existed = p.exists()
-    try:
-        with open(p, "ab"):
-            pass
-    except OSError as e:
-        if made:
-            folder.rmdir()
-        raise ValueError(f"{flag}: cannot write {str(p)!r}: {e.strerror or e}") from None
-    if not existed:
-        p.unlink()  # written for real after the work
-    return p
 
 
 def cuda_visible(dev: str = "/dev") -> bool:
@@ -413,10 +301,10 @@ def _largest(fits: Callable[[int], bool], hi: int) -> int:
     return lo
 
 
-def check_demo_size(size: int, available: int | None) -> None:
+def check_demo_size(size: int, available: int | None, algorithm: str = "summa_comm") -> None:
     """Refuse a ``demo --size`` whose kernels TileLang cannot index with int32, or whose
-    matrices and per-core buffers do not fit ``available`` bytes (None: not checked),
-    before anything is built.
+    matrices and ``algorithm``'s per-core buffers do not fit ``available`` bytes (None:
+    not checked), before anything is built.
 
     >>> check_demo_size(100000, None)
     Traceback (most recent call last):
@@ -437,14 +325,16 @@ def check_demo_size(size: int, available: int | None) -> None:
     if available is None:
         return
 
+    per = DEMO_BYTES_BY_ALGORITHM.get(algorithm, DEMO_BYTES_PER_ELEMENT)
+
     def fits(n: int) -> bool:
-        return DEMO_BYTES_PER_ELEMENT * n * n <= available
+        return per * n * n <= available
 
     if not fits(size):
         gib = 2 ** 30
         raise ValueError(f"--size {size}: needs about "
-                         f"{DEMO_BYTES_PER_ELEMENT * size * size / gib:.1f} GiB of memory "
-                         f"({DEMO_BYTES_PER_ELEMENT} bytes per element of a {size}x{size} "
+                         f"{per * size * size / gib:.1f} GiB of memory "
+                         f"({per} bytes per element of a {size}x{size} "
                          f"matrix: operands, results, the NumPy check, per-core buffers), "
                          f"{available / gib:.1f} GiB available; at most --size "
                          f"{_largest(fits, size)}")
@@ -465,6 +355,9 @@ def _demo_algorithm(args: argparse.Namespace) -> str:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    if args.tdist and (args.tilelang_mesh or args.spmdize or args.algorithm is not None
+                       or args.target != "c"):
+        raise ValueError("--tdist takes no other mode, --algorithm or --target")
     if args.tilelang_mesh and (args.spmdize or args.algorithm is not None
                                or args.target != "c" or args.tir):
         raise ValueError("--tilelang-mesh runs the Tilelang-Mesh GEMM on CPU: it takes no "
@@ -478,9 +371,12 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     if args.target == "cuda" and not cuda_visible():
         raise ValueError("--target cuda needs a CUDA GPU; none is visible (no /dev/nvidia* "
                          "device, or CUDA_VISIBLE_DEVICES hides them)")
-    check_demo_size(args.size, available_memory())
+    check_demo_size(args.size, available_memory(), algorithm)
     width = args.width or output_width()
     # The demo modules import tilelang and torch: only for this command, after the checks.
+    if args.tdist:
+        from .tilelang.demos.tdist_demo import main as tdist_demo
+        return tdist_demo(size=args.size, repeat=args.repeat, width=width)
     if args.tilelang_mesh:
         from .tilelang.demos.tilelang_mesh_demo import main as tilelang_mesh_demo
         return tilelang_mesh_demo(size=args.size, repeat=args.repeat, width=width)
@@ -579,11 +475,17 @@ def build_parser() -> argparse.ArgumentParser:
                       help="run the GEMM of Tilelang-Mesh's examples (T.comm, "
                            "T.MeshTensor) unchanged and print the traffic the chip "
                            "would carry")
+    demo.add_argument("--tdist", action="store_true",
+                      help="an all-reduce over 4 chips of 2x2 cores with T.dist (a ring "
+                           "of puts and T.dist.all_reduce; --size floats per core), "
+                           "checked, with its chip-to-chip traffic and a deadlock report")
     demo.add_argument("--width", type=_int_at_least(MIN_WIDTH), help=width_help)
     demo.set_defaults(func=_cmd_demo)
 
     from .profile_cli import add_profile_parser  # its own module; tilelang only when run
     add_profile_parser(sub)
+    from .calibrate_cli import add_calibrate_parser  # likewise
+    add_calibrate_parser(sub)
     return p
 
 

@@ -1,6 +1,6 @@
 """The kernel layer's package: its docstring examples run, and its imports run one way
-(ir <- language <- analysis <- transform <- engine <- kernels <- demos), as TileLang
-keeps its language apart from its transforms."""
+(ir <- language <- analysis <- transform <- runtime <- engine <- kernels <- demos), as
+TileLang keeps its language apart from its transforms."""
 import ast
 import doctest
 import importlib
@@ -14,8 +14,8 @@ import meshtensor.tilelang as pkg  # noqa: E402
 
 MODULES = sorted(m.name for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."))
 # a module may import from its own layer and the layers before it, never after
-LAYERS = ["logs", "c_header", "pass_config", "ir", "language", "analysis", "transform", "engine",
-          "kernels", "demos"]
+LAYERS = ["logs", "c_header", "pass_config", "ir", "language", "analysis", "transform", "runtime",
+          "engine", "kernels", "demos"]
 # old module paths kept as thin aliases (docs/tilelang.md, "Moved modules"): above every
 # layer, as the package's __init__ is
 ALIASES = ["tilelang_mesh", "gemm", "passes"]

@@ -12,7 +12,10 @@ Laid out as TileLang itself is; imports run one way, down this list:
   ``from meshtensor.tilelang import tilelang_mesh as tm``);
 - ``analysis``: ``VerifyMeshTensors``, ``AnalyzeMeshCommunication`` and the
   performance model (``estimate_mesh_kernel``, its timeline);
-- ``transform``: ``LowerMeshComm``, ``SpmdizeMeshCopies`` and ``PrepareTilelangMesh``;
+- ``transform``: ``LowerMeshComm``, ``SpmdizeMeshCopies``, ``PrepareTilelangMesh`` and
+  ``LowerDist`` (``T.dist`` kernels);
+- ``runtime``: what runs ``T.dist`` kernels' ranks (``DistKernel``) and counts their
+  chip-to-chip traffic;
 - ``engine``: ``compile_mesh_kernel`` and ``mesh_pipeline``, the one ordered list of
   the passes, with their options in ``pass_config`` (``MeshPassConfig``);
 - ``kernels``: GEMMs built on all of the above; ``demos``: the CLI's demos.
@@ -41,6 +44,10 @@ from .pass_config import MeshPassConfig
 from .transform.lower_comm import LowerMeshComm, check_collective_rule, lower_mesh_comm
 from .transform.spmdize import CopyPlan, SpmdizeMeshCopies, plan_mesh_copies, spmdize
 from .transform.tilelang_mesh import PrepareTilelangMesh, prepare_tilelang_mesh
+from .transform.lower_dist import DistProgram, LowerDist, lower_dist
+from .runtime.dist_kernel import DistKernel
+from .runtime.dist_rank import DistDeadlockError, DistRaceError, DistRuntimeError
+from .runtime.dist_traffic import DistTraffic, analyze_dist_communication
 
 install_error_filter()
 guard_stock_compile()
@@ -55,4 +62,6 @@ __all__ = ["mesh_tensor_functions", "get_target_mesh_shape", "read_mesh_tensor_i
            "plan_mesh_copies", "CopyPlan", "count_mesh_kernel", "estimate_mesh_kernel",
            "KernelWork", "StepWork", "PerfReport", "StepTime", "trace_events", "write_trace",
            "save_gantt_png", "tilelang_mesh", "PrepareTilelangMesh", "prepare_tilelang_mesh",
-           "MeshPassConfig", "mesh_pipeline"]
+           "MeshPassConfig", "mesh_pipeline",
+           "LowerDist", "lower_dist", "DistProgram", "DistKernel", "DistDeadlockError",
+           "DistRaceError", "DistRuntimeError", "DistTraffic", "analyze_dist_communication"]

@@ -266,6 +266,9 @@ def compile_mesh_kernel(func: tirx.PrimFunc, target: str = "c", *, check_races: 
     if check_races or spmdize:
         config = dataclasses.replace(config, check_races=config.check_races or check_races,
                                      spmdize=config.spmdize or spmdize)
+    from .transform.lower_dist import has_dist_ops
+    if has_dist_ops(func):  # a T.dist kernel: every rank of the world (runtime.dist_kernel)
+        return _compile_dist(func, target, config, kw)
     try:
         return _compile_mesh_kernel(func, target, config, kw)
     except ValueError as e:
@@ -275,6 +278,33 @@ def compile_mesh_kernel(func: tirx.PrimFunc, target: str = "c", *, check_races: 
         raise ValueError(f"compile_mesh_kernel refuses a kernel that spmdize wrote, which "
                          f"is a bug in spmdize, not in your kernel (please report it with "
                          f"the global-view kernel): {e}") from None
+
+
+def _compile_dist(func: tirx.PrimFunc, target: str, config: MeshPassConfig, kw: dict) -> Any:
+    """A ``T.dist`` kernel: lowered to one per-rank program (``LowerDist``), compiled
+    as a mesh kernel, run by :class:`~.runtime.dist_kernel.DistKernel`
+    (``config.check_races``: its checked run)."""
+    from .runtime import shim
+    from .runtime.dist_kernel import DistKernel
+    from .transform.lower_dist import lower_dist
+    if str(target).split()[0] != "c":
+        raise ValueError(f"compile_mesh_kernel: T.dist kernels run on target 'c' (the "
+                         f"emulator), got {target!r}")
+    if kw.get("out_idx") is not None:
+        raise ValueError("compile_mesh_kernel: out_idx is not supported for a T.dist kernel; "
+                         "pass the global output tensors instead")
+    lowered, program = lower_dist(func)
+    shim.load()  # the runtime's C entry points, before the kernel's library is loaded
+    rank = dataclasses.replace(config, check_races=False)
+    return DistKernel(func, lowered, program,
+                      _compile_mesh_kernel(lowered, target, rank, dict(kw)),
+                      config.check_races, _rebuild_dist)
+
+
+def _rebuild_dist(text: str, regs: list, check_races: bool) -> Any:
+    """A pickled :class:`~.runtime.dist_kernel.DistKernel` compiled again from its
+    source (TVM JSON; its ``T.MeshTensor`` records are its attributes)."""
+    return compile_mesh_kernel(tvm.ir.load_json(text), check_races=check_races)
 
 
 def _compile_mesh_kernel(func: tirx.PrimFunc, target: str, config: MeshPassConfig, kw: dict

@@ -16,7 +16,7 @@ import numpy as np
 from tvm import tirx
 
 from ...boxes import clip_boxes, split_by_owner, volume
-from ...cost import hops, xy_link_loads
+from ...cost import exchange_time, hops, xy_link_loads
 from ...mesh import Mesh
 from ...text import DEFAULT_WIDTH, columns, plural, wrap
 from ..ir.comm_op import CommOp
@@ -75,11 +75,14 @@ class Superstep:
     def time(self, link_bandwidth: float = DEFAULT_LINK_BANDWIDTH,
              hop_latency: float = DEFAULT_HOP_LATENCY) -> float:
         """Estimated NoC seconds: ``hop_latency * max_hops + max_link_bytes /
-        link_bandwidth`` (0 without flows). See :meth:`CommReport.noc_time`."""
+        link_bandwidth`` (0 without flows): :func:`meshtensor.cost.exchange_time`, the
+        one NoC formula, with no message or barrier costs. See
+        :meth:`CommReport.noc_time`."""
         _check_rates(link_bandwidth, hop_latency)
         if not self.flows:
             return 0.0
-        return hop_latency * self.max_hops + self.max_link_bytes / link_bandwidth
+        return exchange_time(self.max_link_bytes, self.max_hops,
+                             link_bandwidth=link_bandwidth, hop_latency=hop_latency)
 
 
 def _superstep(mesh: Mesh, name: str, execution: int, src, dst, nbytes, when=()
