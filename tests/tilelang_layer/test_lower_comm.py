@@ -603,8 +603,9 @@ def test_the_pipeline_is_written_once_and_spmdize_is_a_stage():
     from meshtensor.tilelang.engine import mesh_pipeline
     from meshtensor.tilelang.pass_config import MeshPassConfig
     names = [s.name for s in mesh_pipeline()]
-    assert names == ["PrepareTilelangMesh", "CheckRaces", "VerifyMeshTensors", "LowerMeshComm",
-                     "SelectMinMax", "WrapNarrowingCasts", "ProtectFoldedIndices"]
+    assert names == ["PrepareTilelangMesh", "WrapNarrowingCasts", "CheckRaces",
+                     "VerifyMeshTensors", "LowerMeshComm", "SelectMinMax", "OneDynamicShared",
+                     "ProtectFoldedIndices"]
     assert [s.name for s in mesh_pipeline(MeshPassConfig(spmdize=True))][0] == "SpmdizeMeshCopies"
     assert "SelectMinMax" not in [s.name for s in mesh_pipeline(target="cuda")]
     with pytest.raises(ValueError, match=r"MeshPassConfig: small_private_bytes must be an int "

@@ -26,6 +26,7 @@ from .pass_config import DEFAULT, MeshPassConfig
 from .transform.lower_comm import WORKSPACE_ATTR, lower_mesh_comm
 from .transform.narrow_float import FORMATS, legalize_narrow_floats, narrow_dtypes
 from .transform.select_min_max import select_min_max
+from .transform.shared_scope import one_dynamic_shared
 from .transform.tilelang_mesh import prepare_tilelang_mesh
 from .transform.protect_indices import protect_folded_indices
 from .transform.race_check import HEADER, RaceShadow, add_shadow_param
@@ -212,25 +213,30 @@ def mesh_pipeline(config: MeshPassConfig = DEFAULT, target: str = "c") -> tuple[
        comm ops from each tile's owner;
     2. ``PrepareTilelangMesh``: a SUNMMIO kernel's ``T.MeshTensor`` parameters become
        per-core stacks, its launch one program per core (other kernels unchanged);
-    3. ``CheckRaces``: a race on global memory is refused (with ``config.check_races``,
+    3. ``WrapNarrowingCasts``: a narrowing cast's wrap written out;
+    4. ``CheckRaces``: a race on global memory is refused (with ``config.check_races``,
        the checked run is planned);
-    4. ``VerifyMeshTensors``: copies of annotated tensors stay in whole blocks;
-    5. ``LowerMeshComm``: comm ops become supersteps over the cores' buffers;
-    6. ``SelectMinMax`` (target ``c``): min/max of loaded values as selects;
-    7. ``WrapNarrowingCasts``: a narrowing cast's wrap written out;
-    8. ``ProtectFoldedIndices``: indices TileLang would fold wrongly computed first.
+    5. ``VerifyMeshTensors``: copies of annotated tensors stay in whole blocks;
+    6. ``LowerMeshComm``: comm ops become supersteps over the cores' buffers;
+    7. ``SelectMinMax`` (target ``c``): min/max of loaded values as selects;
+    8. ``OneDynamicShared`` (target ``c``): several ``shared.dyn`` buffers as ``shared``;
+    9. ``ProtectFoldedIndices``: indices TileLang would fold wrongly computed first.
 
     >>> [s.name for s in mesh_pipeline(MeshPassConfig(spmdize=True))][:3]
-    ['SpmdizeMeshCopies', 'PrepareTilelangMesh', 'CheckRaces']
+    ['SpmdizeMeshCopies', 'PrepareTilelangMesh', 'WrapNarrowingCasts']
     """
     on_c = str(target).split()[0] == "c"
     stages = [Stage("SpmdizeMeshCopies", _spmdize)] if config.spmdize else []
-    stages += [Stage("PrepareTilelangMesh", _prepare), Stage("CheckRaces", _check_races),
+    stages += [Stage("PrepareTilelangMesh", _prepare),
+               # first: TVM's simplifier (the lowering's included) folds a narrowing cast
+               # of a value it knows, or reads through one, as if it did not wrap
+               Stage("WrapNarrowingCasts", lambda f, b: wrap_narrowing_casts(f)),
+               Stage("CheckRaces", _check_races),
                Stage("VerifyMeshTensors", _verify), Stage("LowerMeshComm", _lower)]
     if on_c:  # TVM's C code generator reuses a min/max operand's load across a store
         stages.append(Stage("SelectMinMax", lambda f, b: select_min_max(f, b.config)))
-    # TVM folds a narrowing cast of a known value into an out-of-range literal
-    stages.append(Stage("WrapNarrowingCasts", lambda f, b: wrap_narrowing_casts(f)))
+        # one core's shared and shared.dyn memory are the same on the C back end
+        stages.append(Stage("OneDynamicShared", lambda f, b: one_dynamic_shared(f)))
     stages.append(Stage("ProtectFoldedIndices",
                         lambda f, b: protect_folded_indices(f, b.config)))
     return tuple(stages)

@@ -11,7 +11,8 @@ sums of ``arith.normalize_to_iter_sum`` in its copy lowering), which get some ne
 runs the cores in a loop, and every ``T.copy`` start is ``start + i`` over its extent.
 
 This pass is the translation check: for every index of every load, store and tile-op
-region (and every copy start plus its iteration variable), it runs the simplifications
+region (and every copy start plus its iteration variable), in a statement, an ``if``
+condition or a let's value, it runs the simplifications
 TileLang runs, with the enclosing loops' ranges, and evaluates the source expression
 and each simplified one exactly (:mod:`~meshtensor.tilelang.ir.evaluate`) at every
 point of those ranges, so at every core. Where a simplified value differs anywhere,
@@ -191,16 +192,29 @@ class _Protector:
             pre += [tirx.AllocBuffer(c), tirx.BufferStore(c, e, [tirx.IntImm("int32", 0)])]
         return tirx.SeqStmt(pre + [new])
 
+    def _protect_expr(self, e: tirx.PrimExpr) -> tuple[list, tirx.PrimExpr]:
+        """The cells to fill before a statement that evaluates ``e`` once (an ``if``
+        condition, a let's value), and ``e`` reading them."""
+        probe = tirx.Evaluate(e)
+        new = self._protect(probe)
+        if new.same_as(probe):
+            return [], e
+        return list(new.seq[:-1]), new.seq[-1].value
+
     def visit(self, s: tirx.Stmt) -> tirx.Stmt:
         if isinstance(s, tirx.SeqStmt):
             out = []
             saved = dict(self.lets)
             for x in s.seq:
-                out.append(self.visit(x))
+                y = self.visit(x)
+                if isinstance(x, tirx.Bind) and isinstance(y, tirx.SeqStmt):
+                    out.extend(y.seq)  # a let's scope is the rest of its own sequence
+                else:
+                    out.append(y)
                 if isinstance(x, tirx.Bind):
                     self.lets[x.var] = x.value
             self.lets = saved
-            if all(a.same_as(b) for a, b in zip(out, s.seq)):
+            if len(out) == len(s.seq) and all(a.same_as(b) for a, b in zip(out, s.seq)):
                 return s
             return tirx.SeqStmt(out)
         if isinstance(s, tirx.For):
@@ -215,9 +229,13 @@ class _Protector:
         if isinstance(s, tirx.IfThenElse):
             t = self.visit(s.then_case)
             e = self.visit(s.else_case) if s.else_case is not None else None
-            if t.same_as(s.then_case) and (e is None or e.same_as(s.else_case)):
+            pre, cond = self._protect_expr(s.condition)
+            if not pre and t.same_as(s.then_case) and (e is None or e.same_as(s.else_case)):
                 return s
-            return tirx.IfThenElse(s.condition, t, e)
+            return _seq(pre + [tirx.IfThenElse(cond, t, e)])
+        if isinstance(s, tirx.Bind):
+            pre, value = self._protect_expr(s.value)
+            return _seq(pre + [tirx.Bind(s.var, value)]) if pre else s
         if isinstance(s, tirx.While):
             body = self.visit(s.body)
             return s if body.same_as(s.body) else tirx.While(s.condition, body)
@@ -236,6 +254,10 @@ class _Protector:
         if isinstance(s, (tirx.BufferStore, tirx.Evaluate)):
             return self._protect(s)
         return s
+
+
+def _seq(stmts: list) -> tirx.Stmt:
+    return stmts[0] if len(stmts) == 1 else tirx.SeqStmt(stmts)
 
 
 def protect_folded_indices(func: tirx.PrimFunc, config: MeshPassConfig = DEFAULT
