@@ -30,8 +30,9 @@ synchronisation but the waits that cover its own puts: the phases are
 - ``core_cond``: a put and its wait (automatic, or a manual expectation that depends
   on the core) only on the cores of one column parity: the other cores run past;
 - ``stagger``: ranks 0 and 1 trade buffers through manual expectations that differ
-  between the cores, so a core of rank 0 waits for a core of its own chip to run on
-  past a wait (the cores of a chip run their own programs).
+  between the cores (odd cores of rank 0 wait first, even ones send first): cores of
+  a chip that waited for each other at every op would deadlock (they run their own
+  programs: decision 175).
 
 A *planted* program carries one defect the chip does not define, and must be refused:
 a read of a put's destination before its wait (a tile op, or a loop), a source
