@@ -17,20 +17,9 @@ from typing import Any
 import tvm
 from tvm import ir, tirx
 
+from ..ir.memory import Memory
+
 __all__ = ["OneDynamicShared", "one_dynamic_shared"]
-
-
-def _allocations(body: tirx.Stmt) -> list[tirx.Buffer]:
-    out: list = []
-
-    def visit(n: Any) -> None:
-        if isinstance(n, tirx.SBlock):
-            out.extend(n.alloc_buffers)
-        elif isinstance(n, tirx.AllocBuffer):
-            out.append(n.buffer)
-
-    tirx.stmt_functor.post_order_visit(body, visit)
-    return out
 
 
 def one_dynamic_shared(func: tirx.PrimFunc) -> tirx.PrimFunc:
@@ -44,10 +33,10 @@ def one_dynamic_shared(func: tirx.PrimFunc) -> tirx.PrimFunc:
     ...         A = T.alloc_shared((4,), "float32")
     ...         B = T.alloc_shared((4,), "float32")
     ...         A[0] = B[0]
-    >>> sorted(b.scope() for b in _allocations(one_dynamic_shared(k).body))
+    >>> sorted(b.scope() for b in Memory.of(one_dynamic_shared(k)).allocations)
     ['shared', 'shared']
     """
-    dyn = [b for b in _allocations(func.body) if b.scope() == "shared.dyn"]
+    dyn = [b for b in Memory.of(func).allocations if b.scope() == "shared.dyn"]
     if len(dyn) < 2:
         return func
     datas = {b.data: tirx.Var(b.data.name, ir.PointerType(ir.PrimType(str(b.dtype)), "shared"))
