@@ -623,3 +623,87 @@ def test_compile_mesh_kernel_spmdizes_a_global_view_kernel():
     c = torch.zeros(32, 32)
     k(a, b, c)
     torch.testing.assert_close(c, a @ b)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n", [32768, 32800])
+def test_a_buffer_of_32768_or_more_elements_per_core_compiles_and_runs(n):
+    """Each core's copy of a promoted buffer of ``n >= 32768`` elements lies ``n`` or
+    more elements from the next; a scalar load at ``core * stride`` stopped TileLang's
+    StorageRewrite ("Can't fetch the lanes of a scalable vector"): the staging of a
+    one-element permute, a one-element permute between cores and a scalar read of
+    the buffer in a superstep. Now they read through a pointer to the core's copy."""
+    mc = mesh_comm({"x": 2, "y": 2})
+
+    @T.prim_func
+    def k(A: T.Tensor((4, n), "float32"), B: T.Tensor((4, n), "float32"),
+          C: T.Tensor((4, 2), "float32")):
+        with T.Kernel(2, 2, threads=1) as (bx, by):
+            S = T.alloc_shared((n,), "float32")
+            mc.permute(S[0:1], S[0:1], [])            # pins S, stages one element
+            T.copy(A[bx * 2 + by, 0:n], S)
+            mc.permute(S[n - 1:n], S[0:1], [(0, 3)])  # core 3's S[0] = core 0's S[-1]
+            T.copy(S, B[bx * 2 + by, 0:n])
+            C[bx * 2 + by, 0] = S[0] + S[n - 1]      # scalar reads of the core's copy
+            C[bx * 2 + by, 1] = S[7]
+
+    a = torch.randn(4, n)
+    b, c = torch.zeros(4, n), torch.zeros(4, 2)
+    compile_mesh_kernel(k, compile_flags=["-O0"])(a, b, c)
+    want = a.clone()
+    want[3, 0] = a[0, n - 1]
+    assert torch.equal(b, want)
+    assert torch.equal(c[:, 0], want[:, 0] + want[:, n - 1])
+    assert torch.equal(c[:, 1], want[:, 7])
+
+
+@pytest.mark.slow
+def test_every_collective_on_buffers_of_32768_elements_per_core():
+    """The exchanges of each collective read cores' copies 32768 elements apart
+    through their pointers (one-element regions: scalar loads), checked run on."""
+    n = 32768
+    mc = mesh_comm({"x": 2, "y": 2})
+
+    @T.prim_func
+    def k(A: T.Tensor((4, n), "float32"), C: T.Tensor((4, 15), "float32")):
+        with T.Kernel(2, 2, threads=1) as (bx, by):
+            S = T.alloc_shared((n,), "float32")
+            R = T.alloc_shared((n,), "float32")
+            B1 = T.alloc_shared((n,), "float32")
+            S2 = T.alloc_shared((n,), "float32")
+            G = T.alloc_shared((n,), "float32")
+            X = T.alloc_shared((n,), "float32")
+            T.copy(A[bx * 2 + by, 0:n], S)
+            mc.all_reduce(S[0:2], R[0:2], ["x", "y"], "max")
+            mc.broadcast(S[0:1], B1[0:1], ["x"], [1])
+            mc.shift(S[0:1], S2[0:1], ["y"], "y", 1, rotate=True)
+            mc.all_gather(S[0:1], G[0:4], ["x", "y"], 0)
+            mc.reduce_scatter(S[0:4], X[0:2], ["y"], 0)
+            mc.all_to_all(S[4:8], X[4:8], ["x", "y"], 0, 0)
+            mc.shift(S[0:1], S[5:6], ["x"], "x", 1)   # in place: staged
+            for j in T.serial(2):
+                C[bx * 2 + by, j] = R[j]
+            C[bx * 2 + by, 2] = B1[0]
+            C[bx * 2 + by, 3] = S2[0]
+            for j in T.serial(4):
+                C[bx * 2 + by, 4 + j] = G[j]
+            for j in T.serial(2):
+                C[bx * 2 + by, 8 + j] = X[j]
+            for j in T.serial(4):
+                C[bx * 2 + by, 10 + j] = X[4 + j]
+            C[bx * 2 + by, 14] = S[5]
+
+    a, c = torch.randn(4, n), torch.zeros(4, 15)
+    compile_mesh_kernel(k, check_races=True, compile_flags=["-O0"])(a, c)
+    a = a.numpy()
+    want = np.zeros((4, 15), np.float32)
+    for d in range(4):
+        x, y = divmod(d, 2)
+        want[d, 0:2] = a[:, 0:2].max(0)
+        want[d, 2] = a[2 + y, 0]
+        want[d, 3] = a[x * 2 + (y - 1) % 2, 0]
+        want[d, 4:8] = a[:, 0]
+        want[d, 8:10] = (a[x * 2, 0:4] + a[x * 2 + 1, 0:4])[2 * y:2 * y + 2]
+        want[d, 10:14] = a[:, 4 + d]
+        want[d, 14] = a[y, 0] if x == 1 else a[d, 5]
+    np.testing.assert_array_equal(c.numpy(), want)

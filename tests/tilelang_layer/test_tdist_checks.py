@@ -218,8 +218,8 @@ def test_deadlock_names_every_blocked_rank_within_a_second():
     assert time.perf_counter() - t < 1.0
     text = str(e.value)
     assert "deadlock: every rank is blocked" in text
-    for r in range(3):  # each rank's first core to block (its cores run in lockstep)
-        for c in ((0, 0),):
+    for r in range(3):  # every core of every rank (each runs its own program)
+        for c in ((0, 0), (0, 1)):
             assert (f"rank {r} core {c} waits in T.dist.wait_signal (dist op #2) for "
                     f"T.dist.signals #1 (dist op #1)[0] expected 1, current 0") in text
 
@@ -286,7 +286,7 @@ def test_puts_landing_on_one_destination_are_not_a_race(senders):
     ("nonempty_queue", "submit=True requires an empty send queue, but 1 send"),
     ("rank_out_of_range", "dst_rank [4-7] is outside \\[0, 4\\)"),
     ("value_two_senders", "allows one sender per receiving core, but rank 0 core .* receives "
-                          "from rank 1 core .* and rank 2"),
+                          "from rank [1-3] core .* and rank [1-3] core"),
 ])
 def test_misuse_found_by_the_run(mode, text):
     with pytest.raises(ValueError, match=text):
@@ -304,3 +304,102 @@ def test_completion_not_drained_before_the_next():
 def test_wait_any_order_that_reaches_the_result_is_refused():
     with pytest.raises(DistRaceError, match="order T.dist.wait_any returns the members in"):
         run("wait_any_order", world=4, mesh=(1, 2))
+
+
+# -- the cores of a chip run their own programs ------------------------------------------------
+def independent_cores():
+    """Rank 0's core 1 waits for rank 1's core 1, rank 1's core 0 for rank 0's core 0,
+    which sends only after a second wait: on the chip every core runs on (a wait blocks
+    its own core only). Run in lockstep (every core of a rank reaching a wait before any
+    passes it), rank 0 would hold its core 0 at the second wait until its core 1 passes
+    the first, which needs rank 1's core 1, held behind its core 0: a deadlock the chip
+    does not have."""
+    tm.enable(mesh=(1, 2))
+    with tm.world(2):
+        @T.prim_func
+        def k(A: T.Tensor((2, N), "float32"), B: T.Tensor((2, N), "float32"),
+              rank_id: T.dist.RankId):
+            with T.Kernel(2, threads=1) as bx:
+                src = T.alloc_shared((N,), "float32")
+                dst = T.alloc_shared((N,), "float32")
+                s = T.dist.signals(1, expect="manual")
+                t = T.dist.signals(1, expect="manual")
+                v = T.dist.signals(1, expect="manual")
+                T.copy(A[bx, 0:N], src)
+                if rank_id == 0:
+                    T.dist.wait_signal(s[0], expected_delta=T.if_then_else(bx == 1, 1, 0))
+                    T.dist.wait_signal(v[0], expected_delta=0)
+                    T.dist.put(src, dst, 1, signal=t[0], submit=True)
+                    T.dist.wait_signal(s[0], expected_delta=T.if_then_else(bx == 0, 1, 0))
+                else:
+                    T.dist.wait_signal(t[0], expected_delta=T.if_then_else(bx == 0, 1, 0))
+                    T.dist.put(src, dst, 0, signal=s[0], submit=True)
+                    T.dist.wait_signal(t[0], expected_delta=T.if_then_else(bx == 1, 1, 0))
+                T.dist.wait()
+                T.copy(dst, B[bx, 0:N])
+    return k
+
+
+@pytest.mark.slow
+def test_a_core_waits_for_its_own_program_only():
+    k = compile_mesh_kernel(independent_cores(), check_races=True)
+    a = [torch.arange(2 * N, dtype=torch.float32).reshape(2, N) + 100 * r for r in range(2)]
+    per = [[a[r].clone(), torch.zeros(2, N)] for r in range(2)]
+    k.run_ranks(per)
+    assert torch.equal(per[0][1], a[1]) and torch.equal(per[1][1], a[0])
+
+
+@pytest.mark.slow
+def test_waits_under_a_condition_on_the_core():
+    """The upstream's conditional_two_phase_signal pattern: only the cores of column 0
+    send and wait (twice); the others run past."""
+    tm.enable(mesh=(2, 2))
+    with tm.world(2):
+        @T.prim_func
+        def k(A: T.Tensor((4, N), "float32"), B: T.Tensor((4, N), "float32"),
+              rank_id: T.dist.RankId):
+            with T.Kernel(4, threads=1) as bx:
+                src = T.alloc_shared((N,), "float32")
+                dst = T.alloc_shared((N,), "float32")
+                dst2 = T.alloc_shared((N,), "float32")
+                s = T.dist.signal()
+                T.copy(A[bx, 0:N], src)
+                if bx % 2 == 0:
+                    T.dist.put(src, dst, 1 - rank_id, signal=s, submit=True)
+                    T.dist.wait_signal(s)
+                    T.dist.wait()
+                    for j in T.serial(N):
+                        src[j] = dst[j] + T.float32(1)
+                    T.dist.put(src, dst2, 1 - rank_id, signal=s, submit=True)
+                    T.dist.wait_signal(s)
+                    T.copy(dst2, B[bx, 0:N])
+    a = torch.arange(4 * N, dtype=torch.float32).reshape(4, N)
+    per = [[a + 100 * r, torch.zeros(4, N)] for r in range(2)]
+    compile_mesh_kernel(k, check_races=True).run_ranks(per)
+    for r in range(2):
+        want = torch.zeros(4, N)
+        want[0::2] = a[0::2] + 100 * r + 1  # there and back, plus one on the way
+        assert torch.equal(per[r][1], want)
+
+
+@pytest.mark.slow
+def test_a_cross_row_put_meets_its_column_at_a_barrier_and_reports_it():
+    """A row-domain all_to_all moves data between the rows of a column (the upstream's
+    on-chip T.comm.put): the cores of the column meet at a barrier; a core that never
+    comes is named in the deadlock report."""
+    tm.enable(mesh=(2, 1))
+    with tm.world(2):
+        @T.prim_func
+        def k(A: T.Tensor((2, N), "float32"), rank_id: T.dist.RankId):
+            with T.Kernel(2, threads=1) as bx:
+                src = T.alloc_shared((2, 2, N), "float32")
+                dst = T.alloc_shared((2, 2, N), "float32")
+                s = T.dist.signal()
+                if bx == 0:
+                    T.dist.all_to_all(src, dst, signal=s, domain="row", submit=True)
+    with pytest.raises(DistDeadlockError) as e:
+        compile_mesh_kernel(k)(torch.zeros(2, N))
+    text = str(e.value)
+    assert ("rank 0 core (0, 0) waits at the barrier of the on-chip leg of T.dist.all_to_all "
+            "(dist op #1) (before) for core(s) (1, 0) of its chip") in text
+    assert "rank 0 core (1, 0) has finished" in text

@@ -542,3 +542,118 @@ def test_a_ranks_part_is_split_over_its_cores_as_the_kernel_splits_a_tensor():
     assert _rank_param(p, torch.zeros(17, 3)) is p
     ceil = MeshParam("A", (17, 3), Sharding(mesh, [["row"], ["col"]]), "float32")
     assert _rank_param(ceil, torch.zeros(4, 3)).sharding == ceil.sharding
+
+
+def test_an_on_chip_buffer_of_32768_elements_per_core():
+    """A T.dist op's on-chip buffer lives in LowerMeshComm's workspace, one copy per
+    core 32768 elements apart (TileLang's StorageRewrite stopped such a kernel: see
+    test_lower_comm's 32768-element tests)."""
+    W, M = 2, 32768
+    tm.enable(mesh=(2, 2))
+    with tm.world(W):
+        @T.prim_func
+        def k(A: T.Tensor((4, M), "float32"), B: T.Tensor((4, M), "float32"),
+              rank_id: T.dist.RankId):
+            with T.Kernel(4, threads=1) as bx:
+                src = T.alloc_shared((M,), "float32")
+                dst = T.alloc_shared((M,), "float32")
+                s = T.dist.signal()
+                T.copy(A[bx, 0:M], src)
+                T.dist.put(src, dst, (rank_id + 1) % W, signal=s, submit=True)
+                T.dist.wait_signal(s)
+                T.copy(dst, B[bx, 0:M])
+    A = [np.random.default_rng(r).standard_normal((4, M)).astype(np.float32)
+         for r in range(W)]
+    out = run(compile_mesh_kernel(k, compile_flags=["-O0"]), A, (4, M))
+    for r in range(W):
+        assert np.array_equal(out[r], A[(r - 1) % W])
+
+
+# -- tensors split over ranks --------------------------------------------------------------------
+def rank_sharded(W, D=17, mesh=(2, 2)):
+    """``A`` and ``B`` split over the ranks along dim 0 (balanced), each rank's part
+    over the mesh rows (balanced): ``B = 2 A + rank``; ``C[core]`` is the sum over the
+    ranks of the rows core ``core`` holds (an all_reduce of its valid extent)."""
+    tm.enable(mesh=mesh)
+    C = mesh[0] * mesh[1]
+    with tm.world(W):
+        rp = T.dist.placement.shard(0)
+
+        @T.prim_func
+        def k(A: T.MeshTensor((D, N), T.placement.row_shard(0), T.float32, rank_placement=rp),
+              B: T.MeshTensor((D, N), T.placement.row_shard(0), T.float32, rank_placement=rp),
+              Cnt: T.Tensor((C, N), "float32"), rank_id: T.dist.RankId):
+            with T.Kernel() as cid:
+                lm, ln = A.local_shape
+                s = T.alloc_shared((lm, ln), T.float32)
+                T.copy(A, s)
+                for i, j in T.grid(lm, ln):
+                    s[i, j] = s[i, j] * 2 + T.float32(rank_id)
+                T.copy(s, B)
+                vm, vn = A.get_local_extent(cid, rank_id=rank_id)
+                cnt = T.alloc_shared((N,), T.float32)
+                tot = T.alloc_shared((N,), T.float32)
+                for j in T.serial(N):
+                    cnt[j] = T.float32(vm)
+                if W > 1:
+                    sig = T.dist.signal()
+                    T.dist.all_reduce(cnt, tot, "sum", signal=sig)
+                    T.copy(tot, Cnt[cid, 0:N])
+                else:
+                    T.copy(cnt, Cnt[cid, 0:N])
+    return compile_mesh_kernel(k, check_races=True)
+
+
+def rank_sharded_reference(a, W, D=17, mesh=(2, 2)):
+    from meshtensor.tilelang.language.dist import rank_extents
+    b = a.copy()
+    cnt = np.zeros((mesh[0] * mesh[1], N), np.float32)
+    for r, (lo, hi) in enumerate(rank_extents(D, W)):
+        b[lo:hi] = a[lo:hi] * 2 + r
+        rows = rank_extents(hi - lo, mesh[0])  # the rank's part over the mesh rows
+        for c in range(mesh[0] * mesh[1]):
+            x, y = rows[c // mesh[1]]
+            cnt[c] += y - x
+    return b, cnt
+
+
+@pytest.mark.parametrize("W", [1, 2, 3, 4])
+def test_a_tensor_split_over_ranks_runs_exactly(W):
+    """17 rows over W ranks (4: 5, 4, 4, 4), each rank's part over the cores."""
+    from meshtensor.tilelang.language.dist import rank_extents
+    if W == 4:
+        assert [hi - lo for lo, hi in rank_extents(17, 4)] == [5, 4, 4, 4]
+    k = rank_sharded(W)
+    a = np.random.default_rng(W).integers(-50, 50, (17, N)).astype(np.float32)
+    b, cnt = torch.zeros(17, N), torch.zeros(4, N)
+    k(torch.from_numpy(a), b, cnt)
+    want_b, want_cnt = rank_sharded_reference(a, W)
+    assert np.array_equal(b.numpy(), want_b) and np.array_equal(cnt.numpy(), want_cnt)
+
+
+@pytest.mark.parametrize("D", [1, 3, 6])
+def test_ranks_and_cores_whose_part_is_empty(D):
+    """Fewer rows than ranks times mesh rows: some ranks or cores hold nothing."""
+    k = rank_sharded(4, D)
+    a = np.arange(D * N, dtype=np.float32).reshape(D, N)
+    b, cnt = torch.zeros(D, N), torch.zeros(4, N)
+    k(torch.from_numpy(a), b, cnt)
+    want_b, want_cnt = rank_sharded_reference(a, 4, D)
+    assert np.array_equal(b.numpy(), want_b) and np.array_equal(cnt.numpy(), want_cnt)
+
+
+def test_rank_shape_and_extents_of_a_tensor_split_over_ranks():
+    tm.enable(mesh=(2, 2))
+    with tm.world(4):
+        t = tm.MeshTensor((17, 32), T.placement.row_shard(0), (2, 2), T.bfloat16,
+                          rank_placement=T.dist.placement.shard(0))
+    assert t.rank_shape == (5, 32) and t.local_shape == (3, 32)
+    assert [t.get_rank_extent(r)[0] for r in range(4)] == [5, 4, 4, 4]
+    assert [t.get_local_extent(c, rank_id=0)[0] for c in range(4)] == [3, 3, 2, 2]
+    assert t.get_local_extent(3, rank_id=3)[0] == 2
+    with pytest.raises(ValueError, match="rank_id is required"):
+        t.get_local_extent(0)
+    with pytest.raises(ValueError, match=r"rank 4 out of range \[0, 4\)"):
+        t.get_rank_extent(4)
+    plain = tm.MeshTensor((17, 32), T.placement.row_shard(0), (2, 2), T.bfloat16)
+    assert plain.rank_shape == (17, 32) and plain.get_rank_extent(2) == (17, 32)

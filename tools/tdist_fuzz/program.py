@@ -2,7 +2,7 @@
 that every rank and core runs (SPMD), written out as TileLang source and modelled in
 NumPy.
 
-A program runs on ``W`` ranks (1-4) of an ``nrows x ncols`` mesh (1x1 to 2x3), with
+A program runs on ``W`` ranks (1-4) of an ``nrows x ncols`` mesh (1x1 to 2x3, and 2x1), with
 float32 buffers of ``N`` elements holding small integers (every result is exact). Each
 phase defines fresh buffers (never written again), so a correct program needs no
 synchronisation but the waits that cover its own puts: the phases are
@@ -22,14 +22,25 @@ synchronisation but the waits that cover its own puts: the phases are
 - ``all_gather`` (axis ``None``/0/-1; with ``signals=``: drained by ``wait_all`` or a
   ``wait_any`` loop), ``all_reduce`` (sum/max/min), ``all_to_all`` (rank or row
   domain), ``all_to_allv`` (counts from a rank pattern; ``signal`` or ``signals``);
-- ``loop_ring``: a loop of put, wait, accumulate, ``wait()``, barrier.
+- ``loop_ring``: a loop of put, wait, accumulate, ``wait()``, barrier;
+- ``shard_in``: the column sums of each core's part of ``R``, a ``T.MeshTensor`` split
+  over the ranks (``rank_placement=T.dist.placement.shard(0)``: balanced, uneven sizes,
+  some parts empty), then over the cores (by rows, or in linear core order);
+  ``shard_out``: a buffer written into each core's part of ``S``, split likewise;
+- ``core_cond``: a put and its wait (automatic, or a manual expectation that depends
+  on the core) only on the cores of one column parity: the other cores run past;
+- ``stagger``: ranks 0 and 1 trade buffers through manual expectations that differ
+  between the cores (odd cores of rank 0 wait first, even ones send first): cores of
+  a chip that waited for each other at every op would deadlock (they run their own
+  programs: decision 175).
 
 A *planted* program carries one defect the chip does not define, and must be refused:
 a read of a put's destination before its wait (a tile op, or a loop), a source
 written before ``T.dist.wait()``, a destination written before the wait, a manual
 expectation one too high (deadlock), a barrier only rank 0 reaches (deadlock), a put
 never submitted, the order of ``wait_any`` reaching the result, or (``W = 1``) any
-communication.
+communication; ``deadlock_cores``: a ``stagger`` in which every core of rank 0 waits
+first (its core 0 then waits for rank 1's core 0, which waits for it).
 """
 
 from __future__ import annotations
@@ -47,8 +58,8 @@ SRAM_KINDS = ("sram_flagreg_inc", "sram_flagreg_value", "sram_memory")
 DRAM_KINDS = ("dram_flagreg_inc", "dram_flagreg_value", "dram_memory")
 KINDS = SRAM_KINDS + DRAM_KINDS
 PLANTS = ("read_before_wait_tile", "read_before_wait_loop", "write_source", "write_dest",
-          "deadlock_manual", "deadlock_barrier", "unsubmitted", "wait_any_order",
-          "world_one")
+          "deadlock_manual", "deadlock_barrier", "deadlock_cores", "unsubmitted",
+          "wait_any_order", "world_one")
 F32 = np.float32
 
 
@@ -78,6 +89,10 @@ class Program:
     gshapes: list = field(default_factory=list)
     plant: str | None = None
     features: set = field(default_factory=set)
+    #: the rank-split tensors: rows and core placement (``"line"`` or ``"row"``) of the
+    #: input ``R`` and the output ``S`` (``None``: not in the program)
+    rdims: tuple | None = None
+    sdims: tuple | None = None
 
     @property
     def cores(self) -> int:
@@ -105,6 +120,12 @@ class Program:
         for ph in self.phases:
             body += _emit(self, ph)
         inner = textwrap.indent("\n".join(body), " " * 16)
+        split = ""
+        for name, dims in (("R", self.rdims), ("S", self.sdims)):
+            if dims is not None:
+                place = "mesh_as_line(0)" if dims[1] == "line" else "row_shard(0)"
+                split += (f", {name}: T.MeshTensor(({dims[0]}, {N}), T.placement.{place}, "
+                          f"T.float32, rank_placement=T.dist.placement.shard(0))")
         return f'''import tilelang
 import tilelang.language as T
 from meshtensor.tilelang import tilelang_mesh as tm
@@ -115,11 +136,32 @@ def build():
     with tm.world({W}):
         @T.prim_func
         def k(A: T.Tensor(({C}, {N}), "float32"), B: T.Tensor(({C}, {max(self.slots, 1) * N}), "float32"),
-              D: T.Tensor(({C}, {max(self.dslots, 1) * N}), "float32"), rank_id: T.dist.RankId):
+              D: T.Tensor(({C}, {max(self.dslots, 1) * N}), "float32"){split}, rank_id: T.dist.RankId):
             with T.Kernel({C}, threads=1) as bx:
 {inner}
     return k
 '''
+
+    # ---- the tensors split over ranks ----------------------------------------------------------
+    def parts(self, dims: tuple, rank: int) -> list[tuple[int, int]]:
+        """Each core's rows ``[lo, hi)`` within rank ``rank``'s part of a rank-split
+        tensor of ``dims`` (balanced over the ranks, then over the cores)."""
+        n = _extents(dims[0], self.world)[rank]
+        n = n[1] - n[0]
+        if dims[1] == "line":
+            return _extents(n, self.cores)
+        rows = _extents(n, self.mesh[0])
+        return [rows[c // self.mesh[1]] for c in range(self.cores)]
+
+    def slot_rows(self, dims: tuple) -> int:
+        """Rows of each core's slot (the kernel's buffer): the rank slot ceil-divided."""
+        per_rank = -(-dims[0] // self.world)
+        k = self.cores if dims[1] == "line" else self.mesh[0]
+        return -(-per_rank // k)
+
+    def rank_parts(self, dims: tuple) -> list[tuple[int, int]]:
+        """Each rank's rows ``[lo, hi)`` of a rank-split tensor of ``dims``."""
+        return _extents(dims[0], self.world)
 
     def _gather_shapes(self) -> list[tuple]:
         return [tuple(s) for s in self.gshapes]
@@ -130,8 +172,16 @@ def build():
         return [rng.integers(-9, 10, (self.cores, self.n)).astype(F32)
                 for _ in range(self.world)]
 
-    def model(self, A: list[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        """Every rank's ``B`` and ``D`` after the program."""
+    def r_input(self) -> np.ndarray | None:
+        """The global ``R`` (``None`` when the program has none)."""
+        if self.rdims is None:
+            return None
+        rng = np.random.default_rng([zlib.crc32(self.seed.encode()), self.index, 2])
+        return rng.integers(-9, 10, (self.rdims[0], self.n)).astype(F32)
+
+    def model(self, A: list[np.ndarray]) -> tuple[list, list, np.ndarray | None]:
+        """Every rank's ``B`` and ``D`` after the program, and the global ``S`` (``None``
+        when the program has none)."""
         W, C, N = self.world, self.cores, self.n
         bufs = [[[np.full(N, -7, F32) for _ in range(self.nbufs)] for _ in range(C)]
                 for _ in range(W)]
@@ -143,9 +193,11 @@ def build():
             for c in range(C):
                 bufs[r][c][0] = A[r][c].copy()
         st = _State(self, bufs, gath, B, D)
+        st.R = self.r_input()
+        st.S = None if self.sdims is None else np.zeros((self.sdims[0], N), F32)
         for ph in self.phases:
             _apply(st, ph)
-        return B, D
+        return B, D, st.S
 
 
 class _State:
@@ -153,6 +205,8 @@ class _State:
         self.prog, self.bufs, self.gath, self.B, self.D = prog, bufs, gath, B, D
         self.W, self.C, self.N = prog.world, prog.cores, prog.n
         self.NR, self.NC = prog.mesh
+        self.R: np.ndarray | None = None  # the global inputs and outputs split over ranks
+        self.S: np.ndarray | None = None
 
 
 # -- source of each phase -------------------------------------------------------------------------
@@ -318,6 +372,48 @@ def _emit(prog: Program, ph: Phase) -> list[str]:
             f"        b{p['out']}[j] = b{p['out']}[j] + b{p['dst']}[j]",
             "    T.dist.wait()",
             "    T.dist.barrier()"]
+    if k == "shard_in":
+        L = prog.slot_rows(prog.rdims)
+        return [f"rs{p['out']} = T.alloc_shared(({L}, {N}), 'float32')",
+                f"T.copy(R, rs{p['out']})",
+                f"for j in T.serial({N}):",
+                f"    b{p['out']}[j] = T.float32(0)",
+                f"    for i in T.serial({L}):",
+                f"        b{p['out']}[j] = b{p['out']}[j] + rs{p['out']}[i, j]"]
+    if k == "shard_out":
+        L = prog.slot_rows(prog.sdims)
+        return [f"for i, j in T.grid({L}, {N}):",
+                f"    S[i, j] = b{p['x']}[j] * T.float32(i + 1) + T.float32(7 * rank_id)"]
+    if k == "core_cond":
+        par = p["par"]
+        out = _sig(prog, ph)
+        delta = f"T.if_then_else(bx % 2 == {par}, 1, 0)"
+        wait = _wait(ph, delta) if p.get("manual") else _wait(ph)
+        if p.get("manual"):  # the wait outside the branch: cores of the other parity
+            return out + [f"if bx % 2 == {par}:",       # expect nothing
+                          f"    T.dist.put(b{p['x']}, b{p['out']}, {nxt}, signal=s{p['sig']}, "
+                          f"submit=True)", wait]
+        return out + [f"if bx % 2 == {par}:",
+                      f"    T.dist.put(b{p['x']}, b{p['out']}, {nxt}, signal=s{p['sig']}, "
+                      f"submit=True)", f"    {wait}"]
+    if k == "stagger":
+        a, t, v = p["sig"], p["sig3"], p["sig4"]
+        x, out = p["x"], p["out"]
+        one = lambda par: f"T.if_then_else(bx % 2 == {par}, 1, 0)"  # noqa: E731
+        return [f"ss{a} = T.dist.signals(1, expect='manual')",
+                f"ss{t} = T.dist.signals(1, expect='manual')",
+                f"ss{v} = T.dist.signals(1, expect='manual')",
+                "if rank_id == 0:",
+                f"    T.dist.wait_signal(ss{a}[0], expected_delta="
+                f"{1 if prog.plant == 'deadlock_cores' and p.get('planted') else one(1)})",
+                f"    T.dist.wait_signal(ss{v}[0], expected_delta=0)",
+                f"    T.dist.put(b{x}, b{out}, 1, signal=ss{t}[0], submit=True)",
+                f"    T.dist.wait_signal(ss{a}[0], expected_delta={one(0)})",
+                "if rank_id == 1:",
+                f"    T.dist.wait_signal(ss{t}[0], expected_delta={one(0)})",
+                f"    T.dist.put(b{x}, b{out}, 0, signal=ss{a}[0], submit=True)",
+                f"    T.dist.wait_signal(ss{t}[0], expected_delta={one(1)})",
+                "T.dist.wait()"]
     if k == "comm_at_w1":
         return ["T.dist.barrier()"]
     raise AssertionError(k)
@@ -438,7 +534,54 @@ def _apply(st: _State, ph: Phase) -> None:
                     st.bufs[r][c][p["out"]] = (st.bufs[r][c][p["out"]] +
                                                st.bufs[r][c][p["dst"]]).astype(F32)
         return
+    if k == "shard_in":
+        R = st.R
+        for r in range(W):
+            lo = st.prog.rank_parts(st.prog.rdims)[r][0]
+            for c, (a, b) in enumerate(st.prog.parts(st.prog.rdims, r)):
+                acc = np.zeros(N, F32)
+                for i in range(b - a):  # in slot order, from zero (the kernel's loop)
+                    acc = (acc + R[lo + a + i]).astype(F32)
+                st.bufs[r][c][p["out"]] = acc
+        return
+    if k == "shard_out":
+        L = st.prog.slot_rows(st.prog.sdims)
+        for r in range(W):
+            lo = st.prog.rank_parts(st.prog.sdims)[r][0]
+            for c, (a, b) in enumerate(st.prog.parts(st.prog.sdims, r)):
+                x = st.bufs[r][c][p["x"]]
+                for i in range(min(b - a, L)):
+                    st.S[lo + a + i] = (x * F32(i + 1) + F32(7 * r)).astype(F32)
+        return
+    if k == "core_cond":
+        new = {}
+        for r in range(W):
+            q = (r + p.get("k", 1)) % W
+            for c in range(C):
+                if c % 2 == p["par"]:
+                    new[(q, c)] = st.bufs[r][c][p["x"]].copy()
+        for (q, c), v in new.items():
+            st.bufs[q][c][p["out"]] = v
+        return
+    if k == "stagger":
+        x0 = [st.bufs[0][c][p["x"]].copy() for c in range(C)]
+        x1 = [st.bufs[1][c][p["x"]].copy() for c in range(C)]
+        for c in range(C):
+            st.bufs[0][c][p["out"]] = x1[c]
+            st.bufs[1][c][p["out"]] = x0[c]
+        return
     # put_signal, barrier, barrier_arrive, comm_at_w1: no data
+
+
+def _extents(n: int, k: int) -> list[tuple[int, int]]:
+    """``[lo, hi)`` of ``k`` balanced parts of ``n`` (the first ``n % k`` one longer)."""
+    base, rem = divmod(int(n), int(k))
+    out, lo = [], 0
+    for i in range(k):
+        hi = lo + base + (1 if i < rem else 0)
+        out.append((lo, hi))
+        lo = hi
+    return out
 
 
 # -- the generator ---------------------------------------------------------------------------------------
@@ -517,7 +660,8 @@ class _Gen:
         W = prog.world
         if W == 1:
             for _ in range(int(rng.integers(1, 4))):
-                self.compute()
+                getattr(self, str(rng.choice(["compute", "compute", "shard_in",
+                                               "shard_out"])))()
             if prog.plant == "world_one":
                 self.add("comm_at_w1")
             for b in self.live:
@@ -525,13 +669,15 @@ class _Gen:
             return
         ops = ["compute", "put", "put", "put_loop", "cross_row", "routed", "put_signal",
                "barrier", "barrier_arrive", "all_gather", "all_reduce", "all_to_all",
-               "all_to_allv", "loop_ring"]
+               "all_to_allv", "loop_ring", "shard_in", "shard_out", "core_cond",
+               "stagger"]
         n = int(rng.integers(2, 6))
         chosen = [str(rng.choice(ops)) for _ in range(n)]
         plant_at = None
         if prog.plant is not None:
             plant_at = int(rng.integers(0, n + 1))
-        cost = {"loop_ring": 2, "put": 0, "compute": 0}
+        cost = {"loop_ring": 2, "put": 0, "compute": 0, "shard_in": 0, "shard_out": 0,
+                "stagger": 3}
         for i, op in enumerate(chosen + ["end"]):
             if i == plant_at:
                 self.planted()
@@ -685,6 +831,47 @@ class _Gen:
                  k=int(self.rng.integers(1, self.prog.world)), sig=self.sig(), skind=None)
         self.live += [out]
 
+    def _split_dims(self, output: bool = False) -> tuple:
+        """Rows of a rank-split tensor (often not a multiple of the world, sometimes
+        fewer than ranks times cores: empty parts) and its core placement (an output
+        one core each: by rows, the cores of a row would hold copies that differ)."""
+        W, C = self.prog.world, self.prog.cores
+        rows = int(self.rng.integers(1, 3 * W * C + 2))
+        return (rows, "line" if output or self.rng.random() < 0.5 else "row")
+
+    def shard_in(self) -> None:
+        if self.prog.rdims is None:
+            self.prog.rdims = self._split_dims()
+            self.prog.features.add(f"rank-split:{self.prog.rdims[1]}")
+        out = self.buf()
+        self.add("shard_in", out=out)
+        self.live.append(out)
+
+    def shard_out(self) -> None:
+        if self.prog.sdims is not None:
+            return  # one writer of S
+        self.prog.sdims = self._split_dims(output=True)
+        self.prog.features.add(f"rank-split:{self.prog.sdims[1]}")
+        self.add("shard_out", x=self.pick())
+
+    def core_cond(self) -> None:
+        manual = bool(self.rng.random() < 0.5)
+        out = self.buf()
+        self.add("core_cond", x=self.pick(), out=out, par=int(self.rng.integers(2)),
+                 k=int(self.rng.integers(1, self.prog.world)), sig=self.sig(), skind=None,
+                 manual=manual)
+        if manual:
+            self.prog.features.add("manual-expect")
+        self.live.append(out)
+
+    def stagger(self) -> None:
+        out = self.buf()
+        self.add("stagger", x=self.pick(), out=out, sig=self.sig(), sig3=self.sig(),
+                 sig4=self.sig())
+        self.prog.features.add("manual-expect")
+        # ranks past 1 keep out at its fill, as the model (which writes ranks 0 and 1)
+        self.live.append(out)
+
     def planted(self) -> None:
         plant = self.prog.plant
         self.prog.features.add("plant:" + plant)
@@ -704,6 +891,9 @@ class _Gen:
                 self.store(ph.p["out"])
         elif plant == "deadlock_barrier":
             self.add("barrier", planted=True)
+        elif plant == "deadlock_cores":
+            self.stagger()
+            self.prog.phases[-1].p["planted"] = True
         elif plant == "wait_any_order":
             self.all_gather(planted=True)
 

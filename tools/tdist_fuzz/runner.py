@@ -41,6 +41,7 @@ EXPECTED = {
     "write_dest": r"the result depends on the order of arrivals|wrote the put's destination",
     "deadlock_manual": r"^deadlock: every rank is blocked",
     "deadlock_barrier": r"^deadlock: every rank is blocked",
+    "deadlock_cores": r"^deadlock: every rank is blocked",
     "unsubmitted": r"^deadlock: every rank is blocked|never submitted",
     "wait_any_order": r"order T.dist.wait_any returns the members in",
     "world_one": r"world_size=1 disables Rank communication",
@@ -83,6 +84,14 @@ def run_one(seed: str, index: int, plant_rate: float = 0.25,
         C, N = prog.cores, prog.n
         per = [[torch.from_numpy(A[r].copy()), torch.zeros(C, max(prog.slots, 1) * N),
                 torch.zeros(C, max(prog.dslots, 1) * N)] for r in range(prog.world)]
+        R = prog.r_input()
+        for r in range(prog.world):  # each rank's part of the tensors split over ranks
+            if R is not None:
+                lo, hi = prog.rank_parts(prog.rdims)[r]
+                per[r].append(torch.from_numpy(R[lo:hi].copy()))
+            if prog.sdims is not None:
+                lo, hi = prog.rank_parts(prog.sdims)[r]
+                per[r].append(torch.zeros(hi - lo, N))
         kernel.run_ranks(per)
     except (ValueError, TypeError) as e:
         import re
@@ -100,11 +109,15 @@ def run_one(seed: str, index: int, plant_rate: float = 0.25,
             out.status = "missed"
             out.message = f"planted {prog.plant} ran without an error"
         else:
-            B, D = prog.model(A)
+            B, D, S = prog.model(A)
             bad = []
             for r in range(prog.world):
-                for name, got, want in (("B", per[r][1].numpy(), B[r]),
-                                        ("D", per[r][2].numpy(), D[r])):
+                checks = [("B", per[r][1].numpy(), B[r]), ("D", per[r][2].numpy(), D[r])]
+                if prog.sdims is not None:  # S: the rank's part of the model's
+                    lo, hi = prog.rank_parts(prog.sdims)[r]
+                    checks.append((f"S (rows {lo}:{hi})", per[r][-1].numpy(),
+                                   S[lo:hi]))
+                for name, got, want in checks:
                     if not np.array_equal(got, want):
                         at = tuple(int(i) for i in np.argwhere(got != want)[0])
                         bad.append(f"rank {r} {name}{list(at)}: {got[at]} vs model {want[at]}")

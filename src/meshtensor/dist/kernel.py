@@ -3,11 +3,12 @@
 ``run_kernel(kernel, *global_tensors)`` starts one process per rank with
 :func:`~meshtensor.dist.run` (``torchrun`` across hosts: each process runs its own
 rank). Every process compiles the kernel (TileLang's cache makes all but the first
-compile a load) and runs its rank under the same deterministic schedule as the
-in-process run (:mod:`meshtensor.tilelang.runtime.dist_rank`): the *baton* (the shared
-state: every rank's signal registers, who waits for what, the data on its way to
-each rank) travels as a real message (``torch.distributed`` send/recv) to the next
-rank that can make progress, which lands the data sent to it and runs. The results
+compile a load) and runs its rank's cores, a thread each, under the same deterministic
+schedule as the in-process run (:mod:`meshtensor.tilelang.runtime.dist_rank`): the
+*baton* (the shared state: every rank's signal registers, who waits for what, the data
+on its way to each rank) passes between the cores of a process directly and travels as
+a real message (``torch.distributed`` send/recv) to the process of the next core that
+can make progress, whose rank lands the data sent to it and runs. The results
 are those of the in-process call, bit for bit. A deadlock or an error found by a rank
 is sent to every rank at once, and the call raises it, the failing rank's error first.
 """
@@ -15,6 +16,7 @@ is sent to every rank at once, and the call raises it, the failing rank's error 
 from __future__ import annotations
 
 import pickle
+import threading
 from typing import Any
 
 import numpy as np
@@ -23,14 +25,19 @@ __all__ = ["run_kernel", "TorchBaton"]
 
 
 class TorchBaton:
-    """The baton between processes: ``("baton", state)`` to the next holder,
-    ``("error", (rank, exception))`` and ``("final", state)`` to every rank."""
+    """The baton between processes: ``("baton", state)`` to the process of the next
+    holder (an actor: ``rank * cores + core``), ``("error", (rank, exception))`` and
+    ``("final", state)`` to every process. Within a process the baton passes between
+    its cores' threads directly; one thread at a time receives."""
 
-    def __init__(self, rank: int, world: int, state: Any):
+    def __init__(self, rank: int, world: int, state: Any, ncores: int = 1):
         self.rank = rank
         self.world = world
+        self.ncores = ncores
         self.state = state      # held here (rank 0 starts with it) or None
         self.done = False
+        self.cv = threading.Condition()
+        self.receiving = False
 
     # transport: a length, then the pickled message
     def _send(self, to: int, msg: Any) -> None:
@@ -67,41 +74,58 @@ class TorchBaton:
         from meshtensor.tilelang.runtime.dist_rank import JobState
         return JobState(self.world, 1, 1, "early")
 
-    def registered(self, rank: int) -> None:  # data lands at a resume: nothing to wait for
-        pass
+    def _here(self, actor: int) -> bool:
+        return actor // self.ncores == self.rank
 
-    def acquire(self, rank: int) -> Any:
-        st = self.state
-        if st is not None and (st.holder == rank or st.error is not None):
-            return st
-        return self._take(self._recv())
+    def acquire(self, actor: int) -> Any:
+        while True:
+            with self.cv:
+                st = self.state
+                if st is not None and (st.holder == actor or st.error is not None):
+                    return st
+                if (st is not None and st.holder is not None and self._here(st.holder)) \
+                        or self.receiving:
+                    self.cv.wait()  # another core of this rank runs, or receives
+                    continue
+                self.receiving = True
+            msg = self._recv()
+            with self.cv:
+                self._take(msg)
+                self.receiving = False
+                self.cv.notify_all()
 
-    def give(self, rank: int | None) -> None:
-        st = self.state
-        if rank is None:  # every rank is done: the last one tells the others
-            st.holder = None
-            for q in range(self.world):
-                if q != self.rank:
-                    self._send(q, ("final", st))
-            self.done = True
-            return
-        st.holder = rank
-        self._send(rank, ("baton", st))
-        self.state = None
+    def give(self, actor: int | None) -> None:
+        with self.cv:
+            st = self.state
+            if actor is None:  # every actor is done: the last one tells the others
+                st.holder = None
+                for q in range(self.world):
+                    if q != self.rank:
+                        self._send(q, ("final", st))
+                self.done = True
+            elif self._here(actor):
+                st.holder = actor
+            else:
+                st.holder = actor
+                self._send(actor // self.ncores, ("baton", st))
+                self.state = None
+            self.cv.notify_all()
 
     def fail(self, error: Exception) -> None:
-        if self.state is None:
-            self.state = self._empty()
-        if self.state.error is not None:
-            return
-        self.state.error = error
-        self.state.origin = self.rank
-        for q in range(self.world):
-            if q != self.rank:
-                self._send(q, ("error", (self.rank, error)))
+        with self.cv:
+            if self.state is None:
+                self.state = self._empty()
+            if self.state.error is not None:
+                return
+            self.state.error = error
+            self.state.origin = self.rank
+            for q in range(self.world):
+                if q != self.rank:
+                    self._send(q, ("error", (self.rank, error)))
+            self.cv.notify_all()
 
     def wait_final(self) -> Any:
-        """After this rank finished: wait for the end of the job (or its error)."""
+        """After this rank's cores finished: wait for the end of the job (or its error)."""
         while not self.done and (self.state is None or self.state.error is None):
             self._take(self._recv())
         return self.state
@@ -115,7 +139,7 @@ def _rank_main(dm: Any, kernel: Any, per_rank: list) -> Any:
     prog = kernel.program
     first = JobState(prog.world, prog.ncores, prog.nslots, "early")
     first.holder = 0
-    baton = TorchBaton(r, prog.world, first if r == 0 else None)
+    baton = TorchBaton(r, prog.world, first if r == 0 else None, prog.ncores)
     job = ProcessJob(prog, r, baton)
     args = per_rank[r]
     kernel_args = kernel._to_cores(list(args))

@@ -299,12 +299,23 @@ def _compile_dist(func: tirx.PrimFunc, target: str, config: MeshPassConfig, kw: 
     if kw.get("out_idx") is not None:
         raise ValueError("compile_mesh_kernel: out_idx is not supported for a T.dist kernel; "
                          "pass the global output tensors instead")
+    from .transform.split_cores import split_cores
     lowered, program = lower_dist(func)
     shim.load()  # the runtime's C entry points, before the kernel's library is loaded
     rank = dataclasses.replace(config, check_races=False)
-    return DistKernel(func, lowered, program,
-                      _compile_mesh_kernel(lowered, target, rank, dict(kw)),
-                      config.check_races, _rebuild_dist)
+    out: dict = {}
+
+    def lower_per_core(f: tirx.PrimFunc, b: Build) -> tirx.PrimFunc:
+        # supersteps first, then one program per core (transform.split_cores)
+        ops = find_comm_ops(f)
+        f, out["program"] = split_cores(_lower(f, b), ops, program)
+        b.lowered = f
+        return f
+
+    stages = tuple(Stage(s.name, lower_per_core) if s.name == "LowerMeshComm" else s
+                   for s in mesh_pipeline(rank, target))
+    mk = _compile_mesh_kernel(lowered, target, rank, dict(kw), stages)
+    return DistKernel(func, lowered, out["program"], mk, config.check_races, _rebuild_dist)
 
 
 def _rebuild_dist(text: str, regs: list, check_races: bool) -> Any:
@@ -313,14 +324,14 @@ def _rebuild_dist(text: str, regs: list, check_races: bool) -> Any:
     return compile_mesh_kernel(tvm.ir.load_json(text), check_races=check_races)
 
 
-def _compile_mesh_kernel(func: tirx.PrimFunc, target: str, config: MeshPassConfig, kw: dict
-                         ) -> MeshKernel:
+def _compile_mesh_kernel(func: tirx.PrimFunc, target: str, config: MeshPassConfig, kw: dict,
+                         stages: tuple | None = None) -> MeshKernel:
     import tilelang
     import torch
 
     build = Build(config, target)
     source = func
-    for stage in mesh_pipeline(config, target):
+    for stage in stages or mesh_pipeline(config, target):
         source = stage.run(source, build)
     if kw.get("out_idx") is not None and build.mesh_tensors:
         raise ValueError("compile_mesh_kernel: out_idx is not supported for a kernel with "

@@ -213,6 +213,9 @@ class MeshTensorType:
     layout: str | None
     rank_placement: str | None
     split: str
+    #: the ``T.dist.placement`` value and the world it was built for (multi-chip)
+    rank_spec: Any = None
+    world: int = 1
 
     @property
     def shard_shape(self) -> tuple[int, ...]:
@@ -221,8 +224,11 @@ class MeshTensorType:
 
     @property
     def rank_shape(self) -> tuple[int, ...]:
-        """One chip's part (the whole tensor until multi-chip kernels land)."""
-        return self.global_shape
+        """One chip's slot: the whole tensor, or, split over ranks
+        (``rank_placement=T.dist.placement.shard(d)``), dim ``d`` ceil-divided."""
+        if self.rank_spec is None:
+            return self.global_shape
+        return self.rank_spec.rank_shape(self.global_shape, self.world)
 
     def param(self, name: str) -> MeshParam:
         sharding = self.placement.sharding(self.mesh, self.global_shape, self.split)
@@ -239,11 +245,34 @@ class MeshTensorType:
             if not 0 <= cid < self.mesh.size:
                 raise ValueError(f"get_local_extent: core id {cid} out of range "
                                  f"[0, {self.mesh.size})")
-        return self.placement.local_extent(self.mesh, self.global_shape, cid, self.split)
+        shape: Any = self.global_shape
+        if self.rank_spec is not None and self.rank_spec.kind == "shard":
+            if rank_id is None:
+                raise ValueError(f"get_local_extent: the tensor is split over ranks "
+                                 f"(rank_placement={self.rank_placement}): rank_id is "
+                                 f"required")
+            shape = self.get_rank_extent(rank_id)
+        return self.placement.local_extent(self.mesh, shape, cid, self.split)
 
-    def get_rank_extent(self, rank_id: Any) -> tuple[int, ...]:
-        """One chip's valid extent (the whole tensor until multi-chip kernels land)."""
-        return self.global_shape
+    def get_rank_extent(self, rank_id: Any) -> tuple[Any, ...]:
+        """Rank ``rank_id``'s valid extent (ints for an int rank, TIR expressions for
+        an expression): the whole tensor, or its balanced part of the split dim (the
+        first ``D % W`` ranks get one more)."""
+        spec = self.rank_spec
+        if spec is None or spec.kind != "shard":
+            return self.global_shape
+        n, w = int(self.global_shape[spec.dim]), self.world
+        r = static_int(rank_id)
+        if r is not None:
+            if not 0 <= r < w:
+                raise ValueError(f"get_rank_extent: rank {r} out of range [0, {w})")
+            lo, hi = _dist.rank_extents(n, w)[r]
+            size: Any = hi - lo
+        else:
+            size = tirx.Select(rank_id < n % w, n // w + 1, n // w) if n % w else n // w
+        out: list = list(self.global_shape)
+        out[spec.dim] = size
+        return tuple(out)
 
     def __call__(self) -> "_MeshTensorArg":
         return _MeshTensorArg(self, T.Tensor(self.local_shape, self.dtype))
@@ -331,7 +360,8 @@ def MeshTensor(shape: Any, placement: Any = None, device_mesh_config: Any = None
     return MeshTensorType(tuple(static), place.local_shape(mesh, slot), place,  # type: ignore
                           text, mesh, _dtype_name(dtype),
                           None if layout is None else str(layout),
-                          None if rank_placement is None else repr(rank_placement), _split())
+                          None if rank_placement is None else repr(rank_placement), _split(),
+                          rank_placement, _dist.current_world())
 
 
 def _building_params() -> dict:

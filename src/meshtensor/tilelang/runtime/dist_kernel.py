@@ -4,8 +4,8 @@
 ops. Called with the GLOBAL tensors (every parameter but the ``T.dist.RankId`` one, in
 order), it gives each rank its part (a ``T.MeshTensor`` with
 ``rank_placement=T.dist.placement.shard(d)``: the rank's balanced slice; any other
-tensor: the whole of it), runs the W ranks on one thread each under the
-deterministic schedule of :mod:`.dist_rank`, and writes the results back: a
+tensor: the whole of it), runs every core of the W ranks on a thread of its own under
+the deterministic schedule of :mod:`.dist_rank`, and writes the results back: a
 rank-sharded tensor from each rank's slice, any other from the ranks' copies, which
 must agree (else ``ValueError`` naming the tensor, the ranks and an element).
 
@@ -18,9 +18,10 @@ order), as well as what the late run shows directly (a source written before
 
 from __future__ import annotations
 
+import queue
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -71,6 +72,7 @@ class DistKernel:
     rebuild: Any = None  # the compiler's function that remakes it from its pickled source
     _lock: Any = field(default_factory=threading.Lock)
     _workspaces: list = field(default_factory=list)  # one per rank, kept across calls
+    _threads: list = field(default_factory=list)     # the actors' threads, kept likewise
 
     def workspace(self, rank: int) -> Any:
         """Rank ``rank``'s scratch array for the lowered kernel's per-core buffers
@@ -202,23 +204,65 @@ class DistKernel:
 
     # ---- running ----------------------------------------------------------------------------------
     def run_in_process(self, job: Any, kernel_args: list) -> None:
-        """Run the one rank of a :class:`~.dist_rank.ProcessJob` (one rank per process)
-        in this thread."""
-        import torch
+        """Run the one rank of a :class:`~.dist_rank.ProcessJob` (one rank per process):
+        a thread per core."""
         rt = job.ranks[job.rank]
         ctx = shim.register(rt.call)
         try:
-            call = _as_bits(list(kernel_args), self.mesh_kernel) + [ctx]
-            if self.mesh_kernel.workspace is not None:
-                call.append(self.workspace(job.rank))
+            self._run_actors([self._actor(rt, c, kernel_args, ctx, self.workspace(job.rank))
+                              for c in range(self.program.ncores)])
+        finally:
+            shim.unregister(ctx)
+
+    def _actor(self, rt: RankRuntime, core: int, kernel_args: list, ctx: int, space: Any
+               ) -> Callable[[], None]:
+        """Core ``core`` of ``rt``'s rank: its program, run when the schedule gives it
+        the baton."""
+        mk = self.mesh_kernel
+
+        def call(register_only: int) -> None:
+            args = _as_bits(list(kernel_args), mk) + [ctx, core, register_only]
+            if space is not None:
+                args.append(space)
+            mk.jit_kernel(*args)
+
+        def run() -> None:
+            rt.start(core)
+            if rt.aborted:
+                return
             try:
-                self.mesh_kernel.jit_kernel(*call)
+                call(0)
             except Exception as e:  # noqa: BLE001
                 rt.fail(e)
                 return
-            rt.finish()
-        finally:
-            shim.unregister(ctx)
+            rt.finish(core)
+
+        call(1)  # the core registers its buffers now, before any core runs
+        return run
+
+    def _run_actors(self, actors: list) -> None:
+        """Run every actor on a thread of its own and return when all have returned.
+        The threads are kept for the next call (on a loaded machine, starting twenty
+        threads costs more than the kernel)."""
+        while len(self._threads) < len(actors):
+            inbox: queue.SimpleQueue = queue.SimpleQueue()
+
+            def serve(inbox: queue.SimpleQueue = inbox) -> None:
+                while True:
+                    fn, done = inbox.get()
+                    try:
+                        fn()
+                    finally:
+                        done.release()
+
+            threading.Thread(target=serve, daemon=True,
+                             name=f"meshtensor-actor-{len(self._threads)}").start()
+            self._threads.append(inbox)
+        done = threading.Semaphore(0)
+        for inbox, fn in zip(self._threads, actors):
+            inbox.put((fn, done))
+        for _ in actors:
+            done.acquire()
 
     def __reduce__(self) -> tuple:
         """Pickled as its source (TVM's JSON) and ``T.MeshTensor`` records: unpickling
@@ -244,29 +288,11 @@ class DistKernel:
         job = Job(self.program, policy)
         if record:
             job.log = []
-        mk = self.mesh_kernel
         ctxs = [shim.register(rt.call) for rt in job.ranks]
         spaces = [self.workspace(r) for r in range(self.world)]
-
-        def run(r: int) -> None:
-            rt: RankRuntime = job.ranks[r]
-            try:
-                call = _as_bits(list(per_rank[r]), mk) + [ctxs[r]]
-                if spaces[r] is not None:
-                    call.append(spaces[r])
-                mk.jit_kernel(*call)
-            except Exception as e:  # noqa: BLE001
-                rt.fail(e)
-                return
-            rt.finish()
-
         try:
-            threads = [threading.Thread(target=run, args=(r,), daemon=True,
-                                        name=f"meshtensor-rank-{r}") for r in range(self.world)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
+            self._run_actors([self._actor(job.ranks[r], c, per_rank[r], ctxs[r], spaces[r])
+                              for r in range(self.world) for c in range(self.program.ncores)])
         finally:
             for c in ctxs:
                 shim.unregister(c)
@@ -349,6 +375,8 @@ def _gather_cores(p: Any, stack: Any, tensor: Any) -> None:
     for c, (local, glob) in enumerate(_boxes(p, tensor)):
         key = tuple((s.start, s.stop) for s in glob)
         piece = stack[(c,) + local]
+        if piece.numel() == 0:  # a core with no part (a rank's part is short)
+            continue
         if key in owner:
             _agree(f"T.MeshTensor output {p.name!r} (replicated over cores)",
                    [stack[(owner[key],) + local], piece], who="cores")

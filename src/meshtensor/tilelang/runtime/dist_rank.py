@@ -2,24 +2,26 @@
 send queues, completions and the collectives, for one rank (:class:`RankRuntime`),
 under a deterministic schedule shared by all ranks (:class:`Job`).
 
-**Schedule.** Exactly one rank runs at a time, C code included: a rank holds the
-*baton* from when it starts (or resumes) until it blocks in a wait no arrival has
-satisfied, or finishes; then the baton goes to the next rank that can make progress,
-in a fixed cyclic order. Nothing depends on thread timing, so a run gives the same
-bits every time and on every executor (threads in one process, or one process per
-rank passing the baton as a message, :mod:`meshtensor.dist.kernel`). A kernel whose
-result does not depend on the order of arrivals (every one the chip defines) gets
-that result under any schedule; the checked run (``policy="late"``) finds the ones
-whose result does.
+**Schedule.** Every core of every rank is an *actor* (its own program, as on the chip:
+:mod:`..transform.split_cores`), numbered ``rank * cores + core``. Exactly one actor
+runs at a time, C code included: it holds the *baton* from when it starts (or resumes)
+until it blocks (in a wait no arrival has satisfied, or at a barrier of its chip's
+cores the others have not reached), or finishes; then the baton goes to the next actor
+that can make progress, in a fixed cyclic order. Nothing depends on thread timing, so
+a run gives the same bits every time and on every executor (threads in one process,
+or one process per rank passing the baton as a message, :mod:`meshtensor.dist.kernel`).
+A kernel whose result does not depend on the order of arrivals (every one the chip
+defines) gets that result under any schedule; the checked run (``policy="late"``) finds
+the ones whose result does.
 
-**Deadlock.** When the rank holding the baton blocks or finishes and no rank can make
+**Deadlock.** When the actor holding the baton blocks or finishes and no actor can make
 progress (none is new, none has its wait satisfied, no put in flight could satisfy
 one), the job stops at once with a :class:`DistDeadlockError` naming every blocked
 rank, core, op, signal, expected and current value.
 
 **Policies.** ``"early"`` (every run): a put's source is read when it is submitted
 and its data and signal land at once. ``"late"`` (the second run of a checked call):
-ranks take turns in the opposite order; a put's data is read from its source at the
+actors take turns in the opposite order; a put's data is read from its source at the
 sender's ``T.dist.wait()`` (or when it is needed) and lands only when a receiver's wait
 cannot be satisfied without it, newest sender first (a sender's messages to one core
 stay in order); until it lands, its destination holds a poison pattern (NaN payloads,
@@ -98,8 +100,9 @@ def _arrived(obs: int, exp: int, plan: SignalPlan) -> bool:
 
 @dataclass
 class Cond:
-    """What a blocked core waits for: ``mode`` ``"all"`` or ``"any"`` of ``items``
-    ``(slot, expected)``, at op ``site``."""
+    """What a blocked core waits for, at op ``site``: ``mode`` ``"all"`` or ``"any"``
+    of ``items`` ``(slot, expected)`` (signals); ``"sync"``: every core of ``items[0]``
+    (a tuple of cores) at the barrier ``site`` ``items[1]`` times."""
 
     core: int
     mode: str
@@ -124,54 +127,57 @@ class JobState:
     """The state every rank shares (it travels with the baton between processes)."""
 
     def __init__(self, world: int, ncores: int, nslots: int, policy: str):
-        self.status = ["new"] * world          # new | run | blocked | done
-        self.cond: list[Cond | None] = [None] * world
+        self.ncores = ncores
+        self.status = ["new"] * (world * ncores)  # per actor: new | run | blocked | done
+        self.cond: list[Cond | None] = [None] * (world * ncores)
+        self.arrivals: dict = {}               # (rank, barrier site) -> arrivals per core
         self.signals = np.zeros((world, ncores, max(nslots, 1)), dtype=np.int64)
         self.senders: dict = {}                # value-kind receiver -> its one sender
         self.inflight: list[Message] = []      # late policy: sent, not landed
         self.inbox: list[list] = [[] for _ in range(world)]  # data to land at a resume
         self.error: Exception | None = None
         self.origin: int | None = None         # the rank that found the error
-        self.holder: int | None = None
+        self.holder: int | None = None         # the actor holding the baton
         self.policy = policy
 
 
 class InProcessBaton:
-    """The baton between the threads of one process."""
+    """The baton between the threads of one process (one per actor). Each actor waits
+    on its own condition, so handing the baton on wakes one thread, not all."""
 
-    def __init__(self, state: JobState, first: int, world: int):
+    def __init__(self, state: JobState, first: int):
         self.state = state
-        self.cv = threading.Condition()
-        self.first = first
-        self.waiting = set(range(world))  # ranks whose memory is not registered yet
+        self.lock = threading.Lock()
+        self.cvs: dict = {}
+        state.holder = first
 
-    def registered(self, rank: int) -> None:
-        """A rank's cores have all registered their buffers: once every rank has, the
-        first rank gets the baton (a put may write into any rank's memory)."""
-        with self.cv:
-            self.waiting.discard(rank)
-            if not self.waiting and self.state.holder is None and self.state.error is None:
-                self.state.holder = self.first
-                self.cv.notify_all()
+    def _cv(self, actor: int) -> threading.Condition:
+        cv = self.cvs.get(actor)
+        if cv is None:
+            cv = self.cvs[actor] = threading.Condition(self.lock)
+        return cv
 
-    def acquire(self, rank: int) -> JobState:
-        with self.cv:
-            while self.state.holder != rank and self.state.error is None:
-                self.cv.wait()
+    def acquire(self, actor: int) -> JobState:
+        with self.lock:
+            cv = self._cv(actor)
+            while self.state.holder != actor and self.state.error is None:
+                cv.wait()
         return self.state
 
-    def give(self, rank: int | None) -> None:
-        with self.cv:
-            self.state.holder = rank
-            self.cv.notify_all()
+    def give(self, actor: int | None) -> None:
+        with self.lock:
+            self.state.holder = actor
+            if actor is not None:
+                self._cv(actor).notify()
 
     def fail(self, error: Exception) -> None:
-        with self.cv:
+        with self.lock:
             if self.state.error is None:
                 self.state.error = error
                 self.state.origin = self.state.holder
             self.state.holder = None
-            self.cv.notify_all()
+            for cv in self.cvs.values():
+                cv.notify_all()
 
 
 class Job:
@@ -183,7 +189,7 @@ class Job:
         self.prog = prog
         self.policy = policy
         self.state = JobState(prog.world, prog.ncores, prog.nslots, policy)
-        self.baton = InProcessBaton(self.state, self.first(), prog.world)
+        self.baton = InProcessBaton(self.state, self.first())
         self.ranks = [RankRuntime(self, r) for r in range(prog.world)]
         self.log: list | None = None  # transfers, when the traffic is recorded
 
@@ -195,13 +201,14 @@ class Job:
             self.log.append(item)
 
     def first(self) -> int:
-        return 0 if self.policy == "early" else self.prog.world - 1
+        """The actor that starts (every actor is ``rank * cores + core``)."""
+        return 0 if self.policy == "early" else self.prog.world * self.prog.ncores - 1
 
     def order(self, after: int) -> list[int]:
-        """The ranks in the order the baton visits them after ``after``."""
-        w = self.prog.world
+        """The actors in the order the baton visits them after ``after``."""
+        n = self.prog.world * self.prog.ncores
         step = 1 if self.policy == "early" else -1
-        return [(after + step * i) % w for i in range(1, w + 1)]
+        return [(after + step * i) % n for i in range(1, n + 1)]
 
     def rank_view(self, rank: int, core: int, target: tuple) -> np.ndarray:
         return self.ranks[rank].target_view(core, target)
@@ -211,13 +218,13 @@ class Job:
         dst = self.rank_view(rank, core, target)
         dst[...] = data.reshape(dst.shape)
 
-    def runnable(self, q: int) -> bool:
+    def runnable(self, actor: int) -> bool:
         st = self.state
-        if st.status[q] == "new":
+        if st.status[actor] == "new":
             return True
-        if st.status[q] != "blocked":
+        if st.status[actor] != "blocked":
             return False
-        return satisfiable(self.prog, st, q, st.cond[q])
+        return satisfiable(self.prog, st, actor // self.prog.ncores, st.cond[actor])
 
 
 def slot_plan(prog: DistProgram, slot: int) -> tuple[SignalPlan, int]:
@@ -236,13 +243,24 @@ def signal_after(prog: DistProgram, current: int, m: Message) -> int:
 
 
 def satisfied(prog: DistProgram, sig: np.ndarray, cond: Cond) -> bool:
-    """Whether ``cond`` holds for signal values ``sig`` (one rank's, ``(cores, slots)``)."""
+    """Whether a signal ``cond`` holds for signal values ``sig`` (one rank's,
+    ``(cores, slots)``)."""
     hits = (_arrived(int(sig[cond.core, s]), e, slot_plan(prog, s)[0]) for s, e in cond.items)
     return all(hits) if cond.mode == "all" else any(hits)
 
 
+def sync_done(st: JobState, rank: int, cond: Cond) -> bool:
+    """Whether a ``"sync"`` ``cond`` of a core of ``rank`` holds."""
+    cores, times = cond.items
+    got = st.arrivals.get((rank, cond.site.index))
+    return got is not None and min(got[c] for c in cores) >= times
+
+
 def satisfiable(prog: DistProgram, st: JobState, rank: int, cond: Cond) -> bool:
-    """Satisfied now, or once every put in flight to that core has landed."""
+    """Satisfied now, or (a signal wait) once every put in flight to that core has
+    landed."""
+    if cond.mode == "sync":
+        return sync_done(st, rank, cond)
     if satisfied(prog, st.signals[rank], cond):
         return True
     mine = [m for m in st.inflight if m.dst_rank == rank and m.dst_core == cond.core]
@@ -257,23 +275,36 @@ def satisfiable(prog: DistProgram, st: JobState, rank: int, cond: Cond) -> bool:
 
 def deadlock_text(prog: DistProgram, st: JobState) -> str:
     """Every blocked rank, core, op, signal, expected and current value."""
-    ncols = prog.mesh_shape[1]
+    ncols, n = prog.mesh_shape[1], prog.ncores
     lines = ["deadlock: every rank is blocked and no put in flight can satisfy a wait:"]
     for q in range(prog.world):
-        c = st.cond[q]
-        if st.status[q] == "done":
+        mine = range(q * n, q * n + n)
+        if all(st.status[a] == "done" for a in mine):
             lines.append(f"  rank {q} has finished")
             continue
-        if st.status[q] != "blocked" or c is None:
-            continue
-        parts = []
-        for slot, exp in c.items:
-            plan, member = slot_plan(prog, slot)
-            name = plan.name + (f"[{member}]" if plan.count else "")
-            parts.append(f"{name} expected {exp}, current {int(st.signals[q, c.core, slot])}")
-        how = "any of " if c.mode == "any" else "all of " if len(parts) > 1 else ""
-        lines.append(f"  rank {q} core {divmod(c.core, ncols)} waits in {c.site.name} for "
-                     f"{how}{'; '.join(parts)}")
+        for a in mine:
+            core = divmod(a - q * n, ncols)
+            c = st.cond[a]
+            if st.status[a] == "done":
+                lines.append(f"  rank {q} core {core} has finished")
+                continue
+            if st.status[a] != "blocked" or c is None:
+                continue
+            if c.mode == "sync":
+                got = st.arrivals.get((q, c.site.index), [0] * n)
+                late = [divmod(x, ncols) for x in c.items[0] if got[x] < c.items[1]]
+                lines.append(f"  rank {q} core {core} waits at the barrier of {c.site.name} "
+                             f"for core(s) {', '.join(map(str, late))} of its chip")
+                continue
+            parts = []
+            for slot, exp in c.items:
+                plan, member = slot_plan(prog, slot)
+                name = plan.name + (f"[{member}]" if plan.count else "")
+                parts.append(f"{name} expected {exp}, current "
+                             f"{int(st.signals[q, c.core, slot])}")
+            how = "any of " if c.mode == "any" else "all of " if len(parts) > 1 else ""
+            lines.append(f"  rank {q} core {core} waits in {c.site.name} for "
+                         f"{how}{'; '.join(parts)}")
     return "\n".join(lines)
 
 
@@ -321,21 +352,19 @@ class RankRuntime:
         self.scratch: dict = {}
         self.seq = 0
         self.aborted = False
-        self.has_baton = False
-        self._registered: set = set()
         self.dtypes = [np_dtype(b.dtype) for b in prog.buffers]
+
+    def actor(self, core: int) -> int:
+        return self.rank * self.prog.ncores + core
 
     # ---- the call from the kernel --------------------------------------------------------------
     def call(self, args: list, value: bool) -> int:
+        """One op of a core's program (it holds the baton: an actor runs only then)."""
         if self.aborted:
             return 0
         site = self.prog.sites[args[1]]
         core = int(args[2])
         try:
-            if site.op != "register" and not self.has_baton:
-                self.acquire()
-                if self.aborted:
-                    return 0
             return int(getattr(self, "op_" + site.op)(site, core, args[3:]) or 0)
         except Exception as e:  # noqa: BLE001 - nothing may cross back into C
             self.fail(e)
@@ -348,15 +377,14 @@ class RankRuntime:
         return DistRuntimeError(f"{site.name} on {self.where(core)}: {text}")
 
     # ---- the baton ------------------------------------------------------------------------------
-    def acquire(self) -> None:
-        """Wait for the baton (a rank runs only while it holds it)."""
-        st = self.job.baton.acquire(self.rank)
+    def acquire(self, core: int) -> None:
+        """Wait for the baton (a core runs only while it holds it)."""
+        st = self.job.baton.acquire(self.actor(core))
         self.job.state = st
         if st.error is not None:
             self.aborted = True
             return
-        self.has_baton = True
-        st.status[self.rank] = "run"
+        st.status[self.actor(core)] = "run"
         self.apply_inbox()
 
     def apply_inbox(self) -> None:
@@ -367,77 +395,87 @@ class RankRuntime:
             dst = self.target_view(core, target)
             dst[...] = data.reshape(dst.shape)
 
-    def start(self) -> None:
-        self.acquire()
+    def start(self, core: int) -> None:
+        """Before a core's program runs: wait for the baton."""
+        self.acquire(core)
 
     def fail(self, e: Exception) -> None:
         self.aborted = True
-        self.has_baton = False
         self.job.baton.fail(e)
 
-    def _yield(self) -> None:
-        """Give the baton to the next rank that can progress (deadlock if none)."""
+    def _yield(self, core: int) -> None:
+        """Give the baton to the next actor that can progress (deadlock if none)."""
         st = self.job.state
-        self.has_baton = False
-        for q in self.job.order(self.rank):
-            if q != self.rank and self.job.runnable(q):
+        me = self.actor(core)
+        for q in self.job.order(me):
+            if q != me and self.job.runnable(q):
                 self.job.baton.give(q)
                 return
         if any(x == "blocked" for x in st.status):
             self.job.baton.fail(DistDeadlockError(deadlock_text(self.prog, st)))
             return
-        self.job.baton.give(None)  # every rank is done
+        self.job.baton.give(None)  # every actor is done
 
     def satisfied(self, cond: Cond) -> bool:
+        if cond.mode == "sync":
+            return sync_done(self.job.state, self.rank, cond)
         return satisfied(self.prog, self.job.state.signals[self.rank], cond)
 
     def block_until(self, cond: Cond) -> None:
-        """Return once ``cond`` holds; meanwhile other ranks run."""
+        """Return once ``cond`` holds; meanwhile other actors run."""
+        me = self.actor(cond.core)
         while not self.aborted:
             st = self.job.state  # (a process gets a new one with each baton)
             if self.satisfied(cond):
-                st.status[self.rank] = "run"
-                st.cond[self.rank] = None
+                st.status[me] = "run"
+                st.cond[me] = None
                 return
-            if st.policy == "late" and self._land_one(cond):
+            if st.policy == "late" and cond.mode in ("all", "any") and self._land_one(cond):
                 continue
-            st.status[self.rank] = "blocked"
-            st.cond[self.rank] = cond
-            self._yield()
-            self.acquire()
+            st.status[me] = "blocked"
+            st.cond[me] = cond
+            self._yield(cond.core)
+            self.acquire(cond.core)
 
-    def finish(self) -> None:
-        """The kernel returned on this rank: check its queues, hand the baton on."""
+    def finish(self, core: int) -> None:
+        """A core's program returned: check its queue, hand the baton on."""
         if self.aborted:
             return
         try:
-            if not self.has_baton:
-                self.acquire()
-                if self.aborted:
-                    return
-            for core in range(self.prog.ncores):
-                if self.queue[core]:
-                    m = self.queue[core][0]
-                    raise self.error(m.site, core, f"{len(self.queue[core])} queued send(s) "
-                                     f"were never submitted: the send queue is not submitted "
-                                     f"before the kernel ends; call T.dist.submit() (or pass "
-                                     f"submit=True)")
-                self._read_unread(core)
+            if self.queue[core]:
+                m = self.queue[core][0]
+                raise self.error(m.site, core, f"{len(self.queue[core])} queued send(s) "
+                                 f"were never submitted: the send queue is not submitted "
+                                 f"before the kernel ends; call T.dist.submit() (or pass "
+                                 f"submit=True)")
+            self._read_unread(core)
             st = self.job.state
-            st.status[self.rank] = "done"
-            st.cond[self.rank] = None
-            self._yield()
+            st.status[self.actor(core)] = "done"
+            st.cond[self.actor(core)] = None
+            self._yield(core)
         except Exception as e:  # noqa: BLE001
             self.fail(e)
 
     # ---- memory ---------------------------------------------------------------------------------
     def op_register(self, site: Site, core: int, args: list) -> None:
-        self.bases[core, :] = args[:len(self.prog.buffers)]
-        for k in [k for k in self._views if k[0] == core]:
-            del self._views[k]
-        self._registered.add(core)
-        if len(self._registered) == self.prog.ncores:
-            self.job.baton.registered(self.rank)
+        """A core's buffers. Every core registers before any runs (a first call of the
+        kernel per core that returns after it: :meth:`~.dist_kernel.DistKernel`), so
+        a put writes into another core's memory at once; the call as each core's
+        program starts finds the same addresses."""
+        bases = np.asarray(args[:len(self.prog.buffers)], dtype=np.int64)
+        if not np.array_equal(self.bases[core], bases):
+            self.bases[core, :] = bases
+            for k in [k for k in self._views if k[0] == core]:
+                del self._views[k]
+
+    def op_sync(self, site: Site, core: int, args: list) -> None:
+        """A barrier of this core's group of its chip (the cores whose coordinates agree
+        with its own off ``site.info["axes"]``): the on-chip synchronisation of a comm
+        op."""
+        st = self.job.state
+        got = st.arrivals.setdefault((self.rank, site.index), [0] * self.prog.ncores)
+        got[core] += 1
+        self.block_until(Cond(core, "sync", [_group(site, core), got[core]], site))
 
     def view(self, core: int, buf: int) -> np.ndarray:
         key = (core, buf)
@@ -573,9 +611,7 @@ class RankRuntime:
             if m.payload is None:
                 m.snapshot = self._read(m)
                 self.unread[m.src_core].append(m)
-            dst = self.job.rank_view(m.dst_rank, m.dst_core, m.target)
-            dst.view(np.uint8)[...] = np.frombuffer(
-                POISON(dst.dtype) * dst.size, dtype=np.uint8).reshape(dst.view(np.uint8).shape)
+            _poison(self.job.rank_view(m.dst_rank, m.dst_core, m.target))
         st.inflight.append(m)
 
     def land_signal(self, m: Message) -> None:
@@ -1031,6 +1067,23 @@ def _fold(g: np.ndarray, kind: str) -> np.ndarray:
     for x in g[1:]:
         acc = fn(acc, x).astype(dt)
     return acc
+
+
+def _group(site: Site, core: int) -> tuple:
+    """The cores of ``core``'s group of a barrier site: those whose coordinates agree
+    with its own on every mesh axis not in ``site.info["axes"]``."""
+    shape = tuple(site.info["shape"])
+    axes = set(site.info["axes"])
+    mine = np.unravel_index(core, shape)
+    return tuple(int(c) for c in range(int(np.prod(shape)))
+                 if all(a in axes or x == y for a, (x, y) in
+                        enumerate(zip(np.unravel_index(c, shape), mine))))
+
+
+def _poison(dst: np.ndarray) -> None:
+    """Fill ``dst`` with the poison pattern of its dtype."""
+    dst.view(np.uint8)[...] = np.frombuffer(
+        POISON(dst.dtype) * dst.size, dtype=np.uint8).reshape(dst.view(np.uint8).shape)
 
 
 def _addresses(view: np.ndarray) -> np.ndarray:

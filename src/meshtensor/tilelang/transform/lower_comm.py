@@ -52,6 +52,7 @@ __all__ = ["LowerMeshComm", "lower_mesh_comm", "check_collective_rule", "WORKSPA
 WORKSPACE_PARAM = "mesh_workspace"
 WORKSPACE_ATTR = "mesh_workspace_bytes"
 COMM_OP_ATTR = "meshtensor_comm_op"  # AttrStmt around each exchange: the comm op's index
+_MAX_LANES = 32767  # TVM's DataType holds a lane count in 16 bits (see _Store.far)
 
 
 # -- small TIR helpers ---------------------------------------------------------------------
@@ -377,16 +378,43 @@ class _Store:
         per = self.stride_bytes // view.itemsize
         return core * per
 
-    def at(self, view: View, core: Any, idx: Sequence[Any]) -> tirx.BufferLoad:
+    def far(self, view: View) -> bool:
+        """Whether cores' copies lie 32768 or more elements of ``view``'s dtype apart.
+        TileLang 0.1.15's StorageRewrite records every scalar load as a vector type of
+        as many lanes as the coefficient its modular-set analysis finds for the index,
+        and TVM holds a lane count in 16 bits: a load at ``core * stride + c`` with a
+        stride past 32767 stops the compile ("Can't fetch the lanes of a scalable
+        vector"; stock TileLang fails alike on ``A[i, 0]`` of a 32768-wide tensor).
+        Such copies are reached through a pointer to the core's copy
+        (``tvm_access_ptr``, which loads nothing), so their indices are the copy's own;
+        nearer copies keep one array and their offsets, which prove vector accesses
+        aligned."""
+        return self.stride_bytes // view.itemsize > _MAX_LANES
+
+    def core_ptr(self, view: View, core: Any) -> tirx.PrimExpr:
+        """A pointer to the start of core ``core``'s copy, in ``view``'s dtype."""
+        flat = self.flat_of(view.dtype)
+        return tirx.call_intrin("handle", "tirx.tvm_access_ptr", tirx.type_annotation(view.dtype),
+                                flat.data, self.core_offset(view, core),
+                                self.stride_bytes // view.itemsize, _i32(3))
+
+    def at(self, view: View, core: Any, idx: Sequence[Any]) -> tirx.PrimExpr:
         """Element ``idx`` of ``view`` in core ``core``'s copy."""
         off = view.elem_index(idx)
+        if self.far(view):
+            ptr = tirx.Var(f"{self.buf.name}_at", ir.PointerType(ir.PrimType(view.dtype), "global"))
+            copy = tirx.decl_buffer((self.stride_bytes // view.itemsize,), view.dtype,
+                                    f"{self.buf.name}_at", data=ptr)
+            return tirx.Let(ptr, self.core_ptr(view, core), tirx.BufferLoad(copy, [off]))
         base = self.core_offset(view, core)
         return tirx.BufferLoad(self.flat_of(view.dtype),
                                [base if static_int(off) == 0 else base + off])
 
     def put(self, view: View, core: Any, idx: Sequence[Any], value: Any) -> tirx.BufferStore:
-        load = self.at(view, core, idx)
-        return tirx.BufferStore(load.buffer, value, load.indices)
+        off = view.elem_index(idx)  # (a store is not read: any index compiles)
+        base = self.core_offset(view, core)
+        return tirx.BufferStore(self.flat_of(view.dtype), value,
+                                [base if static_int(off) == 0 else base + off])
 
     def decls(self) -> list:
         return [tirx.DeclBuffer(self.flat)] + [tirx.DeclBuffer(f) for f in self.flats.values()]
@@ -743,17 +771,18 @@ class _Lowering:
             ptr = tirx.Var(f"{st.buf.name}_core",
                            ir.PointerType(ir.PrimType(str(st.buf.dtype)), "global"))
             vmap[data] = ptr
-            ptrs.append((ptr, tirx.call_intrin("handle", "tirx.address_of",
-                                               st.at(self.mem.view(st.buf), lin, []))))
+            view = self.mem.view(st.buf)
+            ptrs.append((ptr, st.core_ptr(view, lin) if st.far(view) else
+                         tirx.call_intrin("handle", "tirx.address_of", st.at(view, lin, []))))
         views: dict = {}
 
         def core_view(buf: tirx.Buffer) -> tirx.Buffer | None:
             """Core ``lin``'s copy of a promoted buffer or of a view of it: a buffer over
             the shared array at the core's offset, with the view's own shape, strides,
-            offset and dtype (a pointer to the slice instead makes TVM's StorageRewrite
-            retype it as one vector of numel lanes when every access is vectorized: past
-            32767 lanes it fails with "scalable vector"); the stride keeps vector
-            accesses aligned."""
+            offset and dtype; the stride keeps vector accesses aligned. A copy 32768 or
+            more elements from the next has its own pointer instead (``_Store.far``: a
+            pointer taken as ``address_of(flat[core * stride])`` is itself such a scalar
+            load)."""
             st = self.stores.get(buf.data)
             if st is None or st.private:
                 return None
@@ -762,6 +791,15 @@ class _Lowering:
                     return new
             view = self._view(buf, "LowerMeshComm")
             flat = st.flat_of(view.dtype)
+            if st.far(view):  # its own pointer to the core's copy (see _Store.far)
+                ptr = tirx.Var(f"{buf.name}_core", ir.PointerType(ir.PrimType(view.dtype),
+                                                                  "global"))
+                ptrs.append((ptr, st.core_ptr(view, lin)))
+                new = tirx.decl_buffer(buf.shape, view.dtype, buf.name, data=ptr,
+                                       strides=buf.strides, elem_offset=view.elem_offset,
+                                       scope=flat.scope())
+                views[len(views)] = (buf, new)
+                return new
             new = tirx.decl_buffer(buf.shape, view.dtype, buf.name, data=flat.data,
                                    strides=buf.strides,
                                    elem_offset=st.core_offset(view, lin) if

@@ -10,19 +10,22 @@ same kernel, one binary for every rank (``rank_id`` stays a parameter), in which
    then the op's dynamic values: region starts, destination rank and row, signal
    member, expected delta) or ``meshtensor_rt_value(ctx, site, core)`` (the value
    of ``wait_any`` / ``has_pending``), run by every core where the kernel runs the op;
-2. before each op that may block (a wait, ``barrier``, ``all_reduce``) a mesh-wide
-   ``barrier`` comm op ends the superstep, so every core of the rank has run the code
-   before the wait (where the op is under a condition that depends on the core, the
-   barrier goes before that condition); around each op that moves data between the
-   rows of one chip (a put that may leave its row, ``all_to_all`` over rows) a
-   barrier before and after makes it the on-chip exchange the upstream lowers it to;
+2. around each op that moves data between the rows of one chip (a put that may leave
+   its row, a routed put to another row, ``all_to_all`` / ``all_to_allv`` over rows)
+   a runtime barrier of the cores of the column (``sync``), before and after: the
+   on-chip ``T.comm.put`` the upstream lowers its first leg to, which those cores run
+   together. No other ``T.dist`` op synchronises the cores of a chip (a wait blocks
+   its own core only, as on the chip: :mod:`.split_cores`);
 3. the compiler's expected-arrival updates for ``expect="auto"`` signals are explicit
    runtime calls (``expect``) placed where the upstream places them: before each put
    site, or before the outermost ``if`` that holds it (``docs/tdist.md``);
 4. the kernel starts by registering, per core, the address of every buffer a ``T.dist``
    op moves, and pins each on-chip one into ``LowerMeshComm``'s workspace (an empty
    ``permute`` comm op) so that address holds for the whole kernel;
-5. one ``int64`` parameter, ``meshtensor_dist_ctx``, is appended: the runtime's handle.
+5. two parameters are appended: ``meshtensor_dist_ctx`` (``int64``, the runtime's
+   handle) and ``meshtensor_dist_register_only`` (``int32``: when non-zero the kernel
+   returns right after registering, which the runtime does for every core before any
+   runs).
 
 The static facts the runtime needs (the sites, the buffers, the signals with their
 resolved kinds and expect modes) are the returned :class:`DistProgram`.
@@ -45,9 +48,12 @@ from ..ir.scope import Cond, CopyRegion, Let, WhileLoop, find_calls, itemsize
 from ..language.dist import SIGNAL_KINDS, is_rank_var, rank_var_facts
 
 __all__ = ["LowerDist", "lower_dist", "DistProgram", "Site", "SignalPlan", "BufferInfo",
-           "has_dist_ops", "CTX_PARAM", "CALL", "VALUE", "BLOCKING", "REGISTER_SITE"]
+           "has_dist_ops", "CTX_PARAM", "REGISTER_PARAM", "RETURN_MARK", "CALL", "VALUE",
+           "BLOCKING", "REGISTER_SITE"]
 
 CTX_PARAM = "meshtensor_dist_ctx"
+REGISTER_PARAM = "meshtensor_dist_register_only"  # 1: return once the buffers registered
+RETURN_MARK = "meshtensor_marker_register_return"  # where that return goes
 CALL = "meshtensor_rt_call"      # int32 (int64* args, int32 n)
 VALUE = "meshtensor_rt_value"    # int32 (int64 ctx, int32 site, int32 core)
 REGISTER_SITE = 0                  # site 0: the buffer registration of each core
@@ -708,7 +714,7 @@ class _Lowering:
                     out.append(visit(s, sc))
                     if isinstance(s, tirx.Bind):
                         sc = sc + (Let(s.var, s.value),)
-                return tirx.SeqStmt(_flat(out))
+                return _seq(out)
             if isinstance(stmt, tirx.Evaluate) and is_dist_call(stmt.value):
                 o = decode(stmt.value)
                 if self.auto_send(o):
@@ -761,7 +767,8 @@ class _Lowering:
                                      f"require a stable condition; split buffer-dependent "
                                      f"conditions explicitly around waits")
                 return tirx.SeqStmt([self._if_markers(
-                    tirx.IfThenElse(stmt.condition, tirx.SeqStmt(p) if len(p) > 1 else p[0]),
+                    tirx.IfThenElse(stmt.condition, tirx.SeqStmt(p) if len(p) > 1 else p[0],
+                                    None),
                     scope, visit) for p in phases])
         if stmt.else_case is not None:
             for branch in (stmt.then_case, stmt.else_case):
@@ -925,12 +932,13 @@ class _Lowering:
         self.check_static_races()
         body = self.insert_markers(self.func.body)
         self.ctx = tirx.Var(CTX_PARAM, "int64")
+        self.register_only = tirx.Var(REGISTER_PARAM, "int32")
         self.sites: list[Site] = [Site(REGISTER_SITE, "register", "buffer registration",
                                        {}, len(self.buffers))]
         self.arg_bufs: list[tirx.Buffer] = []
-        body = self._rewrite(body, dep=False, lets=())
+        body = self._rewrite(body)
         body = self._prologue(body)
-        params = list(self.func.params) + [self.ctx]
+        params = list(self.func.params) + [self.ctx, self.register_only]
         # the lowered kernel is a plain mesh kernel: its rank id is an ordinary int32
         old = params[self.rank_param]
         plain = tirx.Var(old.name, "int32")
@@ -1079,56 +1087,36 @@ class _Lowering:
         self.sites.append(site)
         return site, [member, delta]
 
-    # which statements need a barrier before (and after) them
-    def _needs(self, stmt: tirx.Stmt) -> tuple[bool, bool]:
-        before = after = False
-        for c in _dist_calls(stmt):
-            o = decode(c)
-            if o.op in BLOCKING:
-                before = True
-            if o.op == "put":
-                if self.cross_row(o["dst_row"]):
-                    before = after = True
-            elif o.op == "routed_put":
-                if any(static_int(self.ana.simplify(r[2])) != static_int(r[0])
-                       for r in o["routes"]):
-                    before = after = True
-            elif o.op in ("all_to_all", "all_to_allv") and o["domain"] == "row" and \
-                    self.nrows > 1:
-                before = after = True
-        return before, after
-
-    def _dependent(self, e: Any, dep_vars: set) -> bool:
-        if e is None:
+    def _cross_row(self, stmt: tirx.Stmt) -> bool:
+        """Whether a statement is an op that moves data between the rows of one chip (a
+        put that may leave its row, a routed put to another row, ``all_to_all`` /
+        ``all_to_allv`` over rows): the upstream lowers its on-chip leg to a
+        ``T.comm.put``, which the cores of the column run together."""
+        is_op = (isinstance(stmt, tirx.Evaluate) and is_dist_call(stmt.value)) or \
+            (isinstance(stmt, tirx.Bind) and bool(_dist_calls(stmt)))
+        if not is_op:
             return False
-        if _has(e, (tirx.BufferLoad,)) or any(is_dist_call(c) for c in _calls(e)):
-            return True
-        return bool(_vars(e) & (set(self.launch.vars) | dep_vars))
+        o = decode(_dist_calls(stmt)[0])
+        if o.op == "put":
+            return self.cross_row(o["dst_row"])
+        if o.op == "routed_put":
+            return any(static_int(self.ana.simplify(r[2])) != static_int(r[0])
+                       for r in o["routes"])
+        return o.op in ("all_to_all", "all_to_allv") and o["domain"] == "row" and \
+            self.nrows > 1
 
-    def _barrier(self) -> tirx.Stmt:
-        from ..language.comm import mesh_comm
-        return tirx.Evaluate(mesh_comm(self.mesh).barrier())
+    def _sync(self, group: str, what: str) -> tirx.Stmt:
+        """A runtime barrier of the rank's cores: ``group`` ``"column"`` (the cores of
+        this core's column) or ``"chip"`` (every core); each call site is one barrier."""
+        axes = (0,) if group == "column" else (0, 1)
+        site = Site(len(self.sites), "sync", what, {"axes": axes, "shape": self.mesh_shape}, 0)
+        self.sites.append(site)
+        return self._call(site, [])
 
-    def _rewrite(self, stmt: tirx.Stmt, dep: bool, lets: tuple, dep_vars: Any = None
-                 ) -> tirx.Stmt:
-        dep_vars = set() if dep_vars is None else dep_vars
-        rw = lambda s, d=dep: self._rewrite(s, d, lets, dep_vars)  # noqa: E731
+    def _rewrite(self, stmt: tirx.Stmt) -> tirx.Stmt:
+        rw = self._rewrite
         if isinstance(stmt, tirx.SeqStmt):
-            out: list = []
-            for s in stmt.seq:
-                if isinstance(s, tirx.Bind) and self._dependent(s.value, dep_vars):
-                    dep_vars.add(s.var)
-                new = self._rewrite(s, dep, lets, dep_vars)
-                before, after = self._needs(s) if not dep and _dist_calls(s) else (False, False)
-                construct = self._construct_dependent(s, dep_vars)
-                is_op = (isinstance(s, tirx.Evaluate) and is_dist_call(s.value)) or \
-                    (isinstance(s, tirx.Bind) and bool(_dist_calls(s)))
-                if before and (is_op or construct):
-                    out.append(self._barrier())
-                out.append(new)
-                if after and (is_op or construct):
-                    out.append(self._barrier())
-            return tirx.SeqStmt(_flat(out))
+            return _seq([rw(s) for s in stmt.seq])
         if isinstance(stmt, tirx.Evaluate) and isinstance(stmt.value, tirx.Call):
             c = stmt.value
             if getattr(c.op, "name", "") == "tirx.call_extern" and \
@@ -1141,8 +1129,13 @@ class _Lowering:
                     return tirx.Evaluate(_i32(0))
                 if o.op in ("wait_any", "has_pending"):
                     return tirx.Evaluate(self._values(c))
-                site, vals = self.lower_op(o, lets)
-                return self._call(site, vals)
+                site, vals = self.lower_op(o, ())
+                new = self._call(site, vals)
+                if self._cross_row(stmt):
+                    leg = f"the on-chip leg of {site.name}"
+                    return _seq([self._sync("column", f"{leg} (before)"), new,
+                                 self._sync("column", f"{leg} (after)")])
+                return new
             return tirx.Evaluate(self._values(c))
         if isinstance(stmt, tirx.Bind):
             return tirx.Bind(stmt.var, self._values(stmt.value))
@@ -1150,36 +1143,20 @@ class _Lowering:
             return tirx.BufferStore(stmt.buffer, self._values(stmt.value),
                                     [self._values(i) for i in stmt.indices])
         if isinstance(stmt, tirx.For):
-            d = dep or stmt.kind not in (tirx.ForKind.SERIAL, tirx.ForKind.UNROLLED,
-                                         tirx.ForKind.THREAD_BINDING) or \
-                self._dependent(stmt.min, dep_vars) or self._dependent(stmt.extent, dep_vars)
-            return tirx.For(stmt.loop_var, stmt.min, stmt.extent, stmt.kind, rw(stmt.body, d),
+            return tirx.For(stmt.loop_var, stmt.min, stmt.extent, stmt.kind, rw(stmt.body),
                             stmt.thread_binding, stmt.annotations)
         if isinstance(stmt, tirx.IfThenElse):
-            d = dep or self._dependent(stmt.condition, dep_vars)
-            other = None if stmt.else_case is None else rw(stmt.else_case, d)
-            return tirx.IfThenElse(self._values(stmt.condition), rw(stmt.then_case, d), other)
+            other = None if stmt.else_case is None else rw(stmt.else_case)
+            return tirx.IfThenElse(self._values(stmt.condition), rw(stmt.then_case), other)
         if isinstance(stmt, tirx.While):
-            d = dep or self._dependent(stmt.condition, dep_vars)
-            return tirx.While(self._values(stmt.condition), rw(stmt.body, d))
+            return tirx.While(self._values(stmt.condition), rw(stmt.body))
         if isinstance(stmt, tirx.SBlockRealize):
-            d = dep or self._dependent(stmt.predicate, dep_vars)
             blk = stmt.block
             new = tirx.SBlock(blk.iter_vars, blk.reads, blk.writes, blk.name_hint,
-                              rw(blk.body, d), blk.init, blk.alloc_buffers, blk.match_buffers,
+                              rw(blk.body), blk.init, blk.alloc_buffers, blk.match_buffers,
                               blk.annotations)
             return tirx.SBlockRealize(stmt.iter_values, stmt.predicate, new)
-        return _map_body(stmt, lambda b: rw(b))
-
-    def _construct_dependent(self, s: tirx.Stmt, dep_vars: set) -> bool:
-        if isinstance(s, tirx.IfThenElse):
-            return self._dependent(s.condition, dep_vars)
-        if isinstance(s, tirx.While):
-            return self._dependent(s.condition, dep_vars)
-        if isinstance(s, tirx.For):
-            return s.kind not in (tirx.ForKind.SERIAL, tirx.ForKind.UNROLLED) or \
-                self._dependent(s.min, dep_vars) or self._dependent(s.extent, dep_vars)
-        return False
+        return _map_body(stmt, rw)
 
     def _values(self, e: Any) -> Any:
         """``e`` with its ``wait_any`` / ``has_pending`` records turned into runtime
@@ -1214,8 +1191,12 @@ class _Lowering:
             "handle", "tirx.address_of",
             tirx.BufferLoad(self.buffer_objs[d], [_i32(0)] * len(self.buffer_objs[d].shape))))
             for d, _ in bufs]
+        # a barrier of groups of one core (a no-op): LowerMeshComm then always gives the
+        # kernel its loops over the cores, which split_cores makes one program per core
+        pre.append(tirx.Evaluate(mc.barrier([])))
         pre.append(self._call(self.sites[0], ptrs))
-        pre.append(self._barrier())  # every core has registered before any op runs
+        # (LowerMeshComm refuses a `return`: split_cores makes this marker one)
+        pre.append(tirx.Evaluate(tirx.call_extern("handle", RETURN_MARK, self.register_only)))
         done = [False]
 
         def visit(stmt: tirx.Stmt) -> tirx.Stmt:
@@ -1262,6 +1243,12 @@ def _flat(stmts: list) -> list:
         elif not (isinstance(s, tirx.Evaluate) and isinstance(s.value, tirx.IntImm)):
             out.append(s)
     return out or [tirx.Evaluate(_i32(0))]
+
+
+def _seq(stmts: list) -> tirx.Stmt:
+    """The statements as one (flattened; a single statement as itself)."""
+    flat = _flat(stmts)
+    return flat[0] if len(flat) == 1 else tirx.SeqStmt(flat)
 
 
 def _map_body(stmt: tirx.Stmt, fn: Any) -> tirx.Stmt:
