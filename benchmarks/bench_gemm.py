@@ -70,13 +70,13 @@ def main() -> None:
     gf = {k: 2 * n ** 3 / median(v) / 1e9 for k, v in times.items()}
     base = gf["torch.mm"]
     print(f"{n}x{n}x{n} float32, 1 thread, medians of {args.rounds} interleaved rounds")
-    print(f"{'kernel':12s} {'GFLOP/s':>8s} {'x torch.mm':>10s} {'x global view':>13s} "
+    print(f"{'kernel':14s} {'GFLOP/s':>8s} {'x torch.mm':>10s} {'x global view':>13s} "
           f"{'max err':>9s}")
-    print(f"{'torch.mm':12s} {base:8.1f} {1.0:10.2f} {'':>13s} {'':>9s}")
+    print(f"{'torch.mm':14s} {base:8.1f} {1.0:10.2f} {'':>13s} {'':>9s}")
     for alg in algs:
         twin = TWIN.get(alg)
         vs = f"{gf[alg] / gf[twin]:13.2f}" if twin in gf else f"{'':>13s}"
-        print(f"{alg:12s} {gf[alg]:8.1f} {gf[alg] / base:10.2f} {vs} "
+        print(f"{alg:14s} {gf[alg]:8.1f} {gf[alg] / base:10.2f} {vs} "
               f"{checked[alg].max_abs_error:9.1e}")
     worst = min(gf[a] for a in ("summa_comm", "cannon_comm") if a in gf) if \
         any(a in gf for a in ("summa_comm", "cannon_comm")) else None
