@@ -1118,7 +1118,41 @@ def enable(mesh: Any = (4, 4), compat: str | None = None) -> Mesh:
     import tilelang.layout as layout
     _install(driver, {"get_sunmmio_device_mesh_config": get_sunmmio_device_mesh_config})
     _install(layout, dict(LAYOUT_MAKERS, make_tileview=make_tileview))
+    _install_modules()
     return m
+
+
+#: the fork's modules a kernel file imports names from, and what each holds here
+FORK_MODULES = {
+    "tilelang.language.mesh_tensor": ("MeshTensor", "MeshShardingPolicy",
+                                      "MeshReplicationType", "get_local_extent",
+                                      "get_rank_extent"),
+    "tilelang.layout.sunmmio_layouts": tuple(LAYOUT_MAKERS) + ("make_tileview",),
+}
+
+
+def _install_modules() -> None:
+    """The fork's modules where TileLang has none of that name, so a kernel file's
+    ``from tilelang.language.mesh_tensor import MeshShardingPolicy`` parses unchanged."""
+    import importlib.util
+    import sys
+    import types
+
+    names = dict(_ours(), **LAYOUT_MAKERS, make_tileview=make_tileview)
+    for mod_name, held in FORK_MODULES.items():
+        if mod_name in sys.modules:
+            continue
+        try:
+            if importlib.util.find_spec(mod_name) is not None:
+                continue  # TileLang's own module of that name wins
+        except ModuleNotFoundError:
+            pass
+        mod = types.ModuleType(mod_name, f"SUNMMIO's {mod_name}, as meshtensor emulates it")
+        for n in held:
+            setattr(mod, n, names[n])
+        sys.modules[mod_name] = mod
+        parent, _, leaf = mod_name.rpartition(".")
+        setattr(sys.modules[parent], leaf, mod)
 
 
 def _install_hook() -> None:
