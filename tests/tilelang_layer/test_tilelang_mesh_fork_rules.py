@@ -36,3 +36,61 @@ def test_the_forks_modules_import_unchanged():
     assert MeshReplicationType.ALL is T.MeshReplicationType.ALL
     assert str(make_row_major((4, 8))) == "row_major(shape=(4, 8))"
     assert make_zz_layout((64, 64)).kind == "zz"
+
+
+# -- launches with fewer blocks than cores ----------------------------------------------------
+def row_broadcast(blocks, src=(0, 0), direction="h"):
+    """The fork's comm_broadcast_kernel shape: T.Kernel(blocks) on 16 cores, block b
+    copies its tile and a broadcast sends core `src`'s along its row (or column)."""
+    @T.prim_func
+    def k(A: T.Tensor((8, 8 * blocks), "float32"), B: T.Tensor((8, 8 * blocks), "float32")):
+        with T.Kernel(blocks, threads=1) as bx:
+            S = T.alloc_shared((8, 8), "float32", scope="shared.rsram")
+            D = T.alloc_shared((8, 8), "float32", scope="shared.rsram")
+            T.copy(A[0, bx * 8], S)
+            T.comm.broadcast(S, D, src, direction=direction)
+            T.copy(D, B[0, bx * 8])
+    return k
+
+
+@pytest.mark.slow
+def test_a_grid_of_fewer_blocks_runs_where_its_comm_ops_involve_running_cores():
+    """T.Kernel(4) on 16 cores: blocks 0-3 on row 0's cores, the rest idle; a row
+    broadcast from (0, 0) involves only running cores, so it runs (the chip runs it
+    too): every block gets block 0's tile."""
+    kernel = compile_mesh_kernel(row_broadcast(4), compile_flags=FLAGS)
+    a = np.arange(8 * 32, dtype=np.float32).reshape(8, 32)
+    b = torch.zeros(8, 32)
+    kernel(torch.from_numpy(a), b)
+    np.testing.assert_array_equal(b.numpy(), np.tile(a[:, 0:8], (1, 4)))
+
+
+@pytest.mark.parametrize("blocks, src, direction, idle", [
+    (4, (0, 0), "v", r"\[\(1, 0\), \(2, 0\), \(3, 0\)\]"),
+    (1, (0, 0), "h", r"\[\(0, 1\), \(0, 2\), \(0, 3\)\]"),
+    (4, (1, 2), "all", r"\[\(1, 0\), \(1, 1\)"),
+])
+def test_a_comm_op_that_involves_an_idle_core_is_refused(blocks, src, direction, idle):
+    """A core that runs no block never reaches the op: the chip cannot complete it (a
+    broadcast down a column from row 0, or a broadcast from a core past the grid)."""
+    with pytest.raises(ValueError, match=r"T.comm.broadcast \(comm op #0\) involves cores "
+                       + idle + r".*which run no block of the launch grid"):
+        prepare_tilelang_mesh(row_broadcast(blocks, src, direction))
+
+
+def test_the_last_partial_wave_is_checked_per_wave():
+    """24 blocks on 16 cores: in the second wave only rows 0 and 1 run; a row
+    broadcast from (0, 0) is fine in both waves, a column one is not in the second."""
+    def grid(direction):
+        @T.prim_func
+        def k(A: T.Tensor((8, 8), "float32")):
+            with T.Kernel(8, 3, threads=1) as (bx, by):
+                S = T.alloc_shared((8, 8), "float32", scope="shared.rsram")
+                D = T.alloc_shared((8, 8), "float32", scope="shared.rsram")
+                T.copy(A, S)
+                T.comm.broadcast(S, D, (0, 0), direction=direction)
+        return k
+
+    prepare_tilelang_mesh(grid("h"))
+    with pytest.raises(ValueError, match=r"involves cores \[\(2, 0\), \(3, 0\)\]"):
+        prepare_tilelang_mesh(grid("v"))

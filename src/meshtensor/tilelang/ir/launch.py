@@ -33,7 +33,8 @@ from tvm import arith, ir, tirx
 from ...mesh import Mesh
 from .expr import static_int
 
-__all__ = ["Launch", "row_major", "unravel", "BLOCK_TAGS", "upstream_launch", "launch_grid"]
+__all__ = ["Launch", "row_major", "unravel", "BLOCK_TAGS", "upstream_launch",
+           "upstream_launch_guard", "launch_grid"]
 
 BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 
@@ -186,16 +187,14 @@ class Launch:
         return any(var.same_as(v) for v in self.vars)
 
 
-def upstream_launch(func: tirx.PrimFunc, mesh: Mesh, where: str, has_comm: bool = False
-                    ) -> tirx.PrimFunc:
+def upstream_launch(func: tirx.PrimFunc, mesh: Mesh, where: str) -> tirx.PrimFunc:
     """A SUNMMIO kernel's launch as one program per core (a 1-D launch of
     ``mesh.size``), binding its block indices as the upstream does: block ``b = bx + gx
     * (by + gy * bz)`` runs on core ``b``; with more blocks than cores, core ``c`` runs
     blocks ``c, c + n, ...`` in a loop (a guard skips the last wave's missing blocks);
-    with fewer, the cores past the grid run nothing. ``has_comm``: the kernel holds comm
-    ops, which every core must reach equally often, so a grid that leaves some cores
-    with fewer blocks is a ``ValueError`` (the chip cannot run it either). A kernel
-    already launched as one program per core comes back unchanged.
+    with fewer, the cores past the grid run nothing (:func:`upstream_launch_guard` also
+    returns the condition under which a core runs a block, which its comm ops must
+    respect). A kernel already launched as one program per core comes back unchanged.
 
     >>> import tilelang
     >>> import tilelang.language as T
@@ -208,9 +207,29 @@ def upstream_launch(func: tirx.PrimFunc, mesh: Mesh, where: str, has_comm: bool 
     >>> [str(lp.extent) for lp in _block_loops(f)]
     ['8']
     """
+    return upstream_launch_guard(func, mesh, where)[0]
+
+
+def upstream_launch_guard(func: tirx.PrimFunc, mesh: Mesh, where: str
+                          ) -> tuple[tirx.PrimFunc, tirx.PrimExpr | None]:
+    """:func:`upstream_launch`, and the condition under which a core runs a block
+    (``None`` when every core runs one in every wave): cores past the grid, or past
+    the last wave's blocks, run nothing there, and a comm op they would take part in
+    cannot run (the chip's cores run only their own blocks).
+
+    >>> import tilelang
+    >>> import tilelang.language as T
+    >>> from meshtensor import Mesh
+    >>> @T.prim_func
+    ... def k():
+    ...     with T.Kernel(3, threads=1) as bx:
+    ...         T.evaluate(bx)
+    >>> str(upstream_launch_guard(k, Mesh({"row": 2, "col": 2}), "example")[1])
+    'cid < 3'
+    """
     loops = _block_loops(func)
     if not loops:
-        return func
+        return func, None
     tags = [lp.thread_binding.thread_tag for lp in loops]
     if len(set(tags)) != len(tags):
         raise ValueError(f"{where}: the kernel launches blocks more than once ({tags}); a "
@@ -225,13 +244,7 @@ def upstream_launch(func: tirx.PrimFunc, mesh: Mesh, where: str, has_comm: bool 
     grid = [extents[i] for i in order]
     total = int(np.prod(grid, dtype=np.int64))
     if len(loops) == 1 and total == n:
-        return func
-    if has_comm and total % n:
-        raise ValueError(f"{where}: the launch grid {tuple(grid)} has {total} blocks for the "
-                         f"{n} cores of the mesh {mesh.as_dict}, so cores run different "
-                         f"numbers of blocks and its comm ops, which every core must reach "
-                         f"equally often, cannot run (on the chip either); launch T.Kernel() "
-                         f"(one program per core) or a multiple of {n} blocks")
+        return func, None
     outer = loops[order[0]] if tags[order[0]] == "blockIdx.x" else loops[0]
     first = loops[0]  # the outermost block loop: the nest is replaced from here
     inner = loops[-1].body
@@ -250,10 +263,12 @@ def upstream_launch(func: tirx.PrimFunc, mesh: Mesh, where: str, has_comm: bool 
         binds.append(tirx.Bind(lp.loop_var, value if value.dtype == lp.loop_var.dtype
                                else tirx.Cast(lp.loop_var.dtype, value)))
         rest = tirx.floordiv(rest, size)
+    guard = b < total if total % n or total < n else None
+
     def wrap(body: Any) -> Any:
         body = tirx.SeqStmt(binds + [body])
-        if total % n or total < n:
-            body = tirx.IfThenElse(b < total, body, None)
+        if guard is not None:
+            body = tirx.IfThenElse(guard, body, None)
         if waves > 1:
             body = tirx.For(w, tirx.IntImm("int32", 0), tirx.IntImm("int32", waves),
                             tirx.ForKind.SERIAL, body)
@@ -285,7 +300,7 @@ def upstream_launch(func: tirx.PrimFunc, mesh: Mesh, where: str, has_comm: bool 
         return new_loop if node.same_as(first) else None
 
     out = tirx.stmt_functor.ir_transform(func.body, None, post, ["tirx.For"])
-    return tirx.PrimFunc(func.params, out, func.ret_type, func.buffer_map, func.attrs)
+    return tirx.PrimFunc(func.params, out, func.ret_type, func.buffer_map, func.attrs), guard
 
 
 def launch_grid(func: tirx.PrimFunc | tirx.Stmt) -> list[int | None]:

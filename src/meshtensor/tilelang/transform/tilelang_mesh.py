@@ -36,7 +36,7 @@ from ...mesh import Mesh
 from ..ir.comm_op import DISPLAY, CommOp, encode, find_comm_ops, is_comm_call
 from ..ir.evaluate import iteration_space, region_box
 from ..ir.expr import static_int
-from ..ir.launch import Launch, upstream_launch
+from ..ir.launch import Launch, launch_grid, upstream_launch_guard
 from ..ir.mesh_param import MeshParam, mesh_params
 from ..ir.scope import find_calls, region_of
 
@@ -318,6 +318,12 @@ class _Guards:
         """``stmt`` under ``cond``, with each comm op in it run by every core."""
         if stmt is None:
             return []
+        if isinstance(stmt, tirx.Bind) and not _reads_memory(stmt.value):
+            # a name for a value (the launch's block indices): the statements after it
+            # use it, under the condition or hoisted out of it
+            if self.core_dependent(stmt.value):
+                self.core_vars.add(stmt.var)
+            return [stmt]
         if not _contains_tm(stmt):
             return [tirx.IfThenElse(cond, stmt, None)]
         if isinstance(stmt, tirx.SeqStmt):
@@ -364,7 +370,29 @@ class _Guards:
         return [save, stmt, restore]
 
 
-def _uniform_conditions(func: tirx.PrimFunc, launch: Launch) -> tirx.PrimFunc:
+@dataclass(frozen=True)
+class _Idle:
+    """The launch's guard: the condition under which a core runs a block (cores past a
+    grid smaller than the mesh, or past the last wave's blocks, run none), and the
+    grid, for the message."""
+
+    cond: Any
+    grid: tuple
+    cores: int
+
+    def why(self, o: CommOp, off: list, mesh: Mesh) -> str:
+        total = int(np.prod(self.grid))
+        return (f"{WHERE}: {o.name} involves cores {[mesh.multi_index(c) for c in off]}, "
+                f"which run no block of the launch grid {self.grid} there ({total} "
+                f"block{'s' if total != 1 else ''} "
+                f"on {self.cores} cores: core c runs blocks c, c + {self.cores}, ...); a "
+                f"core takes part only in its own blocks' comm ops, on the chip too, so the "
+                f"op cannot complete: launch T.Kernel() (one program per core), or a grid "
+                f"whose blocks cover every core of each group the op involves")
+
+
+def _uniform_conditions(func: tirx.PrimFunc, launch: Launch, idle: _Idle | None
+                        ) -> tirx.PrimFunc:
     ops = [o for o in find_comm_ops(func)]
     if not any(o.scope for o in ops):
         return func
@@ -378,7 +406,7 @@ def _uniform_conditions(func: tirx.PrimFunc, launch: Launch) -> tirx.PrimFunc:
     for o in find_comm_ops(out):
         cond = next((c for call, c in g.guards.items() if call.same_as(o.call)), None)
         if cond is not None:
-            _check_guard(o, cond, launch)
+            _check_guard(o, cond, launch, idle)
     return out
 
 
@@ -415,13 +443,15 @@ def _groups(o: CommOp, mesh: Mesh, space: Any) -> list:
     return out
 
 
-def _check_guard(o: CommOp, cond: Any, launch: Launch) -> None:
+def _check_guard(o: CommOp, cond: Any, launch: Launch, idle: _Idle | None = None) -> None:
     """The chip's rule for a comm op under a condition: every core of each group the op
     involves where the condition holds also meets it; and the cores that skip it name
     only transfers the others name (the emulator runs the op on every core)."""
     mesh = launch.mesh
     space = iteration_space(o, launch, o.name)
     active = np.asarray(space.value(cond)).astype(bool)
+    running = (np.broadcast_to(np.asarray(space.value(idle.cond)).astype(bool), active.shape)
+               if idle is not None else np.ones_like(active))
     loops = [it.loop_var for it in o.scope if isinstance(it, tirx.For)
              and not launch.is_launch_var(it.loop_var)]
     keys = (np.stack([np.broadcast_to(space.env[v], (space.size,)) for v in loops], axis=1)
@@ -435,6 +465,9 @@ def _check_guard(o: CommOp, cond: Any, launch: Launch) -> None:
         named = {groups[p] for p in pts if active[p]}
         for grp in named:
             off = sorted(grp - on)
+            asleep = sorted({int(space.core[p]) for p in pts if not running[p]} & set(off))
+            if asleep:
+                raise ValueError(idle.why(o, asleep, mesh))
             if off:
                 raise ValueError(
                     f"{WHERE}: {o.name} is under `if {cond}`, which holds on some cores of "
@@ -552,9 +585,11 @@ def prepare_tilelang_mesh(func: tirx.PrimFunc) -> PreparedKernel:
                          f"different meshes {sorted(str(m) for m in meshes)}; one kernel runs "
                          f"on one mesh (tm.enable(mesh=...) and each device_mesh_config)")
     mesh = meshes.pop()
-    func = upstream_launch(_upstream_persistent(func), mesh, WHERE, bool(ops))
+    grid = tuple(launch_grid(func))
+    func, guard = upstream_launch_guard(_upstream_persistent(func), mesh, WHERE)
+    idle = None if guard is None else _Idle(guard, grid, mesh.size)
     launch = Launch.of(func, mesh, WHERE)
-    func = _uniform_conditions(func, launch)
+    func = _uniform_conditions(func, launch, idle)
     ops = find_comm_ops(func)
     by_buffer = {func.buffer_map[func.params[i]]: p for i, p in params.items()}
     globals_ = {b.data: b for i, v in enumerate(func.params)
@@ -586,4 +621,3 @@ def PrepareTilelangMesh():  # noqa: N802 (TVM naming)
 
     return tirx.transform.prim_func_pass(transform, opt_level=0,
                                          name="meshtensor.PrepareTilelangMesh")
-
