@@ -94,3 +94,29 @@ def test_the_last_partial_wave_is_checked_per_wave():
     prepare_tilelang_mesh(grid("h"))
     with pytest.raises(ValueError, match=r"involves cores \[\(2, 0\), \(3, 0\)\]"):
         prepare_tilelang_mesh(grid("v"))
+
+
+@pytest.mark.slow
+def test_a_replicated_output_of_a_one_block_launch_is_the_running_cores_copy():
+    """T.Kernel(1) on 16 cores writes core 0's copy of a replicated T.MeshTensor; the
+    other cores never touch theirs (they hold the caller's data): the result is core
+    0's copy, not a disagreement."""
+    rep = T.MeshShardingPolicy(replicate=T.MeshReplicationType.ALL)
+
+    @T.prim_func
+    def k(A: T.MeshTensor((16, 16), rep, (4, 4), "float32"),
+          B: T.MeshTensor((16, 16), rep, (4, 4), "float32")):
+        with T.Kernel(1, threads=128) as (bx,):
+            S = T.alloc_shared((16, 16), "float32", scope="shared.rsram")
+            T.copy(A, S)
+            for i, j in T.Parallel(16, 16):
+                S[i, j] = S[i, j] * 2
+            T.copy(S, B)
+
+    prepared = prepare_tilelang_mesh(k)
+    assert [p.running for _, p, _ in prepared.params] == [(0,), (0,)]
+    kernel = compile_mesh_kernel(k, compile_flags=FLAGS)
+    a = _ints(np.random.default_rng(0), (16, 16))
+    b = torch.full((16, 16), 7.0)
+    kernel(torch.from_numpy(a), b)
+    np.testing.assert_array_equal(b.numpy(), 2 * a)

@@ -21,7 +21,7 @@ coming out, and the copies of a replicated tensor must agree coming out.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 import numpy as np
@@ -58,6 +58,9 @@ class MeshParam:
     #: the ``rank_placement=`` the kernel named, as text (recorded; multi-chip kernels
     #: split over ranks first)
     rank_placement: str | None = None
+    #: the cores that run a block of the kernel's launch (``None``: all): another core
+    #: never touches its copy, so only these copies of a replicated output count
+    running: tuple[int, ...] | None = None
 
     @property
     def mesh(self) -> Mesh:
@@ -72,8 +75,11 @@ class MeshParam:
 
     def named(self, name: str) -> "MeshParam":
         """This record for a parameter called ``name``."""
-        return MeshParam(name, self.global_shape, self.sharding, self.dtype, self.layout,
-                         self.policy, self.local_shape, self.rank_placement)
+        return replace(self, name=name)
+
+    def run_by(self, cores: tuple[int, ...] | None) -> "MeshParam":
+        """This record for a launch whose blocks run on ``cores`` only."""
+        return replace(self, running=None if cores is None else tuple(int(c) for c in cores))
 
     def to_attr(self, index: int) -> dict[str, Any]:
         """The record as function-attribute data (``index``: its parameter position)."""
@@ -135,10 +141,12 @@ class MeshParam:
     def gather(self, stack: Any, tensor: Any) -> None:
         """Write every core's valid region of ``stack`` back into the global ``tensor``
         (cells past the edge are dropped). Replicas must agree: ``ValueError`` naming
-        the tensor and the cores whose copies differ."""
+        the tensor and the cores whose copies differ (only the copies of the
+        :attr:`running` cores count; a region no running core holds is left as it
+        was)."""
         starts, stops = self.regions()
         owner: dict[tuple, int] = {}
-        for c in range(self.mesh.size):
+        for c in (range(self.mesh.size) if self.running is None else self.running):
             key = tuple(starts[c].tolist()) + tuple(stops[c].tolist())
             piece = stack[(c,) + _box(starts[c], stops[c], zero=True)]
             first = owner.setdefault(key, c)

@@ -603,8 +603,10 @@ def prepare_tilelang_mesh(func: tirx.PrimFunc) -> PreparedKernel:
               for p in params.values()}
     if record:
         out = out.with_attr("tilelang_mesh_tensors", record)
-    return PreparedKernel(out, tuple((i, p, w) for (i, p), w in zip(params.items(), written)),
-                          mesh)
+    total = int(np.prod(grid)) if grid and None not in grid else mesh.size
+    running = tuple(range(total)) if total < mesh.size else None
+    return PreparedKernel(out, tuple((i, p.run_by(running), w)
+                                     for (i, p), w in zip(params.items(), written)), mesh)
 
 
 def PrepareTilelangMesh():  # noqa: N802 (TVM naming)
