@@ -120,3 +120,27 @@ def test_a_replicated_output_of_a_one_block_launch_is_the_running_cores_copy():
     b = torch.full((16, 16), 7.0)
     kernel(torch.from_numpy(a), b)
     np.testing.assert_array_equal(b.numpy(), 2 * a)
+
+
+@pytest.mark.slow
+def test_a_kernel_without_t_kernel_runs_nothing():
+    """The fork's test_mesh_tensor_in_kernel: a body that only reads shapes, no launch:
+    nothing runs on the cores, the tensors stay as they were."""
+    tm.enable(mesh=(2, 2))
+    policy = T.MeshShardingPolicy(y=0, x=1)
+
+    @T.prim_func
+    def k(A: T.MeshTensor((8, 8), policy, (2, 2), "float32")):
+        sharded_M, sharded_K = A.shape
+
+    kernel = compile_mesh_kernel(k, compile_flags=FLAGS)
+    a = torch.arange(64, dtype=torch.float32).reshape(8, 8)
+    kernel(a)
+    assert torch.equal(a, torch.arange(64, dtype=torch.float32).reshape(8, 8))
+
+    @T.prim_func
+    def host(A: T.MeshTensor((8, 8), policy, (2, 2), "float32")):
+        A[0, 0] = 1.0
+
+    with pytest.raises(ValueError, match=r"has no T.Kernel, so its statements are host code"):
+        prepare_tilelang_mesh(host)

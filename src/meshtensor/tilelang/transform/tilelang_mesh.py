@@ -563,6 +563,34 @@ def _core_private(stmt: tirx.Stmt) -> tirx.Stmt:
     return _rebuffer(stmt, bmap, {})
 
 
+def _without_launch(func: tirx.PrimFunc, params: dict[int, MeshParam], mesh: Mesh
+                    ) -> PreparedKernel:
+    """A kernel with no ``T.Kernel`` runs nothing on the cores (its body is host code,
+    which here may only name its parameters' shapes): its ``T.MeshTensor`` parameters
+    still take the per-core stacks the caller's tensors are split into."""
+    work: list = []
+
+    def visit(n: Any) -> None:
+        if isinstance(n, (tirx.BufferLoad, tirx.BufferStore, tirx.Call)):
+            work.append(n)
+
+    tirx.stmt_functor.post_order_visit(func.body, visit)
+    if work:
+        raise ValueError(f"{WHERE}: the kernel has no T.Kernel, so its statements are host "
+                         f"code, which SUNMMIO's chip does not run (here: {work[0]}); put "
+                         f"them in `with T.Kernel() as cid:` (one program per core)")
+    new_params, new_map = list(func.params), dict(func.buffer_map)
+    for i in params:
+        old = func.buffer_map[func.params[i]]
+        new = tirx.decl_buffer((mesh.size,) + tuple(old.shape), str(old.dtype), str(old.name))
+        handle = tirx.Var(f"{old.name}_cores", "handle")
+        del new_map[func.params[i]]
+        new_params[i] = handle
+        new_map[handle] = new
+    out = tirx.PrimFunc(new_params, func.body, func.ret_type, new_map, func.attrs)
+    return PreparedKernel(out, tuple((i, p, False) for i, p in params.items()), mesh)
+
+
 def prepare_tilelang_mesh(func: tirx.PrimFunc) -> PreparedKernel:
     """The function form of :func:`PrepareTilelangMesh`, with the ``T.MeshTensor``
     parameters the caller's tensors map to (see the module docstring).
@@ -586,6 +614,8 @@ def prepare_tilelang_mesh(func: tirx.PrimFunc) -> PreparedKernel:
                          f"on one mesh (tm.enable(mesh=...) and each device_mesh_config)")
     mesh = meshes.pop()
     grid = tuple(launch_grid(func))
+    if not grid and mesh.size > 1:
+        return _without_launch(func, params, mesh)
     func, guard = upstream_launch_guard(_upstream_persistent(func), mesh, WHERE)
     idle = None if guard is None else _Idle(guard, grid, mesh.size)
     launch = Launch.of(func, mesh, WHERE)
