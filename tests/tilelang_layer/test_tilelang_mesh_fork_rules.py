@@ -144,3 +144,35 @@ def test_a_kernel_without_t_kernel_runs_nothing():
 
     with pytest.raises(ValueError, match=r"has no T.Kernel, so its statements are host code"):
         prepare_tilelang_mesh(host)
+
+
+# -- fragments, T.gemm's operands --------------------------------------------------------------
+@pytest.mark.slow
+def test_a_fragment_accumulator_and_fill_target_run():
+    """The fork's example_gemm_with_mesh_tensor: T.alloc_fragment as T.clear's target
+    and T.gemm's accumulator (stock TileLang's CPU fill refuses local.fragment, and its
+    layout inference cannot place the fragment), on a 1x1 mesh with 4 blocks."""
+    tm.enable(mesh=(1, 1))
+    pol = T.MeshShardingPolicy(x=1, y=0)
+
+    @T.prim_func
+    def gemm(A: T.MeshTensor((32, 32), pol, (1, 1), "float16"),
+             B: T.MeshTensor((32, 32), pol, (1, 1), "float16"),
+             C: T.MeshTensor((32, 32), pol, (1, 1), "float16")):
+        with T.Kernel(2, 2, threads=128) as (bx, by):
+            A_s = T.alloc_shared((16, 8), "float16")
+            B_s = T.alloc_shared((8, 16), "float16")
+            C_l = T.alloc_fragment((16, 16), "float")
+            T.clear(C_l)
+            for k in T.Pipelined(4, num_stages=3):
+                T.copy(A[by * 16, k * 8], A_s)
+                T.copy(B[k * 8, bx * 16], B_s)
+                T.gemm(A_s, B_s, C_l)
+            T.copy(C_l, C[by * 16, bx * 16])
+
+    kernel = compile_mesh_kernel(gemm, compile_flags=FLAGS)
+    rng = np.random.default_rng(1)
+    a, b = _ints(rng, (32, 32)), _ints(rng, (32, 32))
+    c = torch.zeros(32, 32, dtype=torch.float16)
+    kernel(torch.from_numpy(a).half(), torch.from_numpy(b).half(), c)
+    np.testing.assert_array_equal(c.float().numpy(), a @ b)

@@ -544,7 +544,8 @@ def _core_private(stmt: tirx.Stmt) -> tirx.Stmt:
     for f in find_calls(stmt, lambda c: getattr(c.op, "name", None) in _LOCAL_OPERANDS):
         for pos in _LOCAL_OPERANDS[f.call.op.name]:
             buf = region_of(f.call.args[pos]).buffer
-            if buf.scope().startswith("shared"):
+            if buf.scope().startswith("shared") or buf.scope() in ("local.fragment",
+                                                                    "local.var"):
                 local.add(buf.data)
     allocs: list = []
 
