@@ -176,3 +176,46 @@ def test_a_fragment_accumulator_and_fill_target_run():
     c = torch.zeros(32, 32, dtype=torch.float16)
     kernel(torch.from_numpy(a).half(), torch.from_numpy(b).half(), c)
     np.testing.assert_array_equal(c.float().numpy(), a @ b)
+
+
+@pytest.mark.slow
+def test_gemm_operands_are_read_before_the_accumulator_is_written():
+    """The fork's auto_insert_copy_matmul: T.gemm(C_s, B_s, C_s) multiplies C's old
+    value (its scope inference stages the operand through a copy), with a float32 A
+    and a float16 B multiplied in the accumulator's float32; and the sliced form,
+    where the accumulator region overlaps B's (in a SUNMMIO kernel: stock TileLang
+    refuses the mixed dtypes)."""
+    tm.enable(mesh=(1, 1))
+    one = T.MeshShardingPolicy(cross_mesh_dim=0)
+
+    @T.prim_func
+    def k(A: T.MeshTensor((8, 8), one, (1, 1), "float16"),
+          B: T.MeshTensor((8, 8), one, (1, 1), "float16"),
+          C: T.MeshTensor((8, 8), one, (1, 1), "float32"),
+          D: T.MeshTensor((8, 16), one, (1, 1), "float16")):
+        with T.Kernel(1, threads=128) as bx:
+            A_s = T.alloc_shared((8, 8), "float16")
+            B_s = T.alloc_shared((8, 8), "float16")
+            C_s = T.alloc_shared((8, 8), "float32")
+            D_s = T.alloc_shared((8, 16), "float16")
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.clear(C_s)
+            T.gemm(A_s, B_s, C_s)
+            T.gemm(C_s, B_s, C_s)
+            T.copy(D, D_s)
+            T.gemm(A_s, D_s[0:8, 4:12], D_s[0:8, 0:8])
+            T.copy(C_s, C)
+            T.copy(D_s, D)
+
+    kernel = compile_mesh_kernel(k, compile_flags=FLAGS)
+    rng = np.random.default_rng(2)
+    a, b, d = _ints(rng, (8, 8), -1, 2), _ints(rng, (8, 8), -1, 2), _ints(rng, (8, 16), -1, 2)
+    c = torch.zeros(8, 8)
+    dt = torch.from_numpy(d).half()
+    kernel(torch.from_numpy(a).half(), torch.from_numpy(b).half(), c, dt)
+    ab = a @ b
+    np.testing.assert_array_equal(c.numpy(), ab + ab @ b)
+    want = d.copy()
+    want[:, 0:8] = d[:, 0:8] + a @ d[:, 4:12]
+    np.testing.assert_array_equal(dt.float().numpy(), want)

@@ -538,6 +538,57 @@ def _stack_params(func: tirx.PrimFunc, stmt: tirx.Stmt, params: dict[int, MeshPa
     return out, new_params, new_map, flags
 
 
+# -- 2b. T.gemm's operands as SUNMMIO's MMA reads them ---------------------------------------
+def _gemm_operands(stmt: tirx.Stmt) -> tirx.Stmt:
+    """SUNMMIO's MMA reads its ``A`` and ``B`` operands (from their SRAMs) before it
+    writes ``C``, and multiplies in the accumulator's dtype: an operand in ``C``'s
+    buffer (``T.gemm(C_s, B_s, C_s)``: the fork's scope inference stages it through a
+    copy) is read from a copy made just before the op, and an operand whose dtype is
+    not the other's (``float32`` ``A``, ``float16`` ``B``) is converted to the
+    accumulator's dtype first (exactly: each value of the narrower dtype is one of the
+    wider). Stock TileLang reads an aliased operand while it writes and refuses mixed
+    dtypes."""
+    new_bufs: list = []
+
+    def stage(reg: Any, dtype: str, name: str) -> tuple:
+        ext = [static_int(e) for e in reg.extents]
+        if None in ext:
+            raise ValueError(f"{WHERE}: T.gemm operand {reg.buffer.name!r} has a symbolic "
+                             f"region {list(map(str, reg.extents))}; a staged operand needs "
+                             f"a static one")
+        buf = tirx.decl_buffer(ext, dtype, f"{reg.buffer.name}_{name}{len(new_bufs)}",
+                               scope="local")
+        new_bufs.append(buf)
+        ranges = [ir.Range.from_min_extent(st, e) for st, e in zip(reg.starts, ext)]
+        copy = tirx.Evaluate(T.copy(tirx.BufferRegion(reg.buffer, ranges), buf))
+        return copy, _tl_region(tirx.BufferLoad(buf, [tirx.IntImm("int32", 0)] * len(ext)),
+                                "r", *ext)
+
+    def post(n: Any) -> Any:
+        if not (isinstance(n, tirx.Evaluate) and isinstance(n.value, tirx.Call)
+                and getattr(n.value.op, "name", None) == "tl.tileop.gemm"):
+            return None
+        call = n.value
+        a, b, c = (region_of(call.args[i]) for i in range(3))
+        mixed = str(a.buffer.dtype) != str(b.buffer.dtype)
+        acc = str(c.buffer.dtype)
+        args, pre = list(call.args), []
+        for i, reg in ((0, a), (1, b)):
+            alias = reg.buffer.data.same_as(c.buffer.data)
+            convert = mixed and str(reg.buffer.dtype) != acc
+            if alias or convert:
+                copy, args[i] = stage(reg, acc if convert else str(reg.buffer.dtype),
+                                      "acc" if convert else "read")
+                pre.append(copy)
+        if not pre:
+            return None
+        return tirx.SeqStmt(pre + [tirx.Evaluate(tirx.Call(call.dtype, call.op, args,
+                                                           call.annotations))])
+
+    out = tirx.stmt_functor.ir_transform(stmt, None, post, ["tirx.Evaluate"])
+    return _add_allocs(out, new_bufs) if new_bufs else out
+
+
 # -- 3. on-chip buffers in scopes the C backend takes ------------------------------------------
 def _core_private(stmt: tirx.Stmt) -> tirx.Stmt:
     local: set = set()
@@ -627,6 +678,7 @@ def prepare_tilelang_mesh(func: tirx.PrimFunc) -> PreparedKernel:
                 if (b := func.buffer_map.get(v)) is not None and i not in params}
     body = _stage_sources(func.body, ops, by_buffer, launch, globals_)
     body, new_params, new_map, written = _stack_params(func, body, params, launch)
+    body = _gemm_operands(body)
     body = _core_private(body)
     out = tirx.PrimFunc(new_params, body, func.ret_type, new_map, func.attrs)
     record = {p.name: {"global_shape": list(p.global_shape), "split_axes": p.sharding.spec(),
@@ -654,3 +706,4 @@ def PrepareTilelangMesh():  # noqa: N802 (TVM naming)
 
     return tirx.transform.prim_func_pass(transform, opt_level=0,
                                          name="meshtensor.PrepareTilelangMesh")
+
