@@ -219,3 +219,23 @@ def test_gemm_operands_are_read_before_the_accumulator_is_written():
     want = d.copy()
     want[:, 0:8] = d[:, 0:8] + a @ d[:, 4:12]
     np.testing.assert_array_equal(dt.float().numpy(), want)
+
+
+@pytest.mark.slow
+def test_a_float16_infinity_fill_compiles_and_runs():
+    """T.fill(x, -T.infinity("float16")) in a vectorised loop: TVM prints the constant
+    as a float expression, which TileLang's half vector cannot take (a C compile
+    error before); the loop stays scalar."""
+    line = T.MeshShardingPolicy(cross_mesh_dim=0)
+
+    @T.prim_func
+    def k(O: T.MeshTensor((16, 64), line, (4, 4), "float16")):
+        with T.Kernel() as cid:
+            m = T.alloc_shared((64,), "float16")
+            T.fill(m, -T.infinity("float16"))
+            T.copy(m, O[0, 0])
+
+    kernel = compile_mesh_kernel(k, compile_flags=FLAGS)
+    o = torch.zeros(16, 64, dtype=torch.float16)
+    kernel(o)
+    assert torch.equal(o, torch.full((16, 64), -float("inf"), dtype=torch.float16))
