@@ -307,7 +307,12 @@ def narrow_dtypes(func: tirx.PrimFunc) -> set[str]:
 def _half_cast(n: Any) -> bool:
     """A conversion to or from ``float16``: TileLang's C vector type has no constructor
     from a vector of another element type (``vec_type<half, 4>(float4)`` does not
-    compile), so such a loop stays scalar."""
+    compile), so such a loop stays scalar. A non-finite ``float16`` constant counts:
+    TVM prints it as a ``float`` expression (``INFINITY * (half)-1``)."""
+    if isinstance(n, tirx.FloatImm) and _scalar(n.dtype) == "float16":
+        return not np.isfinite(n.value)
+    if isinstance(n, tirx.Call) and getattr(n.op, "name", None) == "tl.infinity":
+        return _scalar(n.dtype) == "float16"
     return isinstance(n, tirx.Cast) and "float16" in (_scalar(n.dtype), _scalar(n.value.dtype)) \
         and _scalar(n.dtype) != _scalar(n.value.dtype)
 
