@@ -239,3 +239,63 @@ def test_a_float16_infinity_fill_compiles_and_runs():
     o = torch.zeros(16, 64, dtype=torch.float16)
     kernel(o)
     assert torch.equal(o, torch.full((16, 64), -float("inf"), dtype=torch.float16))
+
+
+# -- symbolic shapes ---------------------------------------------------------------------------
+def scale_rows(policy=None):
+    """B = 2 A on a T.MeshTensor of symbolic rows m (T.dynamic), row-sharded: each core
+    doubles its slot (rows past its part read zero; their writes are dropped)."""
+    m = T.dynamic("m")
+    policy = policy or T.placement.row_shard(0)
+
+    @T.prim_func
+    def k(A: T.MeshTensor((m, 8), policy, "float32"),
+          B: T.MeshTensor((m, 8), policy, "float32")):
+        with T.Kernel() as cid:
+            rows, cols = A.local_shape
+            S = T.alloc_shared((8,), "float32")
+            for i in T.serial(rows):
+                T.copy(A[i, 0:8], S)
+                for j in T.serial(8):
+                    S[j] = S[j] * 2
+                T.copy(S, B[i, 0:8])
+    return k
+
+
+def test_a_symbolic_mesh_tensor_is_recorded_by_name_and_bound_per_call():
+    from meshtensor.tilelang.ir.mesh_param import bind_symbols, mesh_params
+    k = scale_rows()
+    (_, a), (_, b) = mesh_params(k).items()
+    assert a.global_shape == ("m", 8) and a.symbols == ("m",)
+    assert a.local_shape == ("(m + 3) // 4", 8)
+    bound, values = bind_symbols([(0, a, False), (1, b, True)],
+                                 [torch.zeros(10, 8), torch.zeros(10, 8)], ["m"])
+    assert values == [10] and bound[0][1].global_shape == (10, 8)
+    assert bound[0][1].regions()[0][::4, 0].tolist() == [0, 3, 6, 8]  # rows: 3, 3, 2, 2
+    with pytest.raises(ValueError, match=r"dim 0 is the size 'm', which is 10 in "
+                                         r"T.MeshTensor parameter 'A' \(argument 0\) dim 0 "
+                                         r"but 9 here"):
+        bind_symbols([(0, a, False), (1, b, True)], [torch.zeros(10, 8), torch.zeros(9, 8)])
+    prepared = prepare_tilelang_mesh(k)
+    # the slot (m + 3) // 4 does not give m back: the kernel takes it after its own
+    assert [str(v) for v in prepared.func.params[2:]] == ["m"]
+    assert list(prepared.func.attrs["meshtensor.size_params"]) == ["m"]
+
+
+def test_a_symbolic_shape_with_comm_ops_or_an_expression_is_refused():
+    m = T.dynamic("m")
+    with pytest.raises(ValueError, match=r"dim m \+ 1 must be a non-negative int or a "
+                                         r"symbolic size itself"):
+        T.MeshTensor((m + 1, 8), T.placement.row_shard(0), "float32")
+
+    @T.prim_func
+    def grid(A: T.MeshTensor((m, 8), T.placement.replicated(), "float32")):
+        with T.Kernel(T.ceildiv(m, 8), threads=1) as bx:
+            S = T.alloc_shared((8,), "float32")
+            D = T.alloc_shared((8,), "float32")
+            T.copy(A[bx, 0:8], S)
+            T.comm.broadcast(S, D, (0, 0), "h")
+
+    with pytest.raises(ValueError, match=r"the launch grid of a kernel with comm ops is "
+                                         r"symbolic \(T.comm.broadcast \(comm op #0\) first\)"):
+        prepare_tilelang_mesh(grid)

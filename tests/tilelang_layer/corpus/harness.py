@@ -120,7 +120,8 @@ def make_inputs(func: tirx.PrimFunc, global_shapes: dict, rng: np.random.Generat
     for p in func.params:
         buf = func.buffer_map[p]
         name = str(buf.name)
-        shape = tuple(global_shapes.get(name, [int(s) for s in buf.shape]))
+        shape = tuple(global_shapes[name] if name in global_shapes
+                      else [int(s) for s in buf.shape])
         dt = torch_dtype(str(buf.dtype))
         if name.startswith("OBS_"):
             t = torch.zeros(shape, dtype=dt)

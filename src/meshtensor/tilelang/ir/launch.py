@@ -234,44 +234,49 @@ def upstream_launch_guard(func: tirx.PrimFunc, mesh: Mesh, where: str
     if len(set(tags)) != len(tags):
         raise ValueError(f"{where}: the kernel launches blocks more than once ({tags}); a "
                          f"mesh kernel is one T.Kernel")
-    extents = [static_int(lp.extent) for lp in loops]
-    if None in extents:
-        raise ValueError(f"{where}: the launch grid {[str(lp.extent) for lp in loops]} is "
-                         f"symbolic; SUNMMIO's chip runs T.Kernel() (one program per core) "
-                         f"or a grid of a known number of blocks")
+    static = [static_int(lp.extent) for lp in loops]
+    symbolic = None in static
+    # a symbolic grid (a size the kernel reads from its tensors) runs as a loop of
+    # ceil(blocks / cores) waves on every core, each block under the guard
+    extents: list = [lp.extent if s is None else s for lp, s in zip(loops, static)]
     n = mesh.size
     order = sorted(range(len(loops)), key=lambda i: tags[i])
     grid = [extents[i] for i in order]
-    total = int(np.prod(grid, dtype=np.int64))
-    if len(loops) == 1 and total == n:
-        return func, None
+    if symbolic:
+        total: Any = grid[0]
+        for g in grid[1:]:
+            total = total * g
+    else:
+        total = int(np.prod(grid, dtype=np.int64))
+        if len(loops) == 1 and total == n:
+            return func, None
     outer = loops[order[0]] if tags[order[0]] == "blockIdx.x" else loops[0]
     first = loops[0]  # the outermost block loop: the nest is replaced from here
     inner = loops[-1].body
     cid = tirx.Var("cid", "int32")
-    waves = -(-total // n)
+    waves: Any = tirx.floordiv(total + (n - 1), n) if symbolic else -(-total // n)
     w = tirx.Var("w", "int32")
-    b: Any = cid if waves == 1 else w * n + cid
+    b: Any = w * n + cid if symbolic or waves > 1 else cid
     binds = []
     rest: Any = b
     for i, lp in zip(order, (loops[i] for i in order)):
         size = extents[i]
-        if size == total:
+        if len(loops) == 1 or not symbolic and size == total:
             value = rest
         else:
             value = tirx.floormod(rest, size)
         binds.append(tirx.Bind(lp.loop_var, value if value.dtype == lp.loop_var.dtype
                                else tirx.Cast(lp.loop_var.dtype, value)))
         rest = tirx.floordiv(rest, size)
-    guard = b < total if total % n or total < n else None
+    guard = b < total if symbolic or total % n or total < n else None
 
     def wrap(body: Any) -> Any:
         body = tirx.SeqStmt(binds + [body])
         if guard is not None:
             body = tirx.IfThenElse(guard, body, None)
-        if waves > 1:
-            body = tirx.For(w, tirx.IntImm("int32", 0), tirx.IntImm("int32", waves),
-                            tirx.ForKind.SERIAL, body)
+        if symbolic or waves > 1:
+            ext = waves if symbolic else tirx.IntImm("int32", waves)
+            body = tirx.For(w, tirx.IntImm("int32", 0), ext, tirx.ForKind.SERIAL, body)
         return body
 
     # the block indices are bound inside TileLang's root block, where the kernel's code

@@ -41,9 +41,12 @@ from ..ir.mesh_param import MeshParam, mesh_params
 from ..ir.scope import find_calls, region_of
 
 __all__ = ["PrepareTilelangMesh", "prepare_tilelang_mesh", "PreparedKernel",
-           "is_tilelang_mesh_kernel"]
+           "is_tilelang_mesh_kernel", "SIZE_PARAMS"]
 
 WHERE = "PrepareTilelangMesh"
+#: the function attribute naming the symbolic sizes the kernel takes as scalar
+#: parameters after its own (see :func:`_size_params`)
+SIZE_PARAMS = "meshtensor.size_params"
 # operands (by position) that stock TileLang's CPU lowering wants in local memory
 _LOCAL_OPERANDS = {"tl.tileop.fill": (0,), "tl.tileop.gemm": (2,),
                    "tl.tileop.reduce": (0, 1)}
@@ -615,6 +618,23 @@ def _core_private(stmt: tirx.Stmt) -> tirx.Stmt:
     return _rebuffer(stmt, bmap, {})
 
 
+def _size_params(func: tirx.PrimFunc, params: dict[int, MeshParam], new_map: dict
+                 ) -> list:
+    """The symbolic sizes of ``T.MeshTensor`` shapes that no parameter has as a dim of
+    its own (a split dim is ``(m + 3) // 4`` in the per-core stack, which TileLang
+    cannot read ``m`` back from): scalar parameters after the kernel's own, sorted by
+    name, which ``MeshKernel`` fills from the caller's tensors. A size that is a dim
+    TileLang reads itself, as for any symbolic shape."""
+    sizes: dict = {}
+    for i in params:
+        for dim in func.buffer_map[func.params[i]].shape:
+            for v in _data_vars(dim):
+                sizes.setdefault(v.name, v)
+    bare = {d.name for b in new_map.values() for d in b.shape if isinstance(d, tirx.Var)}
+    return [sizes[k] for k in sorted(sizes) if k not in bare
+            and not any(v.same_as(sizes[k]) for v in func.params)]
+
+
 def _without_launch(func: tirx.PrimFunc, params: dict[int, MeshParam], mesh: Mesh
                     ) -> PreparedKernel:
     """A kernel with no ``T.Kernel`` runs nothing on the cores (its body is host code,
@@ -668,6 +688,12 @@ def prepare_tilelang_mesh(func: tirx.PrimFunc) -> PreparedKernel:
     grid = tuple(launch_grid(func))
     if not grid and mesh.size > 1:
         return _without_launch(func, params, mesh)
+    if None in grid and ops:
+        raise ValueError(f"{WHERE}: the launch grid of a kernel with comm ops is symbolic "
+                         f"({ops[0].name} first); which cores run a block, and so which "
+                         f"take part in each op, must be known when the ops are compiled "
+                         f"(on the chip too): launch T.Kernel() (one program per core) and "
+                         f"loop over the blocks in the kernel")
     func, guard = upstream_launch_guard(_upstream_persistent(func), mesh, WHERE)
     idle = None if guard is None else _Idle(guard, grid, mesh.size)
     launch = Launch.of(func, mesh, WHERE)
@@ -680,13 +706,17 @@ def prepare_tilelang_mesh(func: tirx.PrimFunc) -> PreparedKernel:
     body, new_params, new_map, written = _stack_params(func, body, params, launch)
     body = _gemm_operands(body)
     body = _core_private(body)
-    out = tirx.PrimFunc(new_params, body, func.ret_type, new_map, func.attrs)
+    sizes = _size_params(func, params, new_map)
+    out = tirx.PrimFunc(new_params + sizes, body, func.ret_type, new_map, func.attrs)
+    if sizes:
+        out = out.with_attr(SIZE_PARAMS, [v.name for v in sizes])
     record = {p.name: {"global_shape": list(p.global_shape), "split_axes": p.sharding.spec(),
                        "policy": p.policy, "layout": p.layout or ""}
               for p in params.values()}
     if record:
         out = out.with_attr("tilelang_mesh_tensors", record)
-    total = int(np.prod(grid)) if grid and None not in grid else mesh.size
+    total = int(np.prod(grid)) if grid and None not in grid else mesh.size  # (symbolic:
+    # every core's copy counts; a replicated output is written alike or refused)
     running = tuple(range(total)) if total < mesh.size else None
     return PreparedKernel(out, tuple((i, p.run_by(running), w)
                                      for (i, p), w in zip(params.items(), written)), mesh)
