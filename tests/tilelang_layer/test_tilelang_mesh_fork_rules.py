@@ -299,3 +299,48 @@ def test_a_symbolic_shape_with_comm_ops_or_an_expression_is_refused():
     with pytest.raises(ValueError, match=r"the launch grid of a kernel with comm ops is "
                                          r"symbolic \(T.comm.broadcast \(comm op #0\) first\)"):
         prepare_tilelang_mesh(grid)
+
+
+@pytest.mark.slow
+def test_a_symbolic_mesh_tensor_runs_at_any_size_from_one_compile():
+    """One compiled kernel, called with 10, 7 and 16 rows (the balanced split gives
+    uneven parts; the slot is (m + 3) // 4 rows): B is exactly 2 A each time."""
+    kernel = compile_mesh_kernel(scale_rows(), compile_flags=FLAGS)
+    rng = np.random.default_rng(3)
+    for rows in (10, 7, 16):
+        a = _ints(rng, (rows, 8))
+        b = torch.zeros(rows, 8)
+        kernel(torch.from_numpy(a), b)
+        np.testing.assert_array_equal(b.numpy(), 2 * a)
+    line = compile_mesh_kernel(scale_rows(T.placement.mesh_as_line(0)), compile_flags=FLAGS)
+    a = _ints(rng, (21, 8))
+    b = torch.zeros(21, 8)
+    line(torch.from_numpy(a), b)
+    np.testing.assert_array_equal(b.numpy(), 2 * a)
+
+
+@pytest.mark.slow
+def test_a_symbolic_grid_without_comm_ops_runs_its_blocks_in_waves():
+    """T.Kernel(T.ceildiv(m, 8)): ceil(m / 8) blocks over 16 cores, in as many waves as
+    they need (the fork's dynamic-shape layout test launches so): block b adds b to
+    rows [8 b, 8 b + 8) of a replicated A and writes them to a plain output, for any
+    m (rows past m are dropped)."""
+    m = T.dynamic("m")
+
+    @T.prim_func
+    def k(A: T.MeshTensor((m, 4), T.placement.replicated(), "float32"),
+          B: T.Tensor((m, 4), "float32")):
+        with T.Kernel(T.ceildiv(m, 8), threads=1) as bx:
+            S = T.alloc_shared((8, 4), "float32")
+            T.copy(A[bx * 8, 0], S)
+            for i, j in T.Parallel(8, 4):
+                S[i, j] = S[i, j] + bx
+            T.copy(S, B[bx * 8, 0])
+
+    kernel = compile_mesh_kernel(k, compile_flags=FLAGS)
+    rng = np.random.default_rng(4)
+    for rows in (20, 200):   # 3 blocks (one wave, cores 3-15 idle); 25 blocks (two waves)
+        a = _ints(rng, (rows, 4))
+        b = torch.zeros(rows, 4)
+        kernel(torch.from_numpy(a), b)
+        np.testing.assert_array_equal(b.numpy(), a + (np.arange(rows) // 8)[:, None])
