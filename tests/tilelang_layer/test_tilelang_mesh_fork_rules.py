@@ -344,3 +344,30 @@ def test_a_symbolic_grid_without_comm_ops_runs_its_blocks_in_waves():
         b = torch.zeros(rows, 4)
         kernel(torch.from_numpy(a), b)
         np.testing.assert_array_equal(b.numpy(), a + (np.arange(rows) // 8)[:, None])
+
+
+# -- memory nothing wrote ----------------------------------------------------------------------
+@pytest.mark.slow
+def test_memory_nothing_wrote_reads_zero_on_every_core():
+    """A kernel that reads an accumulator it never cleared has no defined result (on
+    the chip its memory holds whatever it held); here every allocation starts zeroed on
+    every core, so it runs deterministically and the copies of a replicated output
+    agree (the fork's dynamic GEMMs accumulate into C_shared without a clear)."""
+    rep = T.MeshShardingPolicy()
+
+    @T.prim_func
+    def k(A: T.MeshTensor((8, 8), rep, (4, 4), "float32"),
+          C: T.MeshTensor((8, 8), rep, (4, 4), "float32")):
+        with T.Kernel() as cid:
+            A_s = T.alloc_shared((8, 8), "float32")
+            C_s = T.alloc_shared((8, 8), "float32")
+            T.copy(A, A_s)
+            T.gemm(A_s, A_s, C_s)
+            T.copy(C_s, C)
+
+    kernel = compile_mesh_kernel(k, compile_flags=FLAGS)
+    a = _ints(np.random.default_rng(5), (8, 8))
+    for _ in range(2):
+        c = torch.full((8, 8), 9.0)
+        kernel(torch.from_numpy(a), c)
+        np.testing.assert_array_equal(c.numpy(), a @ a)

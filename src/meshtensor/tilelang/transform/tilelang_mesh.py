@@ -618,6 +618,32 @@ def _core_private(stmt: tirx.Stmt) -> tirx.Stmt:
     return _rebuffer(stmt, bmap, {})
 
 
+def _zeroed(stmt: tirx.Stmt) -> tirx.Stmt:
+    """Every buffer the kernel allocates starts zeroed on every core, before its first
+    block. The chip's memory holds whatever it held: a kernel that reads memory
+    nothing wrote (an accumulator never cleared) has no defined result there; here it
+    runs, and gives the same values on every core and every run (so the copies of a
+    replicated output agree, as they would for any one memory state)."""
+    done: list = []
+
+    def zero(buf: tirx.Buffer) -> tirx.Stmt:
+        idx = [tirx.Var(f"z{d}", "int32") for d in range(len(buf.shape))]
+        body: Any = tirx.BufferStore(buf, tirx.const(0, str(buf.dtype)), idx)
+        for v, n in reversed(list(zip(idx, buf.shape))):
+            body = tirx.For(v, tirx.IntImm("int32", 0), n, tirx.ForKind.SERIAL, body)
+        return body
+
+    def post(n: Any) -> Any:
+        if done or n.name_hint != "tilelang_root" or not n.alloc_buffers:
+            return None
+        done.append(n)
+        body = tirx.SeqStmt([zero(b) for b in n.alloc_buffers] + [n.body])
+        return tirx.SBlock(n.iter_vars, n.reads, n.writes, n.name_hint, body, n.init,
+                           n.alloc_buffers, n.match_buffers, n.annotations)
+
+    return tirx.stmt_functor.ir_transform(stmt, None, post, ["tirx.SBlock"])
+
+
 def _size_params(func: tirx.PrimFunc, params: dict[int, MeshParam], new_map: dict
                  ) -> list:
     """The symbolic sizes of ``T.MeshTensor`` shapes that no parameter has as a dim of
@@ -706,6 +732,7 @@ def prepare_tilelang_mesh(func: tirx.PrimFunc) -> PreparedKernel:
     body, new_params, new_map, written = _stack_params(func, body, params, launch)
     body = _gemm_operands(body)
     body = _core_private(body)
+    body = _zeroed(body)
     sizes = _size_params(func, params, new_map)
     out = tirx.PrimFunc(new_params + sizes, body, func.ret_type, new_map, func.attrs)
     if sizes:
