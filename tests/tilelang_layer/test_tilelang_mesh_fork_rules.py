@@ -371,3 +371,29 @@ def test_memory_nothing_wrote_reads_zero_on_every_core():
         c = torch.full((8, 8), 9.0)
         kernel(torch.from_numpy(a), c)
         np.testing.assert_array_equal(c.numpy(), a @ a)
+
+
+@pytest.mark.slow
+def test_a_float_constant_reaches_the_c_code_unchanged():
+    """The attention kernels' scale (1 / sqrt(64)) * log2(e) = 0.18033688... as float32:
+    TVM printed it with 7 digits (1.803369e-01f, another float), so x * scale was one
+    unit in the last place off for many x; it is written as its bits now."""
+    tm.enable(mesh=(1, 1))
+    one = T.MeshShardingPolicy(cross_mesh_dim=0)
+    scale = (1.0 / 64) ** 0.5 * 1.44269504
+
+    @T.prim_func
+    def k(A: T.MeshTensor((256,), one, (1, 1), "float32"),
+          O: T.MeshTensor((256,), one, (1, 1), "float32")):
+        with T.Kernel() as cid:
+            s = T.alloc_shared((256,), "float32")
+            T.copy(A, s)
+            for i in T.Parallel(256):
+                s[i] = s[i] * scale - 1.0
+            T.copy(s, O)
+
+    kernel = compile_mesh_kernel(k, compile_flags=FLAGS)
+    a = np.random.default_rng(6).standard_normal(256).astype(np.float32)
+    o = torch.zeros(256)
+    kernel(torch.from_numpy(a), o)
+    np.testing.assert_array_equal(o.numpy(), a * np.float32(scale) - np.float32(1.0))

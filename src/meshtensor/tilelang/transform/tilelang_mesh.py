@@ -39,6 +39,7 @@ from ..ir.expr import static_int
 from ..ir.launch import Launch, launch_grid, upstream_launch_guard
 from ..ir.mesh_param import MeshParam, mesh_params
 from ..ir.scope import find_calls, region_of
+from .narrow_float import exact_float_constants
 
 __all__ = ["PrepareTilelangMesh", "prepare_tilelang_mesh", "PreparedKernel",
            "is_tilelang_mesh_kernel", "SIZE_PARAMS"]
@@ -733,6 +734,7 @@ def prepare_tilelang_mesh(func: tirx.PrimFunc) -> PreparedKernel:
     body = _gemm_operands(body)
     body = _core_private(body)
     body = _zeroed(body)
+    body = exact_float_constants(body)
     sizes = _size_params(func, params, new_map)
     out = tirx.PrimFunc(new_params + sizes, body, func.ret_type, new_map, func.attrs)
     if sizes:
