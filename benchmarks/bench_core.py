@@ -6,7 +6,10 @@ rounds of ``case time / copy time in that round`` (robust when the machine is sh
 plus the best time. Aims: <= 3x for every case; ``all_to_all`` and ``update_halo``
 (which moves only the halo cells) <= 1.5x.
 
-    python benchmarks/bench_core.py [--rounds 9]
+    python benchmarks/bench_core.py [--rounds 9] [--quick]
+
+``--quick`` runs every case once on 4 MiB (a test runs it, so a broken benchmark fails
+the suite); its numbers are not measurements.
 """
 from __future__ import annotations
 
@@ -23,11 +26,16 @@ from meshtensor import collectives as C
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--quick", action="store_true",
+                    help="one round on 4 MiB: checks that the benchmark runs")
     args = ap.parse_args()
     if args.rounds < 1:
         ap.error(f"argument --rounds: must be >= 1, got {args.rounds}")
+    side = 1024 if args.quick else 4096
+    if args.quick:
+        args.rounds = 1
     mesh = mt.Mesh.from_target("a4e")
-    x = np.random.default_rng(0).standard_normal((4096, 4096), dtype=np.float32)  # 64 MiB
+    x = np.random.default_rng(0).standard_normal((side, side), dtype=np.float32)  # 64 MiB
     s = mt.Sharding(mesh, [["x"], ["y"]])
     a = mt.distribute(x, s)
     sh = s.replace(halo_sizes=[1, 1, 1, 1])

@@ -7,7 +7,10 @@ Then the DTensor bridge: ``meshtensor.dist.redistribute(dt, placements)`` agains
 ``dt.redistribute(mesh, placements)`` on the same DTensors (time as above; bytes: our
 plan's ``bytes_moved`` against DTensor's own plan costed with bench_reshard's model).
 
-    python benchmarks/bench_dist.py
+    python benchmarks/bench_dist.py [--quick]
+
+``--quick`` runs every pair twice on 1 MiB (a test runs it, so a broken benchmark fails
+the suite); its numbers are not measurements.
 """
 import os
 import sys
@@ -38,10 +41,10 @@ def _pl(text):
     return [Replicate() if p == "R" else Shard(int(p[1:])) for p in text.split()]
 
 
-def bench(dm, repeat=9):
+def bench(dm, repeat=9, n=N):
     from torch.distributed.device_mesh import DeviceMesh
     from torch.distributed.tensor import DTensor
-    x = np.random.default_rng(0).standard_normal((N, N), dtype=np.float32)
+    x = np.random.default_rng(0).standard_normal((n, n), dtype=np.float32)
     dmesh = DeviceMesh("cpu", torch.arange(4).reshape(2, 2))
     out = []
     for name, a, b, da, db in PAIRS:
@@ -86,13 +89,13 @@ BRIDGE_PAIRS = [  # (name, DTensor source placements, target placements)
 ]
 
 
-def bench_bridge(dm, repeat=9):
+def bench_bridge(dm, repeat=9, n=N):
     """Bridge vs DTensor.redistribute on the same DTensor: medians, minima, bytes."""
     from torch.distributed.device_mesh import DeviceMesh
     from torch.distributed.tensor import DTensor
     from torch.distributed.tensor import _redistribute as R
     dmesh = DeviceMesh("cpu", torch.arange(4).reshape(2, 2))
-    x = np.random.default_rng(dm.rank).standard_normal((N, N), dtype=np.float32)
+    x = np.random.default_rng(dm.rank).standard_normal((n, n), dtype=np.float32)
     out = []
     for name, a, b in BRIDGE_PAIRS:
         src = Sharding.from_placements(dm.mesh, a.split(), 2, x.shape)
@@ -124,19 +127,25 @@ def bench_bridge(dm, repeat=9):
 
 
 def main() -> None:
+    import argparse
     import logging
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true",
+                    help="1 MiB, two runs each: checks that it runs")
+    quick = ap.parse_args().quick
+    repeat, n = (2, 512) if quick else (9, N)
     logging.getLogger("torch.distributed.tensor._redistribute").setLevel(logging.ERROR)
-    res = run(bench, (2, 2), timeout=120)[0]
-    print(f"2x2 mesh, gloo, {N}x{N} float32 ({N * N * 4 / 2**20:.0f} MiB), 9 runs each, "
+    res = run(bench, (2, 2), repeat, n, timeout=120)[0]
+    print(f"2x2 mesh, gloo, {n}x{n} float32 ({n * n * 4 / 2**20:.0f} MiB), {repeat} runs each, "
           f"4 processes on this machine's cores")
     print(f"{'pair':24s} {'ours ms':>9s} {'DTensor ms':>11s} {'DTensor/ours':>13s} "
           f"{'(min: ours':>11s} {'DTensor)':>9s}")
     for name, a, b, amin, bmin in res:
         print(f"{name:24s} {a * 1e3:9.1f} {b * 1e3:11.1f} {b / a:13.2f} {amin * 1e3:11.1f} "
               f"{bmin * 1e3:9.1f}")
-    bridge = run(bench_bridge, (2, 2), timeout=120)[0]
+    bridge = run(bench_bridge, (2, 2), repeat, n, timeout=120)[0]
     print(f"\nDTensor bridge: meshtensor.dist.redistribute(dt, p) vs dt.redistribute(mesh, p), "
-          f"same DTensors, {N}x{N} float32")
+          f"same DTensors, {n}x{n} float32")
     print(f"{'pair':22s} {'ours ms':>8s} {'DTensor ms':>10s} {'DT/ours':>8s} {'(min: ours':>11s} "
           f"{'DTensor)':>9s} {'ours MiB':>9s} {'DT MiB':>8s} {'DT/ours B':>10s}")
     for name, a, b, amin, bmin, ab, bb in bridge:

@@ -1,11 +1,12 @@
 """Helpers cost nothing: a kernel written with mesh_tensor_functions lowers to the same
 TIR, and compiles in the same time, as the same kernel written by hand.
 
-    python benchmarks/bench_frontend.py
+    python benchmarks/bench_frontend.py [--quick]
 
 Baseline: the hand-written kernel, built and compiled in the same run. Prints whether
 the two are structurally equal (after dropping the metadata attribute) and the ratios
-of the median build (parse) and compile times.
+of the median build (parse) and compile times. ``--quick`` builds and compiles each
+once, TileLang's cache on (a test runs it, so a broken benchmark fails the suite).
 """
 import os
 import sys
@@ -63,23 +64,30 @@ def by_hand():
     return gemm
 
 
-def main() -> None:
+def main(quick: bool = False) -> None:
     h, b = with_helpers(), by_hand()
     equal = tvm.ir.structural_equal(h.without_attr("mesh_tensor_info"), b)
     print(f"same TIR (structural_equal, metadata attribute dropped): {equal}")
-    tb_h, tb_b = timeit(with_helpers, repeat=7), timeit(by_hand, repeat=7)
+    repeat = 1 if quick else 7
+    tb_h, tb_b = timeit(with_helpers, repeat=repeat), timeit(by_hand, repeat=repeat)
     print(f"build  helpers {tb_h * 1e3:7.1f} ms   by hand {tb_b * 1e3:7.1f} ms   ratio {tb_h / tb_b:.2f}")
     # Disable tilelang's kernel cache so both really compile.
-    tilelang.disable_cache()
+    if not quick:  # --quick only checks the benchmark runs: cached compiles will do
+        tilelang.disable_cache()
     with quiet_tilelang():
+        repeat = 1 if quick else 3
+        warmup = 0 if quick else 1
         tc_h = timeit(lambda: tilelang.compile(with_helpers(), target="c", compile_flags=FLAGS),
-                      repeat=3)
+                      repeat=repeat, warmup=warmup)
         tc_b = timeit(lambda: tilelang.compile(by_hand(), target="c", compile_flags=FLAGS),
-                      repeat=3)
+                      repeat=repeat, warmup=warmup)
     print(f"compile helpers {tc_h:6.2f} s   by hand {tc_b:6.2f} s   ratio {tc_h / tc_b:.2f}")
     if not equal:
         raise SystemExit("TIR differs")
 
 
 if __name__ == "__main__":
-    main()
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="one build and compile each")
+    main(ap.parse_args().quick)

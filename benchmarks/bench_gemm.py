@@ -1,6 +1,6 @@
 """Mesh GEMMs on a 4x4 mesh vs torch.mm, 1024x1024x1024 float32 on CPU, one run.
 
-    python benchmarks/bench_gemm.py [size] [algorithm ...]
+    python benchmarks/bench_gemm.py [size] [algorithm ...] [--quick]
 
 Baseline: ``torch.mm`` with the same thread count as the kernels (the C backend runs
 the 16 programs on one thread, so ``torch.set_num_threads(1)``), measured in the same
@@ -8,7 +8,8 @@ run: every kernel and the baseline are timed in interleaved rounds (``--rounds``
 default 11) and compared by medians, so a busy neighbour slows both sides alike. Kernels compile with ``CPU_FLAGS`` (-O3 -march=native). Prints GFLOP/s, the ratio
 to torch.mm, and for each distributed-memory kernel (``*_comm``) the ratio to its
 global-view twin (``summa_comm`` / ``summa``, ``cannon_comm`` / ``cannon``). Aim: the
-comm kernels >= 0.6x torch.mm at 1024^3.
+comm kernels >= 0.6x torch.mm at 1024^3. ``--quick`` runs every kernel once at 64^3 (a
+test runs it, so a broken benchmark fails the suite); its numbers are not measurements.
 """
 import argparse
 import os
@@ -32,7 +33,11 @@ def main() -> None:
     ap.add_argument("algorithm", nargs="*", help=f"kernels to run (default: all of "
                     f"{', '.join(ALGORITHMS + COMM_ALGORITHMS)})")
     ap.add_argument("--rounds", type=int, default=11, help="interleaved timing rounds")
+    ap.add_argument("--quick", action="store_true",
+                    help="size 64, one round: checks that it runs")
     args = ap.parse_args()
+    if args.quick:
+        args.size, args.rounds = 64, 1
     if args.rounds < 1:
         ap.error(f"argument --rounds: must be >= 1, got {args.rounds}")
     if args.size < 1:

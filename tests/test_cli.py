@@ -7,6 +7,7 @@ import pytest
 
 from meshtensor import Mesh, Sharding
 from meshtensor.cli import main, parse_shape, parse_sharding
+from cli_text import read, unwrap
 
 
 def test_plan_command_prints_plan(capsys):
@@ -28,14 +29,14 @@ def test_plan_command_seed_dict_partial_and_halo(capsys):
 @pytest.mark.parametrize("spec", ["__import__('os').system('true')", "[[0]] + [[1]]", "open('x')"])
 def test_specs_are_parsed_safely(spec, capsys):
     assert main(["plan", "--mesh", "2x2", "--shape", "4x4", "--from", spec, "--to", "[]"]) == 2
-    assert "is not a literal" in capsys.readouterr().err
+    assert "is not a literal" in read(capsys)[1]
 
 
 def test_bad_input_messages(capsys):
     assert main(["plan", "--mesh", "2y2", "--shape", "4", "--from", "[]", "--to", "[]"]) == 2
-    assert "expected sizes like '4x4'" in capsys.readouterr().err
+    assert "expected sizes like '4x4'" in read(capsys)[1]
     assert main(["plan", "--mesh", "2", "--shape", "4", "--from", "[]", "--to", "[[3]]"]) == 2
-    assert "out of range" in capsys.readouterr().err
+    assert "out of range" in read(capsys)[1]
 
 
 def test_parsers():
@@ -91,7 +92,9 @@ SHOW = ["show", "--mesh", "2x3", "--shape", "6x6", "--sharding", "[[0],[1]]"]
     pytest.param(PLAN + ["--pairs", "-1"], "argument --pairs: must be >= 0, got -1",
                  id="pairs-negative"),
     pytest.param(PLAN + ["--dtype", "bfloat17"], "argument --dtype: unknown element type "
-                 "'bfloat17'; accepted: bfloat16, bool,", id="dtype-unknown"),
+                 "'bfloat17': give a numeric numpy type (float32, float16, int8, uint8, "
+                 "bool, complex64, ...) or bfloat16, float8_e4m3fn, float8_e5m2",
+                 id="dtype-unknown"),
     pytest.param(PLAN + ["--dtype", "str"], "unknown element type 'str'", id="dtype-not-numeric"),
     pytest.param(SHOW + ["--width", "0"], "argument --width: must be >= 40, got 0", id="width-0"),
     pytest.param(PLAN + ["--width", "39"], "argument --width: must be >= 40, got 39",
@@ -108,7 +111,7 @@ def test_argument_errors_are_one_line_exit_2(argv, message, capsys):
     with pytest.raises(SystemExit) as e:
         main(argv)
     assert e.value.code == 2
-    out, err = capsys.readouterr()
+    out, err = read(capsys)
     assert out == "" and message in err
     assert err.count("\n") == 1 and "--help" in err and "Traceback" not in err
 
@@ -118,7 +121,7 @@ def test_argument_error_from_the_command_line():
                        capture_output=True, text=True)
     assert (r.returncode, r.stdout) == (2, "")
     assert r.stderr == ("meshtensor demo: error: argument --size: must be >= 1, got 0 "
-                        "(see 'meshtensor demo --help')\n")
+                        "(see 'meshtensor\n  demo --help')\n")  # wrapped to 80 columns
 
 
 @pytest.mark.parametrize("argv,message", [
@@ -143,7 +146,7 @@ def test_argument_error_from_the_command_line():
 ])
 def test_bad_values_fail_before_printing(argv, message, capsys):
     assert main(argv) == 2
-    out, err = capsys.readouterr()
+    out, err = read(capsys)
     assert out == "" and message in err and err.count("\n") == 1
 
 
@@ -183,15 +186,15 @@ def test_png_creates_only_the_last_missing_folder(tmp_path, capsys):
     assert target.stat().st_size > 0 and f"saved {target}" in capsys.readouterr().out
     deep = tmp_path / "typo" / "dir" / "layout.png"
     assert main(SHOW + ["--png", str(deep)]) == 2
-    out, err = capsys.readouterr()
+    out, err = read(capsys)
     assert out == "" and not (tmp_path / "typo").exists()
     assert f"--png: the folder '{tmp_path / 'typo'}' does not exist (only the last folder" in err
     (tmp_path / "file").write_text("")
     assert main(PLAN + ["--png", str(tmp_path / "file" / "plan.png")]) == 2
-    out, err = capsys.readouterr()
-    assert out == "" and "--png: cannot create the folder" in err
+    out, err = read(capsys)
+    assert out == "" and f"--png: '{tmp_path / 'file'}' is a file, not a folder" in err
     assert main(SHOW + ["--png", str(tmp_path)]) == 2
-    assert "expected a file name ending in .png" in capsys.readouterr().err
+    assert "expected a file name ending in .png" in read(capsys)[1]
 
 
 @pytest.mark.parametrize("path, message", [
@@ -210,7 +213,7 @@ def test_png_path_is_checked_before_drawing(path, message, capsys, monkeypatch):
     monkeypatch.setattr(V, "save_plan_png", no_drawing)
     for argv in (SHOW, PLAN):
         assert main(argv + ["--png", path]) == 2
-        out, err = capsys.readouterr()
+        out, err = read(capsys)
         assert out == "" and message in err and err.count("\n") == 1
     assert not pathlib.Path("/nonexistent").exists()
 
@@ -243,14 +246,14 @@ def test_png_leaves_no_file_when_the_check_passes_but_nothing_is_drawn(tmp_path,
     pytest.param(["demo", "--spmdize", "--algorithm", "local"], "one of summa, cannon, got "
                  "'local'", id="spmdize-local"),
     pytest.param(["demo", "--algorithm", "summa_com"], "meshtensor demo: error: --algorithm: "
-                 "one of summa_comm, cannon_comm, ksplit_comm, summa, cannon, local, got "
-                 "'summa_com'", id="algorithm-typo"),
+                 "one of summa_comm, cannon_comm, ksplit_comm, splitk_comm, cannon25d_comm, "
+                 "local, summa, cannon, got 'summa_com'", id="algorithm-typo"),
     pytest.param(["demo", "--spmdize", "--target", "cuda"], "--spmdize runs on CPU "
                  "(--target c), got --target cuda", id="spmdize-cuda"),
 ])
 def test_our_own_messages(argv, message, capsys):
     assert main(argv) == 2
-    out, err = capsys.readouterr()
+    out, err = read(capsys)
     assert out == "" and message in err and err.count("\n") == 1 and "Traceback" not in err
 
 
@@ -273,9 +276,9 @@ def test_demo_target_cuda_without_a_gpu_says_so_at_once():
     # the 3.6 s it took were torch's and tilelang's imports: neither happens now (a
     # wall-clock bound would only measure how busy the machine is)
     assert (rc, torch_loaded, tilelang_loaded) == ("2", "False", "False")
-    assert r.stderr == ("meshtensor demo: error: --target cuda needs a CUDA GPU; none is "
-                        "visible (no /dev/nvidia* device, or CUDA_VISIBLE_DEVICES hides "
-                        "them)\n")
+    assert unwrap(r.stderr) == ("meshtensor demo: error: --target cuda needs a CUDA GPU; "
+                                "none is visible (no /dev/nvidia* device, or "
+                                "CUDA_VISIBLE_DEVICES hides them)\n")
 
 
 @pytest.mark.parametrize("files, hidden, want", [
@@ -323,7 +326,7 @@ def test_seed_dict_is_checked_against_the_shape_rank(capsys):
                  "--to", "[]"]) == 0
     capsys.readouterr()
     assert main(["show", "--mesh", "2x2", "--shape", "8x12", "--sharding", '{"x": 5}']) == 2
-    assert "tensor dim 5, out of range [0, 2) for ndim=2" in capsys.readouterr().err
+    assert "tensor dim 5, out of range [0, 2) for ndim=2" in read(capsys)[1]
 
 
 # -- 80 columns ---------------------------------------------------------------------------
@@ -388,3 +391,148 @@ def test_width_is_the_terminals_when_stdout_is_one(capsys, monkeypatch):
     assert cli.output_width() == 40  # the narrowest layout
     monkeypatch.setattr(sys.stdout, "isatty", lambda: False, raising=False)
     assert cli.output_width() == 80  # piped: 80 whatever COLUMNS says
+
+
+@pytest.mark.parametrize("argv", [
+    ["show", "--mesh", "64x64", "--shape", "1024x1024", "--sharding", "[[0],[1]]"],
+    ["plan", "--mesh", "64x64", "--shape", "1024x1024", "--from", "[[0],[1]]",
+     "--to", "[[1],[0]]"],
+], ids=["show", "plan"])
+def test_closed_pipe_ends_quietly(argv):
+    """Issue 30: `meshtensor show ... | head -1` printed 'error: [Errno 32] Broken pipe'
+    and exited 2. The reader here closes the pipe before the command writes a byte,
+    so the write always fails: the command must end quietly with status 141, as a C
+    tool killed by SIGPIPE does."""
+    p = subprocess.Popen([sys.executable, "-m", "meshtensor", *argv], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=60) == 141 and err == ""
+
+
+def test_closed_pipe_on_help_is_quiet():
+    """argparse's help swallows the failed write itself and exits 0."""
+    p = subprocess.Popen([sys.executable, "-m", "meshtensor", "--help"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.close()
+    assert p.stderr.read().decode() == "" and p.wait(timeout=60) in (0, 141)
+
+
+@pytest.mark.parametrize("size, free, words", [
+    ("100000", None, "TileLang indexes buffers with int32"),
+    ("46214", None, "at most --size 46213"),
+    ("40000", 24 * 2 ** 30, "needs about 107.3 GiB of memory"),
+    ("4000", 2 ** 30, "at most --size 3861"),
+], ids=["int32", "int32-edge", "memory", "memory-small"])
+def test_demo_refuses_huge_sizes_before_building(size, free, words, capsys, monkeypatch):
+    """Issue 30: `demo --size 100000` printed its header, then TVM's 'Check failed:
+    value < 1LL << (dtype.bits() - 1)'; `--size 40000` ended in torch's allocation
+    traceback. Both are refused before anything is built or printed."""
+    from meshtensor import cli
+    monkeypatch.setattr(cli, "available_memory", lambda: free)
+    assert main(["demo", "--size", size]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == "" and words in cap.err
+
+
+def test_demo_size_refusal_imports_nothing_heavy():
+    code = ("import sys; from meshtensor.cli import main; rc = main(['demo', '--size', "
+            "'100000']); heavy = {'tilelang', 'torch', 'tvm'} & set(sys.modules); "
+            "print(rc, sorted(heavy))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.stdout.split("\n")[0] == "2 []", r.stdout + r.stderr
+
+
+def test_available_memory_reads_meminfo_and_cgroup(tmp_path):
+    from meshtensor.cli import available_memory
+    (tmp_path / "meminfo").write_text("MemTotal: 100 kB\nMemAvailable:    2048 kB\n")
+    cg = tmp_path / "cg"
+    cg.mkdir()
+    assert available_memory(str(tmp_path / "meminfo"), str(cg)) == 2048 * 1024
+    (cg / "memory.max").write_text("1048576\n")
+    (cg / "memory.current").write_text("524288\n")
+    assert available_memory(str(tmp_path / "meminfo"), str(cg)) == 524288
+    (cg / "memory.max").write_text("max\n")
+    assert available_memory(str(tmp_path / "meminfo"), str(cg)) == 2048 * 1024
+
+
+@pytest.mark.parametrize("flag, name", [("--trace", "t.json"), ("--png", "g.png")])
+def test_profile_output_paths_are_checked_like_show(flag, name, tmp_path, capsys):
+    """Issue 30: `profile --trace /nonexistent/dir/t.json` created /nonexistent/dir
+    (show and plan refuse such paths); `--trace afile/sub/t.json` gave a bare
+    '[Errno 20] Not a directory'."""
+    if flag == "--png":
+        pytest.importorskip("matplotlib")
+    deep = tmp_path / "typo" / "dir" / name
+    assert main(["profile", flag, str(deep)]) == 2
+    out, err = read(capsys)
+    assert out == "" and not (tmp_path / "typo").exists()
+    assert f"{flag}: the folder '{tmp_path / 'typo'}' does not exist" in err
+    (tmp_path / "afile").write_text("")
+    assert main(["profile", flag, str(tmp_path / "afile" / "sub" / name)]) == 2
+    out, err = read(capsys)
+    assert out == "" and f"{flag}: '{tmp_path / 'afile'}' is a file, not a folder" in err
+    assert "Errno" not in err
+
+
+@pytest.mark.parametrize("argv", [
+    PLAN + ["--dtype", "foo"],
+    ["plan", "--mesh", "2y3", "--shape", "6", "--from", "[]", "--to", "[]"],
+    ["show", "--mesh", "2x3", "--shape", "6x6", "--sharding", "[[0],[1]]", "--halo",
+     "[[1,1,1],[0,2]]"],
+    ["demo", "--size", "100000"],
+    ["profile", "--machine", "no-such-machine-name-at-all"],
+], ids=["dtype", "mesh", "halo", "demo-size", "profile-machine"])
+def test_errors_fit_80_columns(argv, capsys):
+    """Issue 30: `--dtype foo` gave a line of about 300 characters, `--mesh 2y3` about
+    100. Messages are wrapped to the width, later lines indented by two."""
+    try:
+        assert main(argv) == 2
+    except SystemExit as e:
+        assert e.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("meshtensor ") and "error: " in err
+    assert max(map(len, err.splitlines())) <= 80, err
+    assert all(ln.startswith("  ") for ln in err.splitlines()[1:])
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--mesh", "4y4"], "expected a square mesh like 4x4"),
+    (["nofile.py:gemm"], "'nofile.py' is not a Python file"),
+    (["--mesh", "32x32"], "a 32x32 mesh does not fit machine 'generic'"),
+    (["--dtype", "foo"], "--dtype: unknown element type 'foo'"),
+    (["--compare", "--mesh", "3x4"], "square n x n mesh"),
+    (["nofile.py:gemm", "--mesh", "2y2"], "'nofile.py' is not a Python file"),
+], ids=["mesh-typo", "no-file", "mesh-too-big", "dtype", "compare-not-square",
+        "file-and-mesh"])
+def test_profile_refuses_before_heavy_imports(argv, words):
+    """Issue 30: `profile --mesh 4y4` took 4.2 s to fail, a missing kernel file 6.3 s,
+    `--mesh 32x32` 9.0 s: the arguments were checked after importing TileLang."""
+    code = (f"import sys; from meshtensor.cli import main; rc = main({['profile'] + argv!r}); "
+            f"print(rc, sorted({{'tilelang', 'torch', 'tvm'}} & set(sys.modules)))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.stdout.splitlines()[-1] == "2 []", r.stdout + r.stderr
+    assert words in unwrap(r.stderr)
+
+
+def test_smaller_messages_say_what_is_true(capsys):
+    """Issue 30 item 12: `[["x","x"]]` said "used twice, by dims 0 and 0";
+    `[[0],[1],[]]` was accepted silently for a 2-D shape; "a target (a4e)" was not
+    explained in --help."""
+    assert main(["show", "--mesh", "2x2", "--shape", "4x4", "--sharding",
+                 '[["x","x"]]']) == 2
+    err = read(capsys)[1]
+    assert "mesh axis 'x' (0) is listed twice in split_axes[0]" in err and "0 and 0" not in err
+    for argv in (["show", "--mesh", "2x2", "--shape", "4x4", "--sharding", "[[0],[1],[]]"],
+                 ["plan", "--mesh", "2x2", "--shape", "4x4", "--from", "[[0],[1],[]]",
+                  "--to", "[]"]):
+        assert main(argv) == 2
+        out, err = read(capsys)
+        assert out == "" and "has 3 entries, one per tensor dim, but --shape has rank 2" in err
+    assert main(["show", "--mesh", "2x2", "--shape", "4x4x1", "--sharding", "[[0],[1],[]]"]) == 0
+    capsys.readouterr()
+    for cmd in ("show", "plan"):
+        with pytest.raises(SystemExit):
+            main([cmd, "--help"])
+        assert "a named mesh accelerator (a target) and its mesh of cores: a4e: 4x4, " \
+               "a4e-lite: 2x4" in " ".join(capsys.readouterr().out.split())

@@ -26,9 +26,10 @@ def tables():
         from meshtensor.dist.engine import TORCH
         out["torch"] = TORCH
     if HAVE_TILELANG:
+        from meshtensor.tilelang.analysis.comm_cost import COLLECTIVE_COSTS
         from meshtensor.tilelang.analysis.flows import FLOWS
         from meshtensor.tilelang.transform.lower_comm import TIR
-        out["tir"], out["flows"] = TIR, FLOWS
+        out["tir"], out["flows"], out["perf"] = TIR, FLOWS, COLLECTIVE_COSTS
     return out
 
 
@@ -51,7 +52,7 @@ def test_every_declared_backend_is_registered(backend):
     assert missing == [], f"ops declaring backend {backend!r} without an entry: {missing}"
     declared = {k for n, d in DECLS.items() if backend in d.backends for k in keys(n, backend)}
     assert sorted(set(table) - declared) == [], f"{backend} entries nobody declared"
-    if backend in ("tir", "flows"):
+    if backend in ("tir", "flows", "perf"):
         for n, d in DECLS.items():
             assert bool(keys(n, backend)) == (backend in d.backends), n
 

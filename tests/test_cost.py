@@ -12,18 +12,26 @@ SETTINGS = settings(max_examples=n_examples(150), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 
 
-def walk_link_loads(mesh, src, dst, nbytes):
-    """Reference: move each flow one link at a time, axis 0 first."""
+def walk_link_loads(mesh, src, dst, nbytes, wrap=None):
+    """Reference: move each flow one link at a time, axis 0 first; on a ring (``wrap``)
+    the shorter way round, upward on a tie."""
+    wrap = wrap or (False,) * mesh.ndim
     loads = np.zeros((mesh.ndim, 2) + mesh.shape, dtype=np.int64)
     for s, d, b in zip(src.tolist(), dst.tolist(), nbytes.tolist()):
         c, t = list(mesh.multi_index(s)), mesh.multi_index(d)
         for a in range(mesh.ndim):
+            n = mesh.shape[a]
+            if wrap[a]:
+                up = (t[a] - c[a]) % n
+                step = 1 if 0 < up <= n - up else -1
+            else:
+                step = 1 if t[a] > c[a] else -1
             while c[a] != t[a]:
-                if t[a] > c[a]:
+                if step > 0:
                     loads[(a, 0) + tuple(c)] += b
-                    c[a] += 1
+                    c[a] = (c[a] + 1) % n
                 else:
-                    c[a] -= 1
+                    c[a] = (c[a] - 1) % n
                     loads[(a, 1) + tuple(c)] += b
     return loads
 
@@ -39,6 +47,10 @@ def test_xy_link_loads_match_a_hop_by_hop_walk(mesh, data):
     assert np.array_equal(loads, walk_link_loads(mesh, src, dst, nb))
     f = Flows(src, dst, nb)
     assert f.link_bytes(mesh) == int((nb * hops(mesh, src, dst)).sum())
+    wrap = tuple(data.draw(st.lists(st.booleans(), min_size=mesh.ndim, max_size=mesh.ndim)))
+    loads = xy_link_loads(mesh, src, dst, nb, wrap=wrap)
+    assert np.array_equal(loads, walk_link_loads(mesh, src, dst, nb, wrap))
+    assert int(loads.sum()) == int((nb * hops(mesh, src, dst, wrap)).sum())
 
 
 @SETTINGS

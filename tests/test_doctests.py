@@ -5,10 +5,17 @@ import importlib.util
 
 import pytest
 
-MODULES = ["meshtensor", "meshtensor.mesh", "meshtensor.sharding", "meshtensor.mesh_array",
-           "meshtensor.collectives", "meshtensor.reduction", "meshtensor.cost", "meshtensor.boxes",
-           "meshtensor.text", "meshtensor.visualize",
-           "meshtensor.resharding"]
+import pkgutil
+
+import meshtensor
+
+# every module of the core layer (the kernel layer's and meshtensor.dist's doctests run
+# in their own test folders; the command line's in tests/test_cli.py)
+MODULES = ["meshtensor"] + sorted(
+    m.name for m in pkgutil.walk_packages(meshtensor.__path__, "meshtensor.")
+    if not m.name.startswith(("meshtensor.tilelang", "meshtensor.dist", "meshtensor.cli",
+                              "meshtensor.profile_cli", "meshtensor.calibrate_cli",
+                              "meshtensor.__main__")))
 
 
 HAVE_TORCH = importlib.util.find_spec("torch") is not None

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import meshtensor
-from meshtensor.machines import FIELDS, PRESETS, Machine, get_machine, load_machine, \
-    machine_names
+from meshtensor.machines import FIELDS, OPTIONAL_FIELDS, PRESETS, Machine, get_machine, \
+    load_machine, machine_names
 
 STATUS = ("published:", "derived:", "measured:", "assumed:")
 GOOD = {"name": "chip", "mesh_shape": [4, 4], "flops_per_s": {"float32": 2e9},
@@ -18,13 +18,18 @@ GOOD = {"name": "chip", "mesh_shape": [4, 4], "flops_per_s": {"float32": 2e9},
 @pytest.mark.parametrize("name", sorted(PRESETS))
 def test_every_preset_number_says_where_it_comes_from(name):
     m = PRESETS[name]
-    assert set(m.sources) == set(FIELDS)  # the mesh's too
+    given = {k for k in OPTIONAL_FIELDS if k in m.as_dict()}
+    assert set(m.sources) == set(FIELDS) | given  # the mesh's too, and every option set
     for key, src in m.sources.items():
         assert src.startswith(STATUS), (name, key, src)
+    assumed = sum(s.startswith("assumed:") for s in m.sources.values())
     if name == "generic":  # every number of the generic preset is an assumption
-        assert all(s.startswith("assumed:") for s in m.sources.values())
+        assert assumed == len(m.sources)
+    elif name == "sunmmio-a4e":  # its target gives the mesh and the memories only
+        assert {k for k, s in m.sources.items() if not s.startswith("assumed:")} == \
+            {"mesh_shape", "memories", "local_memory_bytes", "overlap"}
     else:  # a published chip: most of its numbers are not assumptions
-        assert sum(s.startswith("assumed:") for s in m.sources.values()) <= 1
+        assert assumed <= 1
 
 
 def test_presets_hold_the_published_figures():
@@ -32,7 +37,15 @@ def test_presets_hold_the_published_figures():
     assert (e16.mesh_shape, e16.hop_latency, e16.local_memory_bytes) == ((4, 4), 1.5e-9, 32768)
     assert e16.rate("float32") * 16 == 32e9  # 32 GFLOPS peak over 16 cores
     assert (wh.link_bandwidth, wh.hop_latency, wh.local_memory_bytes) == (32e9, 9e-9, 1499136)
-    assert wh.rate("bfloat16") == 2.048e12 and wh.mem_bandwidth * 64 == 288e9
+    assert wh.rate("bfloat16") == 2.048e12 and wh.core_mem_bandwidth(64) * 64 == 288e9
+    assert wh.rate("float32") == 1.024e12  # TF32 on the matrix unit, 4 fidelity phases
+    assert wh.torus == (True, True) and wh.multicast and wh.overlap == 1.0
+    # the fit to the one-to-one table: 22 cycles per message, 268 per barrier, so a
+    # 7-message broadcast's fixed costs are 7 x 22 + 268 = 422 cycles (was 7 x 294)
+    assert (wh.message_overhead, wh.barrier_latency) == (2.2e-8, 2.68e-7)
+    sun = PRESETS["sunmmio-a4e"]  # the upstream target's facts
+    assert sun.mesh_shape == (4, 4) and dict(sun.memories) == {
+        "shared.asram": 1048576, "shared.rsram": 1536000, "shared.wsram": 2097152}
     g = PRESETS["generic"]  # the traffic analysis's defaults are the same assumptions
     assert (g.link_bandwidth, g.hop_latency) == (32e9, 1e-9)
     assert meshtensor.get_machine is get_machine and machine_names() == sorted(PRESETS)
@@ -56,6 +69,9 @@ def test_machine_files_load(tmp_path, fmt):
 def test_replace_and_round_trip():
     m = PRESETS["wormhole-n300"]
     assert Machine.from_dict(m.as_dict()) == m
+    assert Machine.from_dict(json.loads(json.dumps(m.as_dict()))) == m  # as a file holds it
+    sun = PRESETS["sunmmio-a4e"]
+    assert Machine.from_dict(json.loads(json.dumps(sun.as_dict()))) == sun
     assert m.replace(link_bandwidth=64e9).link_bandwidth == 64e9
     assert hash(m) == hash(Machine.from_dict(m.as_dict()))
 
@@ -84,6 +100,15 @@ def test_replace_and_round_trip():
                  id="sources-not-a-table"),
     pytest.param({"sources": {"hop_latency": 1.5}}, "sources must map field names",
                  id="source-not-a-string"),
+    pytest.param({"overlap": 1.5}, r"machine 'chip': overlap must be in \[0, 1\], got 1.5",
+                 id="overlap-above-1"),
+    pytest.param({"torus": [True]}, "torus must list one boolean per mesh axis .2., got "
+                 r"\(True,\)", id="torus-one-axis"),
+    pytest.param({"barrier_latency": -1}, "barrier_latency must be >= 0", id="neg-barrier"),
+    pytest.param({"multicast_bandwidth": 0}, "multicast_bandwidth must be > 0",
+                 id="zero-multicast"),
+    pytest.param({"memories": {"shared.rsram": 0}}, "memories must map buffer scopes to "
+                 "positive ints", id="empty-memory"),
 ])
 def test_bad_numbers_name_the_field(change, message):
     with pytest.raises(ValueError, match=message):
@@ -109,7 +134,7 @@ def test_negative_number_in_a_file_is_named(tmp_path):
 
 @pytest.mark.parametrize("spec,message", [
     pytest.param("tpu-v9", "unknown machine 'tpu-v9'; known machines: epiphany-e16g301, "
-                 "epiphany-e64g401, generic, wormhole-n300", id="unknown-name"),
+                 "epiphany-e64g401, generic, sunmmio-a4e, wormhole-n300", id="unknown-name"),
     pytest.param("nowhere.json", "machine file 'nowhere.json': cannot read it", id="no-file"),
 ])
 def test_unknown_machine(spec, message):

@@ -295,26 +295,28 @@ def test_plans_are_immutable_values_and_cached():
 
 
 def test_plan_cache_is_bounded_by_bytes_too(monkeypatch):
-    from meshtensor import resharding
+    from meshtensor.resharding import cache as C
     m = Mesh([2, 3])
     src, tgt = Sharding(m, [[0], [1]]), Sharding(m, [[1], [0]])
-    one = resharding._steps_nbytes(plan_reshard(src, tgt, (6, 6)).steps)
+    built = plan_reshard(src, tgt, (6, 6)).steps
+    built[0].src  # (rows are built on first use)
+    one = C.steps_nbytes(built)
     assert one > 0  # a swap is point-to-point transfers
-    cache = resharding._PlanCache(maxsize=8, maxbytes=2 * one)
-    monkeypatch.setattr(resharding, "_cached_plan", cache)
+    cache = C.PlanCache(maxsize=8, maxbytes=2 * one)
+    monkeypatch.setattr(C, "PLANS", cache)
     lazy = plan_reshard(src, tgt, (6, 6))
-    assert "steps" not in lazy.__dict__ and cache.cache_info().nbytes == 0
-    lazy.steps  # rows built after caching are counted then
+    assert "rows" not in lazy.steps[0].__dict__ and cache.cache_info().nbytes == 0
+    lazy.steps[0].src  # rows built after caching are counted then
     assert cache.cache_info().nbytes == one
     for n in (12, 18):  # same row count each: the third evicts the first
-        plan_reshard(src, tgt, (n, n)).steps
+        plan_reshard(src, tgt, (n, n)).steps[0].src
     info = cache.cache_info()
     assert (info.currsize, info.nbytes, info.misses) == (2, 2 * one, 3)
     plan_reshard(src, tgt, (6, 6))
     assert cache.cache_info().misses == 4  # evicted: planned again
-    small = resharding._PlanCache(maxsize=8, maxbytes=one - 1)
-    monkeypatch.setattr(resharding, "_cached_plan", small)
-    plan_reshard(src, tgt, (6, 6)).steps
+    small = C.PlanCache(maxsize=8, maxbytes=one - 1)
+    monkeypatch.setattr(C, "PLANS", small)
+    plan_reshard(src, tgt, (6, 6)).steps[0].flows
     assert small.cache_info().currsize == 0  # larger than the whole budget: not kept
 
 
@@ -382,7 +384,8 @@ def test_even_fast_path_equals_the_general_planner_on_every_refinement_of_2x2x2(
     # Pure refinements and coarsenings skip _next_move: every sharding of a rank-3 tensor
     # against each of its per-dim prefix cuts, both ways (a coarsening over two dims
     # once built a wrong intermediate layout that random pairs did not find).
-    from meshtensor import resharding
+    from meshtensor.resharding.even import even_plan
+    from meshtensor.resharding.planner import general_plan
     m = Mesh([2, 2, 2])
     shape = (8, 8, 8)
     n = 0
@@ -390,31 +393,33 @@ def test_even_fast_path_equals_the_general_planner_on_every_refinement_of_2x2x2(
         for keep in itertools.product(*(range(len(a) + 1) for a in s.split_axes)):
             cut = Sharding(m, [a[:k] for a, k in zip(s.split_axes, keep)])
             for src, tgt in ((s, cut), (cut, s)):
-                fast = resharding._even_plan(src, tgt, shape, 4)
-                general = resharding._general_plan(src, tgt, shape, 4)
-                assert fast == general, (src, tgt, fast.moves, general.moves)
+                fast = even_plan(src, tgt, shape, 4)
+                general = general_plan(src, tgt, shape, 4)
+                assert fast == general, (src, tgt, fast.steps, general.steps)
                 n += 1
     assert n > 300
 
 
 def test_fast_path_plans_build_their_steps_when_read():
-    from meshtensor import resharding
+    from meshtensor.resharding.even import even_plan
+    from meshtensor.resharding.planner import general_plan
     m = Mesh([4, 4])
     p = plan_reshard(Sharding(m, [[0], [1]]), Sharding(m, [[1], [0]]), (16, 16, 4))
-    assert "steps" not in p.__dict__ and [mv.op for mv in p.moves] == ["transfers"]
-    assert p.bytes_moved == p.lower_bound_bytes == p.moves[0].bytes > 0
-    steps = p.steps
-    assert p.steps is steps and steps[0].bytes == p.bytes_moved
-    assert resharding._general_plan(p.src, p.tgt, p.global_shape, 4).steps == steps
+    (step,) = p.steps
+    assert step.op == "transfers" and "rows" not in step.__dict__  # decided, not built
+    assert "flows" not in step.__dict__ and p.moves is p.steps
+    assert p.bytes_moved == p.lower_bound_bytes == step.bytes > 0
+    assert general_plan(p.src, p.tgt, p.global_shape, 4).steps == p.steps  # builds rows
+    assert "rows" in step.__dict__ and step.flows.total() == step.bytes
     # sizes past int64 go to the general planner, as do arguments the fast path does not
     # take (it checks them)
-    assert resharding._even_plan(p.src, p.tgt, (2 ** 40, 2 ** 40, 4), 4) is None
-    assert resharding._even_plan(p.src, p.tgt, (2 ** 20, 2 ** 20, 4), 4) is not None
+    assert even_plan(p.src, p.tgt, (2 ** 40, 2 ** 40, 4), 4) is None
+    assert even_plan(p.src, p.tgt, (2 ** 20, 2 ** 20, 4), 4) is not None
     m = p.src.mesh  # layouts with more than split axes are the general planner's
     for other in (Sharding(m, [[0]], halo_sizes=[1, 1]), Sharding(m, [[1]], partial={0: "sum"}),
                   Sharding(m, [[0]], sharded_dims_offsets=[0, 4, 8, 12, 16])):
-        assert resharding._even_plan(other, p.tgt, (16, 16, 4), 4) is None
-        assert resharding._even_plan(p.src, other, (16, 16, 4), 4) is None
+        assert even_plan(other, p.tgt, (16, 16, 4), 4) is None
+        assert even_plan(p.src, other, (16, 16, 4), 4) is None
     with pytest.raises(ValueError, match="itemsize"):
         plan_reshard(p.src, p.tgt, (16, 16, 4), 0)
     with pytest.raises(ValueError, match="rank"):
@@ -455,3 +460,55 @@ def test_largest_plannable_counts_are_exact_python_ints():
     # (0, 1) and (1, 0) swap their quarters, the diagonal keeps its own: half of 2^57 B
     assert p.bytes_moved == p.lower_bound_bytes == 2 ** 56
     assert type(p.bytes_moved) is int and "72057594037927936" in p.explain()
+
+
+def test_one_step_model_and_the_public_names():
+    """Issue 26: resharding.py held two step models (the planner's Move and the
+    executors' CollectiveStep/TransferStep). A plan's steps are its decisions now, one
+    Step record each; the old names still import and mean the same."""
+    import meshtensor
+    from meshtensor.resharding import (CollectiveStep, Move, ReshardPlan, Step, Transfer,
+                                       TransferStep, apply_step, new_local_shape,
+                                       own_cells, plan_reshard as pr, reshard as rs,
+                                       transfer_step)
+    assert Move is Step and pr is meshtensor.plan_reshard and rs is meshtensor.reshard
+    assert meshtensor.apply_step is apply_step and meshtensor.ReshardPlan is ReshardPlan
+    assert callable(new_local_shape) and callable(own_cells) and callable(transfer_step)
+    m = Mesh([2, 2])
+    p = plan_reshard(Sharding(m, [[0], [1]], partial=None), Sharding(m, [[1], [0]]), (4, 4))
+    q = plan_reshard(Sharding(m, [[0], [1]]), Sharding(m, []), (4, 4))
+    for step in p.steps + q.steps:
+        assert isinstance(step, Step) and type(step) in (CollectiveStep, TransferStep)
+        assert step.global_shape == (4, 4) and step.itemsize == 4
+    assert p.moves is p.steps and isinstance(p.steps[0].transfers[0], Transfer)
+    import pickle
+    assert pickle.loads(pickle.dumps(p.steps)) == p.steps  # values survive pickling
+
+
+def test_cache_hits_need_the_checked_objects():
+    """The cache's fast path (issue 30 item 15: a hit took 0.9-1.5 us, DTensor's cached
+    planner 0.4-0.6) answers only a call with the very objects an earlier call was
+    checked with; an equal shape of floats, an equal itemsize of another type or
+    nothing at all still goes through the checks."""
+    m = Mesh([2, 2])
+    src, tgt = Sharding(m, [[0]]), Sharding(m, [[1]])
+    shape = (4, 4)
+    p = plan_reshard(src, tgt, shape)
+    assert plan_reshard(src, tgt, shape) is p  # the last call
+    plan_reshard(tgt, src, shape)
+    assert plan_reshard(src, tgt, shape) is p  # through the index
+    assert plan_reshard(Sharding(m, [[0]]), Sharding(m, [[1]]), (4, 4)) is p  # equal values
+    with pytest.raises(TypeError, match=r"global_shape\[0\] must be an int, got 4.0"):
+        plan_reshard(src, tgt, (4.0, 4.0))
+    with pytest.raises(ValueError, match="itemsize must be a positive int, got 4.0"):
+        plan_reshard(src, tgt, shape, 4.0)
+    plan_reshard.cache_clear()
+    with pytest.raises(TypeError, match="src must be a Sharding, got NoneType"):
+        plan_reshard(None, None, None, None)
+    info = plan_reshard.cache_info()
+    plan_reshard(src, tgt, shape)
+    plan_reshard(src, tgt, shape)
+    plan_reshard(tgt, src, shape)
+    plan_reshard(src, tgt, shape)
+    got = plan_reshard.cache_info()
+    assert (got.hits - info.hits, got.misses - info.misses) == (2, 2)

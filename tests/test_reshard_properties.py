@@ -5,7 +5,10 @@ import math
 import numpy as np
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from meshtensor import distribute, plan_reshard, reshard, resharding
+from meshtensor import distribute, plan_reshard, reshard
+from meshtensor.resharding.even import even_plan
+from meshtensor.resharding.planner import general_plan
+from meshtensor.resharding.steps import STEP_FIELDS, make_step
 from meshtensor import Sharding
 from strategies import meshes, n_examples, partial_terms, shapes, shardings
 
@@ -95,23 +98,32 @@ def even_pairs(draw):
 @given(even_pairs(), st.sampled_from([1, 4, 8]))
 def test_even_fast_path_equals_the_general_planner(case, itemsize):
     mesh, shape, src, tgt = case
-    fast = resharding._even_plan(src, tgt, shape, itemsize)
-    assert fast is not None and "steps" not in fast.__dict__  # decided, nothing built yet
-    general = resharding._general_plan(src, tgt, shape, itemsize)
-    assert fast == general, (fast.moves, general.moves)
+    fast = even_plan(src, tgt, shape, itemsize)
+    assert fast is not None  # decided, nothing built yet:
+    assert not any({"flows", "rows"} & set(s.__dict__) for s in fast.steps)
+    general = general_plan(src, tgt, shape, itemsize)
+    assert fast == general, (fast.steps, general.steps)  # (rows compared too)
     assert fast.lower_bound_bytes == general.lower_bound_bytes
-    assert fast.steps == general.steps  # built from the moves = built while planning
-    assert [s.bytes for s in fast.steps] == [m.bytes for m in fast.moves]
+    assert [_pairs(s) for s in fast.steps] == [_pairs(s) for s in general.steps]
+    assert [s.flows.total() for s in fast.steps] == [s.bytes for s in fast.steps]
 
 
 @SETTINGS
 @given(pairs())
-def test_steps_rebuilt_from_moves_equal_the_planned_steps(case):
+def test_steps_built_on_first_use_equal_the_planned_steps(case):
+    """The planner builds flows and rows while it compares candidates; a step holding
+    only the decision builds the same ones when first read."""
     mesh, shape, src, tgt = case
-    general = resharding._general_plan(src, tgt, shape, 4)
-    fresh = resharding.ReshardPlan(src, tgt, shape, 4, general.moves, general.lower_bound_bytes)
-    assert fresh.steps == general.steps
-    assert [s.bytes for s in fresh.steps] == [m.bytes for m in general.moves]
+    general = general_plan(src, tgt, shape, 4)
+    fresh = [make_step(*(getattr(s, f) for f in STEP_FIELDS)) for s in general.steps]
+    assert not any({"flows", "rows"} & set(s.__dict__) for s in fresh)
+    assert tuple(fresh) == general.steps  # (rows built and compared)
+    assert [_pairs(s) for s in fresh] == [_pairs(s) for s in general.steps]
+    assert [s.flows.total() for s in fresh] == [s.bytes for s in general.steps]
+
+
+def _pairs(step):
+    return sorted(step.flows.pairs())
 
 
 @settings(max_examples=n_examples(150), deadline=None,

@@ -163,3 +163,11 @@ def test_regions_are_vectorised_and_read_only():
     assert starts.shape == (6, 2) and not starts.flags.writeable and not stops.flags.writeable
     assert s.dim_of("y") == 0 and s.dim_of("x") == 1 and s.shard_count(1) == 2
     assert s.replicated_axes == () and Sharding(M23, [[1]]).replicated_axes == (0,)
+
+
+def test_an_axis_listed_twice_for_one_dim_says_so():
+    with pytest.raises(ValueError, match=r"mesh axis 'x' \(0\) is listed twice in "
+                                         r"split_axes\[0\]; a mesh axis may split a dim once"):
+        Sharding(Mesh([2, 2]), [["x", "x"]])
+    with pytest.raises(ValueError, match=r"used twice, by dims 0 and 1"):
+        Sharding(Mesh([2, 2]), [["x"], ["x"]])

@@ -151,18 +151,19 @@ def test_64x64_png(tmp_path):
     assert q.stat().st_size > 5000
 
 
-def test_binned_plan_png_keeps_linear_ids_on_its_axes(tmp_path, monkeypatch):
-    # 32x32 = 1024 devices are drawn in 512 bins per side; the axes still say "linear
-    # id", so they must span the ids 0..1023, not the bin numbers 0..511.
+def test_binned_plan_png_names_blocks_by_their_first_device(tmp_path, monkeypatch):
+    # 32x32 = 1024 devices are drawn in 512 bins per side; each tick names its block's
+    # first device by coordinates, so the ticks span (0, 0) to (31, 30), not 0..511.
     plt = pytest.importorskip("matplotlib.pyplot")
     monkeypatch.setattr(plt, "close", lambda fig=None: None)  # keep the figure to look at
     m = Mesh([32, 32])
     save_plan_png(plan_reshard(Sharding(m, [[0]]), Sharding(m, [[1]]), (1024, 64)),
                   str(tmp_path / "plan.png"))
     ax = plt.gcf().axes[0]
-    assert ax.get_xlabel() == "receiver (linear id)"
-    assert sorted(ax.get_xlim()) == [-0.5, 1023.5] and sorted(ax.get_ylim()) == [-0.5, 1023.5]
-    assert "bytes per block of ~2 x 2 pairs" in ax.get_title()
+    assert ax.get_xlabel() == "receiver (mesh coordinates)"
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert labels[0] == "(0, 0)" and labels[-1] == "(31, 30)" and len(labels) == 8
+    assert "each pixel a block of ~2 devices per side" in ax.get_title()
     plt.close("all")
 
 
@@ -226,3 +227,79 @@ def test_a_long_axis_name_is_cut_not_overflowing():
     assert max(len(line) for line in text.splitlines()) <= 40
     assert "mesh axis data_parallel_replicas_of_the…" in text  # on its own line
     assert "mesh axis tensor_parallel (1) --" in text
+
+
+@pytest.mark.parametrize("mesh, shape, split, line", [
+    ([4], (2,), [[0]], "2 distinct shards (letters), one per device; 2 of 4 devices hold "
+                       "an empty shard (no letter)"),
+    ([2, 4], (4, 2), [[0], [1]], "4 distinct shards (letters), one per device; 4 of 8 "
+                                 "devices hold an empty shard (no letter)"),
+    ([1000, 1000], (1024, 1024), [[0], [1]],
+     "262144 distinct shards (letters), one per device; 737856 of 1000000 devices hold "
+     "an empty shard (no letter)"),
+    ([2, 2], (6, 0), [[0], [1]], "every device's shard is empty: the tensor (6, 0) has "
+                                 "no elements"),
+    ([2, 2], (), [], "1 distinct shard (letter), each on 4 devices (replicated along "
+                     "['x', 'y'])"),
+    ([2, 2], (4,), [[1]], "2 distinct shards (letters), each on 2 devices (replicated "
+                          "along ['x'])"),
+], ids=["uneven-1d", "uneven-2d", "huge-mesh", "no-elements", "scalar", "replicated"])
+def test_header_says_what_is_true(mesh, shape, split, line):
+    """Issue 30: the header counted empty shards as letters and divided the mesh by
+    that count ("3 distinct shards, one per device" on 4 devices; "each on 3 devices
+    ()"). Now: non-empty shards, devices per shard, and the devices left empty."""
+    from meshtensor.visualize import shards_line
+    s = Sharding(Mesh(mesh), split)
+    assert shards_line(s, shape) == line
+    if max(mesh) <= 8:
+        text = visualize(s, shape, max_width=200)
+        assert text.splitlines()[1] == line
+        letters = {cell.split(")")[-1].strip() for ln in text.splitlines()
+                   for cell in ln.split("│") if cell.strip().startswith("(")}
+        n = int(line.split()[0]) if line[0].isdigit() else 0
+        assert len(letters - {""}) == n  # empty shards carry no letter
+
+
+def test_png_leaves_empty_shards_blank(tmp_path):
+    pytest.importorskip("matplotlib")
+    save_png(Sharding(Mesh([4]), [[0]]), (2,), str(tmp_path / "e.png"))
+    assert (tmp_path / "e.png").stat().st_size > 0
+
+
+def test_png_draws_halos():
+    """Issue 30: `show --halo 1,1,0,0 --png` drew no halo. Each shard's halo window is
+    a dashed outline now (clipped to the tensor)."""
+    pytest.importorskip("matplotlib")
+    from matplotlib.patches import Rectangle
+    from meshtensor.visualize import _layout_figure, _plt
+    s = Sharding(Mesh([2, 2]), [[0], [1]])
+    for halo, want in (([1, 1, 0, 0], {(-0.5, -0.5, 4, 5), (3.5, -0.5, 4, 5),
+                                       (-0.5, 2.5, 4, 5), (3.5, 2.5, 4, 5)}), (None, set())):
+        fig = _layout_figure(s.replace(halo_sizes=halo) if halo else s, (8, 8))
+        got = {(p.get_x(), p.get_y(), p.get_width(), p.get_height())
+               for p in fig.axes[0].patches if isinstance(p, Rectangle) and
+               p.get_label() == "halo"}
+        _plt().close(fig)
+        assert got == want
+
+
+def test_plan_png_names_devices_by_coordinates_and_bytes():
+    """Issue 30: `plan --png` labelled its axes "linear id" while the text names devices
+    by coordinates, and the colour bar had no unit."""
+    pytest.importorskip("matplotlib")
+    from meshtensor.visualize import _plan_figure, _plt
+    m = Mesh([2, 3])
+    fig = _plan_figure(plan_reshard(Sharding(m, [[0], [1]]), Sharding(m, [[1], [0]]), (6, 6)))
+    ax, bar = fig.axes[0], fig.axes[1]
+    assert ax.get_xlabel() == "receiver (mesh coordinates)"
+    assert ax.get_ylabel() == "sender (mesh coordinates)"
+    assert [t.get_text() for t in ax.get_xticklabels()] == [
+        str(m.multi_index(d)) for d in range(6)]
+    assert bar.get_ylabel() == "bytes sent"
+    _plt().close(fig)
+    big = Mesh([32, 32])
+    fig = _plan_figure(plan_reshard(Sharding(big, [[0], [1]]), Sharding(big, [[1], [0]]),
+                                    (64, 64)))
+    assert fig.axes[1].get_ylabel() == "bytes sent per block"
+    assert fig.axes[0].get_xticklabels()[-1].get_text() == "(31, 30)"  # a block's first
+    _plt().close(fig)

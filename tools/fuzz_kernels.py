@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mesh_fuzz import global_view  # noqa: E402
 from mesh_fuzz.generate import FEATURES, OPS, known_feature  # noqa: E402
 from mesh_fuzz.runner import (MODES, Fuzzer, feature_table, outcomes_json,  # noqa: E402
-                              refusal_table)
+                              planted_refusal_table, planted_table, refusal_table)
 
 #: features that hit known bugs of the kernel layer, for --exclude-known
 KNOWN_BUGS = ("axis-order", "let-after-write", "prefetch-root", "fragment", "helper")
@@ -114,8 +114,16 @@ def main(argv=None) -> int:
                        "outcomes": outcomes_json(summary)}, f, indent=1)
     refusals = refusal_table(summary)
     if refusals:
-        print("refusals (count, message):")
+        print("refusals of valid programs (count, message):")
         print("\n".join(refusals[:12]))
+    planted = planted_table(summary)
+    if planted:
+        print("programs planted to be refused, by reason:")
+        print("\n".join(planted))
+        refused = planted_refusal_table(summary)
+        if refused:
+            print("their refusals (count, reason: message):")
+            print("\n".join(refused[:8]))
     if summary.batch_refusals:
         print(f"{len(summary.batch_refusals)} batch(es) refused although each of "
               f"their programs is accepted alone; first:")
@@ -130,6 +138,9 @@ def main(argv=None) -> int:
     cpu = summary.worker_cpu + summary.own_cpu
     print(f"{dt:.0f} s, {n / dt:.2f} programs/s; {cpu / n:.2f} CPU-s per program "
           f"({summary.worker_cpu / n:.2f} in workers)")
+    refused, valid = summary.valid_refused()
+    print(f"valid programs refused: {refused} of {valid} "
+          f"({100 * refused / max(valid, 1):.1f}%)")
     print(summary.line())
     return 1 if failed else 0
 

@@ -16,7 +16,7 @@ from . import collectives, interop
 from .machines import Machine, get_machine, load_machine, machine_names
 from .mesh import TARGETS, Mesh, default_axis_names
 from .mesh_array import MeshArray, distribute
-from .resharding import (CollectiveStep, Move, ReshardPlan, Transfer, TransferStep,
+from .resharding import (CollectiveStep, Move, ReshardPlan, Step, Transfer, TransferStep,
                          apply_step, plan_reshard, reshard)
 from .reduction import REDUCTION_KINDS, REDUCTIONS, Reduction
 from .sharding import Sharding, chunk_bounds
@@ -27,7 +27,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Mesh", "Sharding", "MeshArray", "distribute", "collectives", "interop", "chunk_bounds",
     "default_axis_names", "TARGETS", "REDUCTION_KINDS", "REDUCTIONS", "Reduction",
-    "plan_reshard", "reshard", "apply_step", "ReshardPlan", "Move", "CollectiveStep",
+    "plan_reshard", "reshard", "apply_step", "ReshardPlan", "Step", "Move", "CollectiveStep",
     "TransferStep", "Transfer", "visualize", "visualize_plan", "save_png", "save_plan_png",
     "Machine", "get_machine", "load_machine", "machine_names",
 ]

@@ -7,8 +7,9 @@
 Sharding specs are parsed with ``ast.literal_eval`` (never ``eval``): the ``split_axes``
 form (``[[0], [1]]``, ``[["x"], []]``) or the seed dict form (``{"x": 0, "y": None}``).
 Every argument is checked before anything is printed; a bad one exits with status 2
-and a one-line ``meshtensor CMD: error: ...`` message. Output and help fit 80 columns,
-or the terminal's width when stdout is a terminal (``--width`` sets it).
+and one ``meshtensor CMD: error: ...`` message. Output, errors and help fit 80 columns,
+or the terminal's width when stdout is a terminal (``--width`` sets it); a long error
+wraps, its later lines indented by two.
 """
 
 from __future__ import annotations
@@ -17,18 +18,20 @@ import argparse
 import ast
 import functools
 import glob
-import importlib.util
 import os
 import pathlib
 import re
 import shutil
 import sys
+import textwrap
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from . import __version__
-from .mesh import Mesh
+from .cli_args import _int_at_least, dtype_itemsize, parse_mesh, prepare_png  # shared
+from .gemms import ALGORITHM_NAMES
+from .mesh import Mesh, target_list
 from .sharding import Sharding
 from .text import DEFAULT_WIDTH, MIN_WIDTH
 
@@ -47,7 +50,7 @@ split by the listed mesh axes) or the seed form '{"x": 0, "y": None}' (mesh
 axis -> tensor dim). Output fits 80 columns, or the terminal's width."""
 
 # The algorithms of `demo`, per mode (the help and the check read these).
-DEMO_ALGORITHMS = ("summa_comm", "cannon_comm", "ksplit_comm", "summa", "cannon", "local")
+DEMO_ALGORITHMS = ALGORITHM_NAMES  # the one list of the built-in GEMMs (meshtensor.gemms)
 SPMDIZE_ALGORITHMS = ("summa", "cannon")  # global-view kernels that spmdize rewrites
 
 PER_DIM_HELP = ("comma-separated ints, flat as in MLIR (e.g. {flat}) or one list per split "
@@ -56,8 +59,18 @@ PER_DIM_HELP = ("comma-separated ints, flat as in MLIR (e.g. {flat}) or one list
 MAX_VALUES = 2 ** 24
 # JSON words a spec may hold by mistake, and the Python literal meant.
 JSON_WORDS = {"null": "None", "true": "True", "false": "False"}
-# Element types numpy lacks, by size in bytes (the planner only needs the size).
-EXTRA_ITEMSIZES = {"bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1}
+#: TileLang indexes buffers with int32, and the demo's kernels form indices up to about
+#: size * (size + 256) (K-split's staging rows run one tile past the matrix): that must
+#: stay below 2**31.
+DEMO_INDEX_PAD = 256
+#: Bytes the demo holds at its peak per element of one size x size float32 matrix: A, B,
+#: C, a second C, the NumPy reference and its error (7 matrices, 28 bytes) and the comm
+#: kernels' per-core buffers (up to 37 bytes, spmdize's Cannon), rounded up; the kernels
+#: that hold more say so in DEMO_BYTES_BY_ALGORITHM (split-K: each of the 16 cores holds
+#: a partial C and its reduce-scatter staging, 146 bytes). A test checks every demo
+#: kernel's workspace against them.
+DEMO_BYTES_PER_ELEMENT = 72
+DEMO_BYTES_BY_ALGORITHM = {"splitk_comm": 176, "cannon25d_comm": 80}
 
 
 def output_width() -> int:
@@ -82,42 +95,26 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+        self.exit(2, error_text(self.prog, f"{message} (see '{self.prog} --help')"))
 
 
-def _int_at_least(low: int) -> Callable[[str], int]:
-    """An argparse ``type`` for integers >= ``low``."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"must be >= {low}, got {value}")
-        return value
-    return parse
+def error_text(prog: str, message: str, width: int | None = None) -> str:
+    """``prog: error: message`` wrapped to ``width`` columns (default
+    :func:`output_width`), later lines indented by two; ends in a newline.
 
-
-def dtype_itemsize(text: str) -> int:
-    """Bytes per element of a numeric element type: a numpy name (``"float32"``,
-    ``"int8"``) or one numpy lacks (``"bfloat16"`` = 2).
-
-    >>> dtype_itemsize("bfloat16"), dtype_itemsize("float64")
-    (2, 8)
+    >>> print(error_text("meshtensor plan", "--dtype: " + "word " * 20, 40), end="")
+    meshtensor plan: error: --dtype: word
+      word word word word word word word
+      word word word word word word word
+      word word word word word
     """
-    name = text.strip()
-    if name in EXTRA_ITEMSIZES:
-        return EXTRA_ITEMSIZES[name]
-    try:
-        dt = np.dtype(name)
-    except TypeError:
-        dt = None
-    if dt is None or dt.kind not in "biufc":
-        numeric = sorted({np.dtype(c).name for c in np.typecodes["All"]
-                          if np.dtype(c).kind in "biufc"} | set(EXTRA_ITEMSIZES))
-        raise argparse.ArgumentTypeError(f"unknown element type {text!r}; accepted: "
-                                         f"{', '.join(numeric)}")
-    return dt.itemsize
+    width = width or output_width()
+    lines = []
+    for i, part in enumerate(f"{prog}: error: {message}".splitlines() or [""]):
+        lines += textwrap.wrap(part, width, initial_indent="" if i == 0 else "  ",
+                               subsequent_indent="  ", break_long_words=False,
+                               break_on_hyphens=False) or [""]
+    return "\n".join(lines) + "\n"
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
@@ -130,17 +127,6 @@ def parse_shape(text: str) -> tuple[int, ...]:
             raise ValueError(f"--shape: sizes must be >= 0, got {text!r}")
         raise ValueError(f"--shape: expected sizes like '8x12', got {text!r}")
     return tuple(int(p) for p in parts)
-
-
-def parse_mesh(text: str) -> Mesh:
-    """``--mesh``: sizes like ``"4x4"`` or a target name (``"a4e"``).
-
-    >>> parse_mesh("2x3").shape
-    (2, 3)
-    """
-    if re.fullmatch(r"\s*-?\d+(\s*x\s*-?\d+)*\s*", text.lower()) and "-" in text:
-        raise ValueError(f"--mesh: mesh sizes must be >= 1, got {text!r}")
-    return Mesh.parse(text)
 
 
 def parse_per_dim(text: str, base: Sharding, what: str,
@@ -198,6 +184,11 @@ def parse_sharding(mesh: Mesh, text: str, *, partial: str | None = None,
     if isinstance(value, dict):
         base = Sharding.from_seed(mesh, value, ndim=ndim)
     elif isinstance(value, (list, tuple)):
+        # trailing unsplit entries vanish in Sharding (equal layouts, equal values):
+        # past the rank they are a mistake only the text shows
+        if ndim is not None and len(value) > ndim and not any(value[ndim:]):
+            raise ValueError(f"sharding {text!r} has {len(value)} entries, one per tensor "
+                             f"dim, but --shape has rank {ndim}")
         base = Sharding(mesh, value)
     else:
         raise ValueError(f"sharding {text!r} must be a list of lists or a dict")
@@ -213,55 +204,6 @@ def parse_sharding(mesh: Mesh, text: str, *, partial: str | None = None,
         kw["sharded_dims_offsets"] = parse_per_dim(offsets, base, f"{prefix}offsets",
                                                    lambda d: base.shard_count(d) + 1)
     return base.replace(**kw) if kw else base
-
-
-def prepare_png(path: str) -> pathlib.Path:
-    """Check a ``--png`` path before anything is drawn or printed: it ends in ``.png``,
-    is not a folder, matplotlib is installed, and the file can be written there (tried
-    by opening it). A missing folder is created only where it is the last one (its
-    parent exists), so a mistyped path does not grow a tree of folders.
-
-    >>> prepare_png("/nonexistent/dir/x.png")
-    Traceback (most recent call last):
-    ...
-    ValueError: --png: the folder '/nonexistent' does not exist (only the last folder of the path is created)
-    """
-    p = pathlib.Path(path)
-    if p.suffix.lower() != ".png":
-        raise ValueError(f"--png: expected a file name ending in .png, got {path!r}")
-    if p.is_dir():
-        raise ValueError(f"--png: {path!r} is a folder; give a file name like {path}/out.png")
-    if importlib.util.find_spec("matplotlib") is None:
-        raise ImportError("--png needs matplotlib: pip install 'meshtensor[viz]'")
-    folder = p.parent
-    made = False
-    if not folder.exists():
-        if not folder.parent.is_dir():
-            missing = folder
-            while not missing.parent.exists():
-                missing = missing.parent
-            raise ValueError(f"--png: the folder {str(missing)!r} does not exist (only the "
-                             f"last folder of the path is created)")
-        try:
-            folder.mkdir()
-            made = True
-        except OSError as e:
-            raise ValueError(f"--png: cannot create the folder {str(folder)!r}: "
-                             f"{e.strerror or e}") from None
-    elif not folder.is_dir():
-        raise ValueError(f"--png: cannot create the folder {str(folder)!r}: "
-                         f"{str(folder)!r} is a file")
-    existed = p.exists()
-    try:
-        with open(p, "ab"):
-            pass
-    except OSError as e:
-        if made:
-            folder.rmdir()
-        raise ValueError(f"--png: cannot write {str(p)!r}: {e.strerror or e}") from None
-    if not existed:
-        p.unlink()  # written for real after the drawing
-    return p
 
 
 def cuda_visible(dev: str = "/dev") -> bool:
@@ -323,6 +265,81 @@ def _cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def available_memory(meminfo: str = "/proc/meminfo",
+                     cgroup: str = "/sys/fs/cgroup") -> int | None:
+    """Bytes this process can still allocate without swapping, as far as Linux says:
+    ``MemAvailable``, lowered to what the cgroup (v2) leaves (``memory.max`` less
+    ``memory.current``); None where neither can be read.
+
+    >>> available_memory("/nonexistent", "/nonexistent") is None
+    True
+    """
+    found: list[int] = []
+    try:
+        with open(meminfo) as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    found.append(int(line.split()[1]) * 1024)
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        limit = pathlib.Path(cgroup, "memory.max").read_text().strip()
+        if limit != "max":
+            used = int(pathlib.Path(cgroup, "memory.current").read_text())
+            found.append(max(int(limit) - used, 0))
+    except (OSError, ValueError):
+        pass
+    return min(found) if found else None
+
+
+def _largest(fits: Callable[[int], bool], hi: int) -> int:
+    """The largest ``n`` in ``[0, hi]`` with ``fits(n)`` (``fits`` is monotone)."""
+    lo = 0
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+    return lo
+
+
+def check_demo_size(size: int, available: int | None, algorithm: str = "summa_comm") -> None:
+    """Refuse a ``demo --size`` whose kernels TileLang cannot index with int32, or whose
+    matrices and ``algorithm``'s per-core buffers do not fit ``available`` bytes (None:
+    not checked), before anything is built.
+
+    >>> check_demo_size(100000, None)
+    Traceback (most recent call last):
+    ...
+    ValueError: --size 100000: TileLang indexes buffers with int32, and a 100000^3 GEMM's indices pass 2**31; at most --size 46213
+    >>> check_demo_size(40000, 24 * 2 ** 30)
+    Traceback (most recent call last):
+    ...
+    ValueError: --size 40000: needs about 107.3 GiB of memory (72 bytes per element of a 40000x40000 matrix: operands, results, the NumPy check, per-core buffers), 24.0 GiB available; at most --size 18918
+    """
+    def indexable(n: int) -> bool:
+        return n * (n + DEMO_INDEX_PAD) < 2 ** 31
+
+    if not indexable(size):
+        raise ValueError(f"--size {size}: TileLang indexes buffers with int32, and a "
+                         f"{size}^3 GEMM's indices pass 2**31; at most --size "
+                         f"{_largest(indexable, size)}")
+    if available is None:
+        return
+
+    per = DEMO_BYTES_BY_ALGORITHM.get(algorithm, DEMO_BYTES_PER_ELEMENT)
+
+    def fits(n: int) -> bool:
+        return per * n * n <= available
+
+    if not fits(size):
+        gib = 2 ** 30
+        raise ValueError(f"--size {size}: needs about "
+                         f"{per * size * size / gib:.1f} GiB of memory "
+                         f"({per} bytes per element of a {size}x{size} "
+                         f"matrix: operands, results, the NumPy check, per-core buffers), "
+                         f"{available / gib:.1f} GiB available; at most --size "
+                         f"{_largest(fits, size)}")
+
+
 def _demo_algorithm(args: argparse.Namespace) -> str:
     """``--algorithm`` checked against the names of the mode (default: summa_comm, or
     summa with ``--spmdize``)."""
@@ -338,25 +355,35 @@ def _demo_algorithm(args: argparse.Namespace) -> str:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    if args.tdist and (args.tilelang_mesh or args.spmdize or args.algorithm is not None
+                       or args.target != "c"):
+        raise ValueError("--tdist takes no other mode, --algorithm or --target")
     if args.tilelang_mesh and (args.spmdize or args.algorithm is not None
-                               or args.target != "c"):
+                               or args.target != "c" or args.tir):
         raise ValueError("--tilelang-mesh runs the Tilelang-Mesh GEMM on CPU: it takes no "
-                         "--spmdize, --algorithm or --target")
+                         "--spmdize, --algorithm, --target or --tir")
     algorithm = _demo_algorithm(args)
+    if args.tir and not args.spmdize:
+        raise ValueError("--tir prints the global-view kernel that --spmdize rewrites: "
+                         "give it with --spmdize")
     if args.spmdize and args.target != "c":
         raise ValueError(f"--spmdize runs on CPU (--target c), got --target {args.target}")
     if args.target == "cuda" and not cuda_visible():
         raise ValueError("--target cuda needs a CUDA GPU; none is visible (no /dev/nvidia* "
                          "device, or CUDA_VISIBLE_DEVICES hides them)")
+    check_demo_size(args.size, available_memory(), algorithm)
     width = args.width or output_width()
     # The demo modules import tilelang and torch: only for this command, after the checks.
+    if args.tdist:
+        from .tilelang.demos.tdist_demo import main as tdist_demo
+        return tdist_demo(size=args.size, repeat=args.repeat, width=width)
     if args.tilelang_mesh:
         from .tilelang.demos.tilelang_mesh_demo import main as tilelang_mesh_demo
         return tilelang_mesh_demo(size=args.size, repeat=args.repeat, width=width)
     if args.spmdize:
         from .tilelang.demos.spmdize_demo import main as spmdize_demo
         return spmdize_demo(size=args.size, algorithm=algorithm, repeat=args.repeat,
-                            target=args.target, width=width)
+                            target=args.target, show_kernel=args.tir, width=width)
     from .tilelang.demos.gemm_demo import main as demo
     return demo(size=args.size, target=args.target, algorithm=algorithm,
                 repeat=args.repeat, width=width)
@@ -371,13 +398,15 @@ def build_parser() -> argparse.ArgumentParser:
     positive, non_negative = _int_at_least(1), _int_at_least(0)
     width_help = (f"maximum line width in columns, >= {MIN_WIDTH} (default 80, or the "
                   f"terminal's width when the output is a terminal)")
+    mesh_help = (f"mesh sizes like 4x4 or 2x3x2, or a named mesh accelerator (a "
+                 f"target) and its mesh of cores: {target_list()}")
     png_help = ("save a picture to this .png file (needs matplotlib; a missing last "
                 "folder is created)")
 
     show = sub.add_parser("show", help="draw which part of a tensor each device holds "
                           "(text, or --png)",
                           description="Draw which part of a tensor each device holds.")
-    show.add_argument("--mesh", required=True, help="mesh sizes like 4x4, or a target (a4e)")
+    show.add_argument("--mesh", required=True, help=mesh_help)
     show.add_argument("--shape", required=True, help="global tensor shape like 8x12")
     show.add_argument("--sharding", required=True,
                       help='split_axes form "[[0],[1]]" or seed form \'{"x": 0, "y": 1}\'')
@@ -396,7 +425,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "bytes moved, cost",
                           description="Plan a reshard between two shardings and print "
                                       "its steps, bytes moved and cost.")
-    plan.add_argument("--mesh", required=True, help="mesh sizes like 2x3, or a target (a4e)")
+    plan.add_argument("--mesh", required=True, help=mesh_help)
     plan.add_argument("--shape", required=True, help="global tensor shape like 6x6")
     plan.add_argument("--from", dest="src", required=True, help="source sharding")
     plan.add_argument("--to", dest="tgt", required=True, help="target sharding")
@@ -439,15 +468,24 @@ def build_parser() -> argparse.ArgumentParser:
                       help="run SpmdizeMeshCopies on the global-view kernel (summa or "
                            "cannon): show the communication chosen per copy, run both "
                            "kernels")
+    demo.add_argument("--tir", action="store_true",
+                      help="with --spmdize: also print the input kernel's TIR (about 60 "
+                           "lines)")
     demo.add_argument("--tilelang-mesh", action="store_true",
                       help="run the GEMM of Tilelang-Mesh's examples (T.comm, "
                            "T.MeshTensor) unchanged and print the traffic the chip "
                            "would carry")
+    demo.add_argument("--tdist", action="store_true",
+                      help="an all-reduce over 4 chips of 2x2 cores with T.dist (a ring "
+                           "of puts and T.dist.all_reduce; --size floats per core), "
+                           "checked, with its chip-to-chip traffic and a deadlock report")
     demo.add_argument("--width", type=_int_at_least(MIN_WIDTH), help=width_help)
     demo.set_defaults(func=_cmd_demo)
 
     from .profile_cli import add_profile_parser  # its own module; tilelang only when run
     add_profile_parser(sub)
+    from .calibrate_cli import add_calibrate_parser  # likewise
+    add_calibrate_parser(sub)
     return p
 
 
@@ -481,16 +519,40 @@ def _all_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
     return out
 
 
+#: The status of a command whose reader closed the pipe (``| head``): what a C tool
+#: killed by SIGPIPE gives its shell, 128 + 13.
+CLOSED_PIPE_STATUS = 141
+
+
+def _closed_pipe() -> int:
+    """The reader of stdout went away: point stdout at /dev/null, so that Python's flush
+    at exit does not fail again, and end quietly (a pager or ``head`` is not an error)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (AttributeError, ValueError, OSError):  # a stdout without a file (tests)
+        pass
+    return CLOSED_PIPE_STATUS
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``meshtensor`` command."""
-    parser = build_parser()
-    argv = sys.argv[1:] if argv is None else list(argv)
-    args = parser.parse_args(_values_as_one_token(parser, argv))
     try:
-        return args.func(args)
-    except (ValueError, TypeError, ImportError, OSError) as e:
-        print(f"meshtensor {args.command}: error: {e}", file=sys.stderr)
-        return 2
+        parser = build_parser()
+        argv = sys.argv[1:] if argv is None else list(argv)
+        args = parser.parse_args(_values_as_one_token(parser, argv))
+        try:
+            status = args.func(args)
+        except BrokenPipeError:
+            raise
+        except (ValueError, TypeError, ImportError, OSError) as e:
+            sys.stderr.write(error_text(f"meshtensor {args.command}", str(e)))
+            return 2
+        sys.stdout.flush()  # a closed pipe shows here when the output was buffered
+        return status
+    except BrokenPipeError:
+        return _closed_pipe()
 
 
 if __name__ == "__main__":  # pragma: no cover

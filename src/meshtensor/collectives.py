@@ -11,12 +11,13 @@ mutated. Diagrams below use a 2x2 mesh, devices labelled ``(row, col)``.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Iterable, Sequence
 
 import numpy as np
 
 from .mesh import AxisLike, DeviceLike, _is_int
-from .boxes import box_slices, refill_boxes
+from .boxes import box_slices, copy_pieces, refill_boxes
 from .mesh_array import MeshArray, _frozen
 from .reduction import check_accumulation, check_reduction, reduce_arrays
 from .sharding import Sharding, chunk_bounds
@@ -161,10 +162,13 @@ def all_gather(x: MeshArray, mesh_axes: Iterable[AxisLike], gather_axis: int) ->
     axes, groups = _prep("all_gather", x, mesh_axes)
     ax = _tensor_axis("all_gather", "gather_axis", gather_axis, x)
     out = list(x.locals)
-    for g in groups.tolist():
+    glist = groups.tolist()
+    jobs = []
+    for g in glist:
         parts = [x.locals[i] for i in g]
         _same_shape("all_gather", parts, g, x, except_axis=ax)
-        r = np.concatenate(parts, axis=ax)
+        jobs.append(parts)
+    for g, r in zip(glist, _concat_all(jobs, ax)):  # one buffer for every group's result
         for i in g:
             out[i] = r
     return _result(x, out)
@@ -254,8 +258,9 @@ def all_to_all(x: MeshArray, mesh_axes: Iterable[AxisLike], split_axis: int,
 def _concat_all(jobs: Sequence[Sequence[np.ndarray]], axis: int) -> list[np.ndarray]:
     """``[np.concatenate(parts, axis) for parts in jobs]``, written by slice assignment
     into views of ONE new buffer: a single allocation (so the pages are touched once,
-    not once per device) and one copy of the data whatever the axis; measured in
-    ``benchmarks/bench_core.py`` (per-device ``np.concatenate`` was ~3x a copy)."""
+    not once per device) and one copy of the data whatever the axis, in bands
+    (:func:`~meshtensor.boxes.copy_pieces`); measured in ``benchmarks/bench_core.py``
+    (per-device ``np.concatenate`` was ~3x a copy, per-group 1.6x-1.8x)."""
     if not jobs:
         return []
     shapes = []
@@ -270,12 +275,13 @@ def _concat_all(jobs: Sequence[Sequence[np.ndarray]], axis: int) -> list[np.ndar
     for parts, shape, n in zip(jobs, shapes, sizes):
         o = buf[at:at + n].reshape(shape)
         at += n
-        idx = [slice(None)] * len(shape)
-        pos = 0
+        pieces, pos = [], 0
         for p in parts:
-            idx[axis] = slice(pos, pos + p.shape[axis])
-            o[tuple(idx)] = p
+            dst = [slice(0, m) for m in shape]
+            dst[axis] = slice(pos, pos + p.shape[axis])
+            pieces.append((tuple(dst), p))
             pos += p.shape[axis]
+        copy_pieces(o, pieces)
         out.append(o)
     return out
 
@@ -489,21 +495,31 @@ def update_halo(x: MeshArray, sharding: Sharding) -> MeshArray:
         arr = x.with_sharding(sharding, x.global_shape)
     except ValueError as e:
         raise ValueError(f"update_halo: {e}") from None
-    shape = arr.global_shape
-    w0, _ = sharding.windows(shape)
-    owner, recv, lo, hi = refill_boxes(sharding, shape)
+    receivers, moves = _halo_moves(sharding, arr.global_shape)
     # Only halo cells move: each receiver copies its own array once, then each halo
     # box is read from its owner's core (cores are never written, so order is free).
     # Owners agree with the receiver on every non-split axis: a replica, or the same
     # partial term.
     out = list(x.locals)
-    receivers = np.unique(recv).tolist()
     fresh = dict(zip(receivers, _concat_all([[x.locals[r]] for r in receivers], 0)))
-    for s, r, a, b in zip(owner.tolist(), recv.tolist(), lo, hi):
-        fresh[r][box_slices(a, b, w0[r])] = x.locals[s][box_slices(a, b, w0[s])]
+    for s, r, dst, src in moves:
+        fresh[r][dst] = x.locals[s][src]
     for r, arr_r in fresh.items():
         out[r] = arr_r
     return _result(x, out)
+
+
+@lru_cache(maxsize=64)
+def _halo_moves(sharding: Sharding, shape: tuple[int, ...]
+                ) -> tuple[list[int], list[tuple[int, int, tuple, tuple]]]:
+    """``update_halo``'s receivers and its copies ``(owner, receiver, slices in the
+    receiver's array, slices in the owner's)``, per layout (a stencil refills the same
+    halos every step)."""
+    w0, _ = sharding.windows(shape)
+    owner, recv, lo, hi = refill_boxes(sharding, shape)
+    moves = [(s, r, box_slices(a, b, w0[r]), box_slices(a, b, w0[s]))
+             for s, r, a, b in zip(owner.tolist(), recv.tolist(), lo, hi)]
+    return np.unique(recv).tolist(), moves
 
 
 #: the NumPy backend of every host op (meshtensor.comm_ops), by its declared name

@@ -14,6 +14,8 @@ backend       table
 ``torch``     ``meshtensor.dist.engine.TORCH`` (``DistMesh`` methods)
 ``tir``       ``meshtensor.tilelang.transform.lower_comm.TIR`` (exchange builders)
 ``flows``     ``meshtensor.tilelang.analysis.flows.FLOWS`` (who sends what to whom)
+``perf``      ``meshtensor.tilelang.analysis.comm_cost.COLLECTIVE_COSTS`` (the time of
+              each algorithm that can run the exchange)
 ============  =======================================================================
 
 ``backends`` says which of them an op has (``update_halo`` has no kernel form, ``put``
@@ -34,12 +36,12 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from .reduction import kinds
-from .sharding import chunk_bounds
+from .shapes import chunk_bounds
 
 __all__ = ["Param", "CommOpDecl", "DECLS", "BACKENDS", "DIALECTS", "decl"]
 
 #: the backends an op may register with (module docstring)
-BACKENDS = ("numpy", "torch", "tir", "flows")
+BACKENDS = ("numpy", "torch", "tir", "flows", "perf")
 #: where an op is written: host collectives (and meshtensor.dist), mesh_comm, T.comm
 DIALECTS = ("host", "mesh_comm", "T.comm")
 
@@ -124,7 +126,7 @@ class CommOpDecl:
 
 _ALL = frozenset(BACKENDS)
 _HOST = frozenset({"numpy", "torch"})
-_KERNEL = frozenset({"tir", "flows"})
+_KERNEL = frozenset({"tir", "flows", "perf"})
 _AX = Param("mesh_axes", "axes")
 
 
@@ -207,7 +209,7 @@ def decl(name: str) -> CommOpDecl:
     """The declaration of op ``name`` (``ValueError`` naming the known ops).
 
     >>> decl("shift").group, sorted(decl("shift").backends)
-    ('mesh_axes', ['flows', 'numpy', 'tir', 'torch'])
+    ('mesh_axes', ['flows', 'numpy', 'perf', 'tir', 'torch'])
     """
     try:
         return DECLS[name]

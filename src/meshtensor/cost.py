@@ -11,7 +11,7 @@ Assumptions (the planner only compares these numbers):
   receives ``2 * (B - B/k)`` of its ``B`` bytes in a group of ``k``), its pieces cut
   ceil-div over the flattened local array.
 - Links: a mesh connects each device to its neighbours along every axis (no
-  wraparound), one link per direction. Traffic follows dimension-ordered (XY) routing:
+  wraparound unless a ``wrap`` flag says the axis is a ring), one link per direction. Traffic follows dimension-ordered (XY) routing:
   a flow first travels along mesh axis 0 to the receiver's coordinate, then along axis
   1, and so on. It crosses ``hops = sum |a_i - b_i|`` links (the Manhattan distance)
   and ``link_bytes = nbytes * hops``; a link's *load* is the bytes of all flows routed
@@ -38,52 +38,120 @@ import numpy as np
 from .mesh import Mesh
 
 
-def hops(mesh: Mesh, src: np.ndarray | int, dst: np.ndarray | int) -> np.ndarray:
-    """Links crossed from ``src`` to ``dst`` (linear indices) under XY routing.
+def _wrap(mesh: Mesh, wrap) -> tuple[bool, ...]:
+    """Per axis: whether it has wraparound links (a ring); ``None``: no axis does."""
+    if wrap is None:
+        return (False,) * mesh.ndim
+    w = tuple(bool(x) for x in wrap)
+    if len(w) != mesh.ndim:
+        raise ValueError(f"wrap: one flag per mesh axis ({mesh.ndim}), got {list(wrap)}")
+    return w
 
-    >>> hops(Mesh([4, 4]), 0, 15).item()
-    6
+
+def hops(mesh: Mesh, src: np.ndarray | int, dst: np.ndarray | int,
+         wrap: tuple[bool, ...] | None = None) -> np.ndarray:
+    """Links crossed from ``src`` to ``dst`` (linear indices) under XY routing; on an
+    axis with wraparound links (``wrap[a]``) a route goes the shorter way round.
+
+    >>> hops(Mesh([4, 4]), 0, 15).item(), hops(Mesh([4, 4]), 0, 15, wrap=(True, True)).item()
+    (6, 2)
     """
     c = mesh.coords
-    return np.abs(c[np.asarray(src)] - c[np.asarray(dst)]).sum(axis=-1)
+    d = np.abs(c[np.asarray(src)] - c[np.asarray(dst)])
+    w = _wrap(mesh, wrap)
+    if any(w):
+        size = np.asarray(mesh.shape)
+        d = np.where(np.asarray(w), np.minimum(d, size - d), d)
+    return d.sum(axis=-1)
 
 
-def xy_link_loads(mesh: Mesh, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
+def xy_link_loads(mesh: Mesh, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray,
+                  wrap: tuple[bool, ...] | None = None) -> np.ndarray:
     """Bytes on every directed link when each flow ``src[i] -> dst[i]`` of ``nbytes[i]``
     follows XY routing (axis 0 first).
 
     Returns ``loads`` of shape ``(ndim, 2, *mesh.shape)``: ``loads[a, 0][c]`` is the
     link from ``c`` to ``c + e_a``, ``loads[a, 1][c]`` the link from ``c + e_a`` back to
-    ``c`` (zero where ``c[a]`` is the last coordinate). Each flow adds one interval per
-    axis to a difference array, so the cost is linear in flows plus links.
+    ``c`` (zero where ``c[a]`` is the last coordinate, unless axis ``a`` wraps: then
+    ``c + e_a`` is coordinate 0). With ``wrap[a]`` (a ring along axis ``a``) a leg goes
+    the shorter way round, upward on a tie. Each flow adds one interval per axis (two
+    where it crosses the wraparound) to a difference array, so the cost is linear in
+    flows plus links.
 
     >>> l = xy_link_loads(Mesh([3]), np.array([0]), np.array([2]), np.array([5]))
     >>> l[0, 0].tolist(), l[0, 1].tolist()
     ([5, 5, 0], [0, 0, 0])
+    >>> l = xy_link_loads(Mesh([3]), np.array([0]), np.array([2]), np.array([5]), wrap=(True,))
+    >>> l[0, 0].tolist(), l[0, 1].tolist()   # 0 -> 2 the short way: the link 0 -> 2
+    ([0, 0, 0], [0, 0, 5])
     """
     shape = mesh.shape
     loads = np.zeros((mesh.ndim, 2) + shape, dtype=np.int64)
     if not len(src) or not mesh.ndim:
         return loads
+    wraps = _wrap(mesh, wrap)
     src = np.asarray(src, dtype=np.int64)
     dst = np.asarray(dst, dtype=np.int64)
     strides = np.cumprod((1,) + shape[::-1])[:-1][::-1].astype(np.int64)
     w = np.asarray(nbytes, dtype=np.float64)  # bincount weights; exact below 2**53
     for a in range(mesh.ndim):
-        stride, block = int(strides[a]), int(strides[a]) * shape[a]
+        n = shape[a]
+        stride, block = int(strides[a]), int(strides[a]) * n
         # The axis-a leg runs at the receiver's coordinates on earlier axes and the
         # sender's on later ones: ``base`` is that linear index with axis a at 0.
         base = (dst // block) * block + src % stride
-        s_a, d_a = (src // stride) % shape[a], (dst // stride) % shape[a]
-        for direction, sel in ((0, d_a > s_a), (1, d_a < s_a)):
+        s_a, d_a = (src // stride) % n, (dst // stride) % n
+        up = (d_a - s_a) % n if wraps[a] else np.where(d_a > s_a, d_a - s_a, 0)
+        down = (s_a - d_a) % n if wraps[a] else np.where(d_a < s_a, s_a - d_a, 0)
+        go_up = (up > 0) & ((up <= down) | (down == 0))
+        go_down = (down > 0) & ~go_up
+        # link indices: upward links s_a .. s_a + up - 1, downward d_a .. d_a + down - 1
+        # (link c joins c and c + 1), both mod n on a ring
+        for direction, sel, first, length in ((0, go_up, s_a, up), (1, go_down, d_a, down)):
             if not sel.any():
                 continue
-            lo = np.minimum(s_a[sel], d_a[sel]) * stride + base[sel]
-            hi = np.maximum(s_a[sel], d_a[sel]) * stride + base[sel]
-            diff = np.bincount(lo, weights=w[sel], minlength=mesh.size) - \
-                np.bincount(hi, weights=w[sel], minlength=mesh.size)
-            loads[a, direction] = np.rint(np.cumsum(diff.reshape(shape), axis=a))
+            lo, ln, b, wt = first[sel], length[sel], base[sel], w[sel]
+            hi = lo + ln
+            over = np.maximum(hi - n, 0)  # the part past the wraparound starts at 0
+            hi = np.minimum(hi, n)
+            diff = np.zeros(mesh.size, dtype=np.float64)
+            for l0, l1, keep in ((lo, hi, np.ones(len(lo), bool)), (0 * lo, over, over > 0)):
+                end = keep & (l1 < n)  # an interval up to the axis's end closes itself
+                diff += np.bincount(l0[keep] * stride + b[keep], weights=wt[keep],
+                                    minlength=mesh.size)
+                diff -= np.bincount(l1[end] * stride + b[end], weights=wt[end],
+                                    minlength=mesh.size)
+            diff = diff.reshape(shape)
+            loads[a, direction] = np.rint(np.cumsum(diff, axis=a))
     return loads
+
+
+def exchange_time(max_link_bytes: float, max_hops: float, *, link_bandwidth: float,
+                  hop_latency: float, messages: float = 0, message_overhead: float = 0.0,
+                  sent_bytes: float = 0, injection_bandwidth: float | None = None,
+                  barrier: float = 0.0) -> float:
+    """THE NoC time of one exchange (every estimate of the package uses it: the traffic
+    report's ``Superstep.time`` and the performance model's exchanges)::
+
+        t = max(max_link_bytes / link_bandwidth,      # the busiest link streams
+                sent_bytes / injection_bandwidth,     # the busiest sender's port
+                messages * message_overhead)          # the busiest sender issues
+            + max_hops * hop_latency + barrier        # the longest route, one sync
+
+    The three streaming terms overlap (a core issues its next message while the last
+    one is on the wire); ``barrier`` is the fixed cost of knowing the exchange is done
+    (the writes acknowledged, a flag set at the receiver). ``injection_bandwidth``
+    defaults to ``link_bandwidth``.
+
+    >>> exchange_time(3200, 2, link_bandwidth=32e9, hop_latency=1e-9)
+    1.02e-07
+    >>> round(exchange_time(0, 1, link_bandwidth=32e9, hop_latency=9e-9, messages=7,
+    ...                     message_overhead=22e-9, barrier=263e-9) * 1e9, 3)
+    426.0
+    """
+    inject = link_bandwidth if injection_bandwidth is None else injection_bandwidth
+    return max(max_link_bytes / link_bandwidth, sent_bytes / inject,
+               messages * message_overhead) + max_hops * hop_latency + barrier
 
 
 class _FlowMetrics:

@@ -2,10 +2,12 @@
 
 Each form says less than a ``Sharding`` can; a sharding the other side cannot express
 raises ``ValueError`` naming what is missing (halos, offsets, partial axes, an axis
-order). The ``Sharding`` methods (``from_partition_spec``, ``to_placements``,
-``from_mlir``, ``to_seed``, ...) delegate here; ``ReshardPlan.to_mlir`` uses
-:func:`plan_to_mlir`. torch and jax are imported only when their objects are needed,
-so ``import meshtensor`` stays light.
+order). These functions are the ``Sharding`` methods (``Sharding.from_partition_spec``,
+``to_placements``, ``from_mlir``, ``to_seed``, ...) and ``ReshardPlan.to_mlir`` as
+plain functions; the readers and writers themselves live in :mod:`meshtensor.forms`
+(below ``Sharding``, which builds on them) and the plan's MLIR in
+:mod:`meshtensor.resharding.printer`. torch and jax are imported only when their
+objects are needed, so ``import meshtensor`` stays light.
 
     form                      partial   halos   offsets   several axes on a dim
     JAX PartitionSpec         no        no      no        yes, any order
@@ -18,55 +20,18 @@ so ``import meshtensor`` stays light.
 
 from __future__ import annotations
 
-import importlib.util
-import math
-import re
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
-import numpy as np
-
-from .mesh import Mesh, _is_int
-from .sharding import Sharding, _shape_tuple, chunk_bounds, nested_chunk_bounds
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .resharding import ReshardPlan
-
-
-def _axis_names(s: Sharding, axes: Sequence[int]) -> list[str]:
-    return [s.mesh.axis_names[a] for a in axes]
-
-
-def _refuse(s: Sharding, form: str, *, partial: bool = True, halos: bool = True,
-            offsets: bool = True) -> None:
-    """ValueError naming the first feature of ``s`` that ``form`` cannot say."""
-    if partial and s.partial_axes:
-        raise ValueError(f"{form}: sharding {s} is partial ({s.partial_kind} over mesh axes "
-                         f"{_axis_names(s, s.partial_axes)}); {form} cannot express partial "
-                         f"values (reduce first)")
-    if halos and s.halo_sizes:
-        raise ValueError(f"{form}: sharding {s} has halo_sizes {list(s.halo_sizes)}; "
-                         f"{form} cannot express halos")
-    if offsets and s.sharded_dims_offsets:
-        raise ValueError(f"{form}: sharding {s} has sharded_dims_offsets "
-                         f"{list(s.sharded_dims_offsets)}; {form} can only express the "
-                         f"ceil-div layout")
-
-
-# -- JAX PartitionSpec ------------------------------------------------------------------
-def _jax_partition_spec():
-    """``jax.sharding.PartitionSpec`` or None when jax cannot be imported."""
-    if importlib.util.find_spec("jax") is None:
-        return None
-    try:
-        from jax.sharding import PartitionSpec
-    except Exception:  # a broken jax install is treated as no jax
-        return None
-    return PartitionSpec
+from .forms import to_mlir, to_partition_spec, to_placements, to_seed
+from .mesh import Mesh
+from .resharding.printer import plan_to_mlir
+from .sharding import Sharding
 
 
 def from_partition_spec(mesh: Mesh, spec: Any, ndim: int | None = None) -> Sharding:
     """A sharding from a JAX ``PartitionSpec`` or a plain tuple with one entry per dim:
-    ``None``, a mesh axis name, or a tuple of names (outer to inner).
+    ``None``, a mesh axis name, or a tuple of names (outer to inner); as
+    :meth:`Sharding.from_partition_spec`.
 
     >>> m = Mesh({"x": 2, "y": 2})
     >>> from_partition_spec(m, ("y", None, ("x",))).spec()
@@ -74,116 +39,14 @@ def from_partition_spec(mesh: Mesh, spec: Any, ndim: int | None = None) -> Shard
     >>> from_partition_spec(m, (("x", "y"),), ndim=2) == Sharding(m, [["x", "y"]])
     True
     """
-    what = "Sharding.from_partition_spec"
-    if not isinstance(mesh, Mesh):
-        raise TypeError(f"{what}: mesh must be a Mesh, got {type(mesh).__name__}")
-    if isinstance(spec, (str, bytes)) or not hasattr(spec, "__iter__"):
-        raise TypeError(f"{what}: spec must be a PartitionSpec or a tuple with one entry "
-                        f"per tensor dim, got {type(spec).__name__} {spec!r}")
-    if getattr(spec, "unreduced", None) or getattr(spec, "reduced", None):
-        raise ValueError(f"{what}: spec {spec!r} has unreduced/reduced axes; meshtensor "
-                         f"reads only the split part of a PartitionSpec (use Sharding(..., "
-                         f"partial=...) for partial values)")
-    entries = list(spec)
-    if ndim is not None:
-        if not _is_int(ndim) or ndim < 0:
-            raise ValueError(f"{what}: ndim must be an int >= 0, got {ndim!r}")
-        if len(entries) > ndim:
-            raise ValueError(f"{what}: spec {tuple(entries)!r} has {len(entries)} entries "
-                             f"but the tensor has rank {ndim}")
-    split: list[list[Any]] = []
-    for d, e in enumerate(entries):
-        if e is None:
-            split.append([])
-        elif isinstance(e, str):
-            split.append([e])
-        elif isinstance(e, (tuple, list)) and all(isinstance(a, str) for a in e):
-            split.append(list(e))
-        else:
-            raise ValueError(f"{what}: spec entry {d} is {e!r}; expected None, a mesh axis "
-                             f"name or a tuple of names (mesh axes are "
-                             f"{list(mesh.axis_names)})")
-    return Sharding(mesh, split)
-
-
-def to_partition_spec(s: Sharding) -> Any:
-    """The JAX form: a ``jax.sharding.PartitionSpec`` when jax can be imported, else a
-    plain tuple; one entry per dim up to the last split one (``None``, a name, or a
-    tuple of names for several axes).
-
-    >>> s = Sharding(Mesh({"x": 2, "y": 2}), [[], ["y", "x"]])
-    >>> tuple(to_partition_spec(s))
-    (None, ('y', 'x'))
-    """
-    _refuse(s, "PartitionSpec")
-    out: list[Any] = []
-    for axes in s.split_axes:
-        names = _axis_names(s, axes)
-        out.append(None if not names else names[0] if len(names) == 1 else tuple(names))
-    P = _jax_partition_spec()
-    return P(*out) if P is not None else tuple(out)
-
-
-# -- PyTorch DTensor placements -----------------------------------------------------------
-# Our reduction kinds and DTensor's Partial reduce_op names (c10d ReduceOp, lower case).
-_TO_TORCH_OP = {"sum": "sum", "max": "max", "min": "min", "prod": "product"}
-_FROM_TORCH_OP = {"sum": "sum", "max": "max", "min": "min", "product": "prod"}
-_PLACEMENT_TEXT = re.compile(r"^\s*(?:(R)|S\(\s*(-?\d+)\s*\)|P(?:\(\s*(\w+)\s*\))?)\s*$")
-
-
-def _placement(p: Any, mesh_axis: int, ndim: int, what: str) -> tuple[str, Any]:
-    """``("R", None)``, ``("S", dim)`` or ``("P", kind)`` from a torch placement or its
-    short text (``"R"``, ``"S(0)"``, ``"P(sum)"``)."""
-    if isinstance(p, str):
-        m = _PLACEMENT_TEXT.match(p)
-        if not m:
-            raise ValueError(f"{what}: placement {p!r} on mesh axis {mesh_axis} is not one "
-                             f"of 'R', 'S(dim)', 'P(op)'")
-        if m.group(1):
-            return "R", None
-        if m.group(2) is not None:
-            kind, value = "S", int(m.group(2))
-        else:
-            kind, value = "P", m.group(3) or "sum"
-    else:
-        cls = type(p).__name__
-        if not all(hasattr(p, f) for f in ("is_shard", "is_replicate", "is_partial")):
-            raise TypeError(f"{what}: placement {p!r} on mesh axis {mesh_axis} is a "
-                            f"{cls}; expected a torch.distributed.tensor Placement "
-                            f"(Shard, Replicate, Partial) or its text 'S(0)', 'R', 'P(sum)'")
-        if cls in ("_StridedShard", "_MaskPartial") or (
-                not p.is_shard() and not p.is_replicate() and not p.is_partial()):
-            raise ValueError(f"{what}: placement {p!r} on mesh axis {mesh_axis} ({cls}) has "
-                             f"no meshtensor counterpart; only Shard, Replicate and Partial")
-        if p.is_replicate():
-            return "R", None
-        if p.is_shard():
-            kind, value = "S", int(p.dim)
-        else:
-            kind, value = "P", str(p.reduce_op)
-    if kind == "S":
-        if not -ndim <= value < ndim:
-            raise ValueError(f"{what}: placement Shard({value}) on mesh axis {mesh_axis} "
-                             f"is out of range for a tensor of rank {ndim}")
-        return "S", value % ndim
-    if value not in _FROM_TORCH_OP:
-        raise ValueError(f"{what}: Partial({value!r}) on mesh axis {mesh_axis} has no "
-                         f"meshtensor partial kind; DTensor's {sorted(_FROM_TORCH_OP)} map "
-                         f"to {sorted(_TO_TORCH_OP)}")
-    return "P", _FROM_TORCH_OP[value]
+    return Sharding.from_partition_spec(mesh, spec, ndim)
 
 
 def from_placements(mesh: Mesh, placements: Sequence[Any], ndim: int,
                     global_shape: Sequence[int] | None = None) -> Sharding:
-    """A sharding from DTensor placements, one per mesh axis: ``Shard(d)``,
-    ``Replicate()``, ``Partial(op)`` (torch objects, or their text ``"S(0)"``, ``"R"``,
-    ``"P(sum)"``).
-
-    Several mesh axes sharding one dim split it outer to inner in mesh-axis order, as
-    DTensor does. DTensor chunks them nested (a ``torch.chunk`` of a chunk), which
-    differs from the flat ceil-div rule when sizes do not divide: given
-    ``global_shape``, the result reproduces DTensor's layout exactly (as
-    ``sharded_dims_offsets`` where the two differ).
+    """A sharding from DTensor placements, one per mesh axis (torch objects or their
+    text ``"S(0)"``, ``"R"``, ``"P(sum)"``; DTensor's exact nested layout given
+    ``global_shape``); as :meth:`Sharding.from_placements`.
 
     >>> m = Mesh({"x": 2, "y": 2})
     >>> from_placements(m, ["S(1)", "S(0)"], 2).spec()
@@ -192,361 +55,18 @@ def from_placements(mesh: Mesh, placements: Sequence[Any], ndim: int,
     >>> s.dim_bounds((6,), 0).tolist()     # torch.chunk(6, 2) then each chunk in 2
     [0, 2, 3, 5, 6]
     """
-    what = "Sharding.from_placements"
-    if not isinstance(mesh, Mesh):
-        raise TypeError(f"{what}: mesh must be a Mesh, got {type(mesh).__name__}")
-    if not _is_int(ndim) or ndim < 0:
-        raise ValueError(f"{what}: ndim must be an int >= 0, got {ndim!r}")
-    if isinstance(placements, (str, bytes)) or not isinstance(placements, Sequence):
-        raise TypeError(f"{what}: placements must be a sequence with one placement per "
-                        f"mesh axis, got {placements!r}")
-    if len(placements) != mesh.ndim:
-        raise ValueError(f"{what}: {len(placements)} placements for a mesh with "
-                         f"{mesh.ndim} axes {list(mesh.axis_names)}; DTensor needs one per "
-                         f"mesh axis")
-    split: list[list[int]] = [[] for _ in range(ndim)]
-    partial: dict[int, str] = {}
-    for a, p in enumerate(placements):
-        kind, value = _placement(p, a, ndim, what)
-        if kind == "S":
-            split[value].append(a)  # mesh-axis order = outer to inner
-        elif kind == "P":
-            partial[a] = value
-    if len(set(partial.values())) > 1:
-        raise ValueError(f"{what}: Partial placements with different ops "
-                         f"{sorted(set(partial.values()))}; a meshtensor partial sharding "
-                         f"has one kind")
-    if global_shape is None:
-        return Sharding(mesh, split, partial=partial or None)
-    shape = _shape_tuple(global_shape, what)
-    if len(shape) != ndim:
-        raise ValueError(f"{what}: global_shape {shape} has rank {len(shape)}, ndim is {ndim}")
-    offsets, differs = [], False
-    for d, axes in enumerate(split):
-        if len(axes) > 1:  # one axis: torch.chunk is the flat rule
-            ks = [mesh.shape[a] for a in axes]
-            nested = nested_chunk_bounds(shape[d], ks)
-            differs |= not np.array_equal(nested, chunk_bounds(shape[d], math.prod(ks)))
-            offsets.extend(nested.tolist())
-        elif axes:
-            offsets.extend(chunk_bounds(shape[d], mesh.shape[axes[0]]).tolist())
-    return Sharding(mesh, split, partial=partial or None,
-                    sharded_dims_offsets=offsets if differs else None)
-
-
-def _check_dtensor_layout(s: Sharding, shape: tuple[int, ...] | None, what: str) -> None:
-    """DTensor's nested chunks must give exactly ``s``'s bounds on every split dim."""
-    for d in s.split_dims:
-        ks = [s.mesh.shape[a] for a in s.axes_of(d)]
-        off = s.offsets(d)
-        if shape is None and off is None:
-            continue  # no size known: the placements are the layout for divisible sizes
-        n = shape[d] if shape is not None else int(off[-1])
-        ours = s.dim_bounds(shape, d) if shape is not None else np.asarray(off)
-        theirs = nested_chunk_bounds(n, ks)
-        if not np.array_equal(ours, theirs):
-            raise ValueError(f"{what}: dim {d} (size {n}) is cut at {ours.tolist()}, but "
-                             f"DTensor's chunks over mesh axes {_axis_names(s, s.axes_of(d))} "
-                             f"cut it at {theirs.tolist()}; DTensor cannot express this "
-                             f"layout")
-
-
-def to_placements(s: Sharding, global_shape: Sequence[int] | None = None) -> list[Any]:
-    """DTensor placements, one per mesh axis (real ``torch.distributed.tensor`` objects;
-    importing torch here only).
-
-    Without ``global_shape``, a dim split by several axes maps to DTensor's nested
-    chunks, equal to this sharding's layout when the sizes divide; with it, the layout
-    is checked exactly and a mismatch is a ``ValueError``. Explicit offsets are
-    accepted when they equal DTensor's nested chunks.
-
-    >>> s = Sharding(Mesh({"x": 2, "y": 2}), [["y"], ["x"]], partial=None)
-    >>> [str(p) for p in to_placements(s)]
-    ['S(1)', 'S(0)']
-    """
-    what = "Sharding.to_placements"
-    _refuse(s, "DTensor placements", partial=False, offsets=False)
-    for d, axes in enumerate(s.split_axes):
-        if list(axes) != sorted(axes):
-            raise ValueError(f"{what}: dim {d} is split by mesh axes "
-                             f"{_axis_names(s, axes)} (outer to inner); DTensor placements "
-                             f"split a dim in mesh-axis order only "
-                             f"({_axis_names(s, sorted(axes))})")
-    shape = s.check_shape(global_shape, what) if global_shape is not None else None
-    _check_dtensor_layout(s, shape, what)
-    from torch.distributed.tensor import Partial, Replicate, Shard
-    out: list[Any] = [Replicate() for _ in range(s.mesh.ndim)]
-    for d, axes in enumerate(s.split_axes):
-        for a in axes:
-            out[a] = Shard(d)
-    for a in s.partial_axes:
-        out[a] = Partial(_TO_TORCH_OP[s.partial_kind])
-    return out
-
-
-# -- MLIR shard.sharding ----------------------------------------------------------------
-_TOKEN = re.compile(r"\s*(?:(?P<tok>%[\w.$-]+|@[\w.$-]+|![\w.]+|[A-Za-z_][\w.]*|-?\d+|\?"
-                    r"|[\[\](),=:<>])|(?P<bad>\S))")
-_NAME = re.compile(r"^[A-Za-z_][\w$.-]*$")
-
-
-class _Tokens:
-    """A token stream with positions, for errors that name the bad token."""
-
-    def __init__(self, text: str, start: int, what: str):
-        self.what = what
-        self.text = text
-        self.toks: list[tuple[str, int]] = []
-        for m in _TOKEN.finditer(text, start):
-            if m.group("bad"):
-                raise ValueError(f"{what}: unexpected character {m.group('bad')!r} at "
-                                 f"{self.where(m.start('bad'))}")
-            if m.group("tok") is not None:
-                self.toks.append((m.group("tok"), m.start("tok")))
-        self.i = 0
-
-    def where(self, pos: int) -> str:
-        line = self.text.count("\n", 0, pos)
-        col = pos - (self.text.rfind("\n", 0, pos) + 1) + 1
-        return f"line {line + 1}, column {col}" if "\n" in self.text else f"column {col}"
-
-    def peek(self) -> str | None:
-        return self.toks[self.i][0] if self.i < len(self.toks) else None
-
-    def next(self, expected: str) -> str:
-        if self.i >= len(self.toks):
-            raise ValueError(f"{self.what}: expected {expected} but the text ended")
-        tok = self.toks[self.i][0]
-        self.i += 1
-        return tok
-
-    def fail(self, expected: str) -> ValueError:
-        tok, pos = self.toks[self.i - 1]
-        return ValueError(f"{self.what}: expected {expected}, got {tok!r} at {self.where(pos)}")
-
-    def expect(self, want: str) -> None:
-        if self.next(repr(want)) != want:
-            raise self.fail(repr(want))
-
-    def int_list(self, name: str) -> list[int]:
-        self.expect("[")
-        out: list[int] = []
-        while self.peek() != "]":
-            tok = self.next(f"an int in {name}")
-            if tok == "?":
-                raise self.fail(f"a static int in {name} (dynamic '?' sizes are not "
-                                f"supported)")
-            if not re.fullmatch(r"-?\d+", tok):
-                raise self.fail(f"an int in {name}")
-            out.append(int(tok))
-            if self.peek() == ",":
-                self.next(",")
-            elif self.peek() != "]":
-                self.next(f"',' or ']' in {name}")
-                raise self.fail(f"',' or ']' in {name}")
-        self.expect("]")
-        return out
+    return Sharding.from_placements(mesh, placements, ndim, global_shape)
 
 
 def from_mlir(text: str, mesh: Mesh) -> Sharding:
-    """A sharding from MLIR's ``shard.sharding`` op (seed 003):
-    ``shard.sharding @grid split_axes = [[0], [1]]`` with optional ``halo_sizes = [...]``
-    or ``sharded_dims_offsets = [...]``; a leading ``%name =``, a trailing
-    ``: !shard.sharding`` and a ``shard.grid @grid(shape = 2x2)`` line (checked against
-    ``mesh``) may be included. Axes in ``split_axes`` are mesh axis indices.
+    """A sharding from MLIR's ``shard.sharding`` op (seed 003); as
+    :meth:`Sharding.from_mlir`.
 
     >>> m = Mesh([2, 2])
     >>> from_mlir("shard.sharding @grid0 split_axes = [[], [0]] halo_sizes = [1, 2]", m)
     Sharding(Mesh({'x': 2, 'y': 2}), [[], ['x']], halo_sizes=[1, 2])
     """
-    what = "Sharding.from_mlir"
-    if not isinstance(text, str):
-        raise TypeError(f"{what}: text must be a str, got {type(text).__name__}")
-    if not isinstance(mesh, Mesh):
-        raise TypeError(f"{what}: mesh must be a Mesh, got {type(mesh).__name__}")
-    grids = {m.group(1): m.group(2) for m in re.finditer(
-        r"shard\.grid\s+@([\w.$-]+)\s*\(\s*shape\s*=\s*([\w?]+)\s*\)", text)}
-    starts = [m.start() for m in re.finditer(r"(?<![!\w.])shard\.sharding\b", text)]
-    if len(starts) != 1:
-        raise ValueError(f"{what}: expected one 'shard.sharding' op, found {len(starts)}")
-    t = _Tokens(text, starts[0], what)
-    t.expect("shard.sharding")
-    grid = t.next("a grid symbol like @grid0")
-    if not grid.startswith("@"):
-        raise t.fail("a grid symbol like @grid0")
-    if grid[1:] in grids:
-        want = "x".join(map(str, mesh.shape))
-        if grids[grid[1:]] != want:
-            raise ValueError(f"{what}: shard.grid {grid} has shape {grids[grid[1:]]}, the "
-                             f"mesh is {want}")
-    t.expect("split_axes")
-    t.expect("=")
-    t.expect("[")
-    split: list[list[int]] = []
-    while t.peek() != "]":
-        split.append(t.int_list(f"split_axes[{len(split)}]"))
-        if t.peek() == ",":
-            t.next(",")
-        elif t.peek() != "]":
-            t.next("',' or ']' in split_axes")
-            raise t.fail("',' or ']' in split_axes")
-    t.expect("]")
-    kw: dict[str, list[int]] = {}
-    while t.peek() not in (None, ":"):
-        name = t.next("an attribute")
-        if name not in ("halo_sizes", "sharded_dims_offsets") or name in kw:
-            raise t.fail("'halo_sizes', 'sharded_dims_offsets', ':' or the end"
-                         + (f" ({name} given twice)" if name in kw else ""))
-        t.expect("=")
-        kw[name] = t.int_list(name)
-    if t.peek() == ":":
-        t.next(":")
-        if t.next("'!shard.sharding'") != "!shard.sharding":
-            raise t.fail("'!shard.sharding'")
-    if t.peek() is not None and not t.peek().startswith("%"):
-        t.next("the end")
-        raise t.fail("the end of the shard.sharding op")
-    for d, axes in enumerate(split):
-        for a in axes:
-            if not 0 <= a < mesh.ndim:
-                raise ValueError(f"{what}: split_axes[{d}] names mesh axis {a}, out of range "
-                                 f"[0, {mesh.ndim}) for mesh {mesh}")
-    try:
-        return Sharding(mesh, split, **kw)
-    except ValueError as e:
-        raise ValueError(f"{what}: {e}") from None
-
-
-def _check_mesh_name(name: str, what: str) -> str:
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise ValueError(f"{what}: mesh_name {name!r} is not an MLIR symbol name "
-                         f"(letters, digits, _ $ . -; not starting with a digit)")
-    return name
-
-
-def _ints(v: Sequence[int]) -> str:
-    return "[" + ", ".join(str(int(i)) for i in v) + "]"
-
-
-def to_mlir(s: Sharding, mesh_name: str = "mesh") -> str:
-    """The ``shard.sharding`` op of seed 003 (bind it with ``%s = ... : !shard.sharding``
-    in a module). Partial shardings have no ``shard.sharding`` form.
-
-    >>> to_mlir(Sharding(Mesh([2, 2]), [[1], [0]], halo_sizes=[0, 1, 2, 0]), "grid0")
-    'shard.sharding @grid0 split_axes = [[1], [0]] halo_sizes = [0, 1, 2, 0]'
-    """
-    _check_mesh_name(mesh_name, "Sharding.to_mlir")
-    _refuse(s, "shard.sharding", halos=False, offsets=False)
-    split = ", ".join(_ints(a) for a in s.split_axes) or "[]"  # MLIR needs one sub-array
-    out = f"shard.sharding @{mesh_name} split_axes = [{split}]"
-    if s.halo_sizes:
-        out += f" halo_sizes = {_ints(s.halo_sizes)}"
-    if s.sharded_dims_offsets:
-        out += f" sharded_dims_offsets = {_ints(s.sharded_dims_offsets)}"
-    return out
-
-
-_ELEMENT_TYPES = {1: "i8", 2: "f16", 4: "f32", 8: "f64"}
-_MLIR_REDUCTION = {"sum": "sum", "max": "max", "min": "min", "prod": "product"}
-
-
-def _local_type(s: Sharding, shape: tuple[int, ...], elt: str) -> str:
-    """MLIR's per-device tensor type: the tile shape (ceil-div, as MLIR's shard shape),
-    halos included."""
-    dims = list(s.tile_shape(shape))
-    for d in s.split_dims:
-        dims[d] += sum(s.halo(d))
-    return "tensor<" + "".join(f"{n}x" for n in dims) + f"{elt}>"
-
-
-def plan_to_mlir(plan: "ReshardPlan", mesh_name: str = "mesh",
-                 element_type: str | None = None) -> str:
-    """A reshard plan as ``shard`` dialect ops (seed 003), one per collective step;
-    point-to-point transfer steps, which no ``shard`` collective expresses, become a
-    comment saying so. Types are per-device tile shapes; ``element_type`` defaults to
-    ``i8``/``f16``/``f32``/``f64`` by the plan's itemsize.
-
-    >>> from meshtensor import plan_reshard
-    >>> m = Mesh([2, 2])
-    >>> p = plan_reshard(Sharding(m, [[0]]), Sharding(m, [[0, 1]]), (8, 4))
-    >>> print(plan_to_mlir(p))
-    shard.grid @mesh(shape = 2x2)
-    // reshard S(x) -> S(x,y), global tensor<8x4xf32>
-    // from: shard.sharding @mesh split_axes = [[0]]
-    // to:   shard.sharding @mesh split_axes = [[0, 1]]
-    %1 = shard.all_slice %0 on @mesh grid_axes = [1] slice_axis = 0 : tensor<4x4xf32> -> tensor<2x4xf32>
-    """
-    what = "ReshardPlan.to_mlir"
-    _check_mesh_name(mesh_name, what)
-    if element_type is None:
-        if plan.itemsize not in _ELEMENT_TYPES:
-            raise ValueError(f"{what}: no default element type for itemsize "
-                             f"{plan.itemsize}; pass element_type (e.g. 'bf16')")
-        element_type = _ELEMENT_TYPES[plan.itemsize]
-    if not isinstance(element_type, str) or not re.fullmatch(r"[A-Za-z][\w]*", element_type):
-        raise ValueError(f"{what}: element_type {element_type!r} is not an MLIR type name "
-                         f"like 'f32'")
-    shape = plan.global_shape
-    m = plan.mesh
-
-    def sharding_line(s: Sharding) -> str:
-        try:
-            return to_mlir(s, mesh_name)
-        except ValueError:
-            return f"{s} (partial: no shard.sharding form)"
-
-    lines = [f"shard.grid @{mesh_name}(shape = {'x'.join(map(str, m.shape))})",
-             f"// reshard {plan.src} -> {plan.tgt}, global tensor<"
-             + "".join(f"{n}x" for n in shape) + f"{element_type}>",
-             f"// from: {sharding_line(plan.src)}",
-             f"// to:   {sharding_line(plan.tgt)}"]
-    if not plan.steps:
-        lines.append("// nothing to do: source and target are the same")
-    v = 0
-    for step in plan.steps:
-        a, b = (_local_type(x, shape, element_type) for x in (step.before, step.after))
-        if step.op == "transfers":
-            lines.append(f"// %{v + 1} = point-to-point transfers of %{v}: {len(step.src)} "
-                         f"copies, {step.bytes} B; no shard collective expresses them "
-                         f"(shard.send/recv per device pair) : {a} -> {b}")
-            v += 1
-            continue
-        kw = dict(getattr(step, "params", ()))
-        if step.op == "update_halo":
-            d = step.after
-            attrs = (f"split_axes = [{', '.join(_ints(x) for x in d.split_axes)}] "
-                     f"halo_sizes = {_ints(d.halo_sizes)}")
-            lines.append(f"%{v + 1} = shard.update_halo %{v} on @{mesh_name} {attrs} : {b}")
-            v += 1
-            continue
-        attrs = f"grid_axes = {_ints(step.mesh_axes)}"
-        if "reduction" in kw:
-            attrs += f" reduction = <{_MLIR_REDUCTION[kw['reduction']]}>"
-        for key in ("gather_axis", "slice_axis", "split_axis", "concat_axis", "scatter_axis"):
-            if key in kw:
-                attrs += f" {key} = {kw[key]}"
-        lines.append(f"%{v + 1} = shard.{step.op} %{v} on @{mesh_name} {attrs} : {a} -> {b}")
-        v += 1
-    return "\n".join(lines)
-
-
-# -- the seed dict ----------------------------------------------------------------------
-def to_seed(s: Sharding) -> dict[str, int | None]:
-    """The seed form ``{"x": d0, "y": None}``: each mesh axis -> the tensor dim it splits.
-
-    >>> to_seed(Sharding(Mesh({"x": 2, "y": 2}), [[], ["x", "y"]]))
-    {'x': 1, 'y': 1}
-    """
-    _refuse(s, "the seed dict")
-    out: dict[str, int | None] = {n: None for n in s.mesh.axis_names}
-    for d, axes in enumerate(s.split_axes):
-        if list(axes) != sorted(axes):
-            raise ValueError(f"the seed dict: dim {d} is split by mesh axes "
-                             f"{_axis_names(s, axes)} (outer to inner); the seed dict "
-                             f"splits a dim by its axes in mesh-axis order only")
-        for a in axes:
-            out[s.mesh.axis_names[a]] = d
-    return out
+    return Sharding.from_mlir(text, mesh)
 
 
 __all__ = ["from_partition_spec", "to_partition_spec", "from_placements", "to_placements",

@@ -24,6 +24,16 @@ TARGETS: dict[str, dict[str, int]] = {
 }
 
 
+def target_list() -> str:
+    """The named targets and their meshes, for messages and help.
+
+    >>> target_list()
+    'a4e: 4x4, a4e-lite: 2x4'
+    """
+    return ", ".join(f"{name}: {'x'.join(map(str, sizes.values()))}"
+                     for name, sizes in sorted(TARGETS.items()))
+
+
 def default_axis_names(ndim: int) -> tuple[str, ...]:
     """``x``, ``y``, ``z``, then ``a3``, ``a4``, ...
 
@@ -138,7 +148,7 @@ class Mesh:
         parts = text.lower().split("x")
         if not all(p.strip().isdigit() for p in parts):
             raise ValueError(f"Mesh.parse: expected sizes like '4x4' or a target "
-                             f"{sorted(TARGETS)}, got {text!r}")
+                             f"({target_list()}), got {text!r}")
         return cls([int(p) for p in parts])
 
     # -- derived facts -------------------------------------------------------

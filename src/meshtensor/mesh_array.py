@@ -8,7 +8,7 @@ import numpy as np
 
 from .mesh import DeviceLike, Mesh
 from .reduction import identity, reduce_arrays
-from .boxes import box_slices
+from .boxes import box_slices, copy_pieces
 from .sharding import Sharding
 
 
@@ -30,12 +30,6 @@ def window_slices(w_start: np.ndarray, w_stop: np.ndarray, shape: Sequence[int]
         g.append(slice(lo, hi))
         loc.append(slice(lo - a, hi - a))
     return tuple(g), tuple(loc)
-
-
-def place_core(out: np.ndarray, local: np.ndarray, lo, hi, origin) -> None:
-    """Write the core ``[lo, hi)`` of a local array whose cell 0 sits at global
-    ``origin`` into the global array ``out``."""
-    out[box_slices(lo, hi)] = local[box_slices(lo, hi, origin)]
 
 
 class MeshArray:
@@ -187,13 +181,16 @@ class MeshArray:
             group_of = np.empty(mesh.size, dtype=np.int64)
             group_of[groups.reshape(-1)] = np.repeat(np.arange(len(groups)), groups.shape[1])
         out = np.empty(shape, dtype=self.dtype)
+        pieces = []
         for i in reps.tolist():
             if groups is not None:
                 data = reduce_arrays([self._locals[j] for j in groups[group_of[i]].tolist()],
                                      s.partial_kind)
             else:
                 data = self._locals[i]
-            place_core(out, data, starts[i], stops[i], wstarts[i])
+            lo, hi = starts[i], stops[i]
+            pieces.append((box_slices(lo, hi), data[box_slices(lo, hi, wstarts[i])]))
+        copy_pieces(out, pieces)  # in bands: one pass over out, nearly in address order
         return out
 
     def __repr__(self) -> str:

@@ -1,6 +1,7 @@
 """``meshtensor profile``: the estimated time of a mesh kernel on a machine, per
 superstep and bound, as a terminal summary, a Chrome trace (``--trace``, opens in
-Perfetto) and a Gantt chart (``--png``); ``--compare`` ranks SUMMA, Cannon and K-split.
+Perfetto) and a Gantt chart (``--png``); ``--compare`` searches the built-in GEMMs'
+tiles and ranks the algorithms.
 
     meshtensor profile --algorithm cannon_comm --size 1024 --mesh 4x4 --machine generic
     meshtensor profile my_kernels.py:gemm --machine wormhole-n300 --trace out.json
@@ -18,19 +19,24 @@ import importlib.util
 import inspect
 import pathlib
 import sys
+import textwrap
 from typing import Any
 
-from .cli import _int_at_least, prepare_png
+from .cli_args import _int_at_least, dtype_itemsize, parse_mesh, prepare_output, prepare_png
+from .gemms import ALGORITHM_NAMES, algorithm as gemm_algorithm
 from .machines import PRESETS, get_machine, machine_names
 
-ALGORITHMS = ("summa_comm", "cannon_comm", "ksplit_comm", "summa", "cannon", "local")
+ALGORITHMS = ALGORITHM_NAMES  # the one list (meshtensor.gemms)
 HELP = "estimate a mesh kernel's time on a machine: supersteps, bounds, timeline"
 DESCRIPTION = """\
 Estimate how long a mesh kernel takes on a machine, superstep by superstep,
 and what bounds each superstep (compute, memory, link, latency). The model
-reads the kernel's TIR (nothing is compiled): supersteps run one after
-another, each is the slowest core's compute phase plus an exchange. See
-docs/perf.md."""
+reads the kernel's TIR (nothing is compiled): each superstep is the slowest
+core's compute phase and an exchange (run with the cheapest collective
+algorithm the machine has); exchanges overlap the compute that does not
+need them where the machine moves data beside compute. A built-in GEMM
+without --tiles takes the fastest tiles whose buffers fit the machine.
+See docs/perf.md."""
 EPILOG = """\
 examples:
   meshtensor profile --algorithm cannon_comm --size 1024 --mesh 4x4
@@ -38,8 +44,8 @@ examples:
   meshtensor profile --compare --size 2048 --mesh 8x8 --machine wormhole-n300
   meshtensor profile --list-machines
 
-machines: """ + ", ".join(sorted(PRESETS)) + """,
-or a .json/.toml machine file (its fields: docs/perf.md)."""
+machines: """ + "\n  ".join(textwrap.wrap(", ".join(sorted(PRESETS)) + ", or a .json/.toml "
+                                         "machine file (its fields: docs/perf.md)", 68))
 
 
 def parse_gemm_size(text: str) -> tuple[int, int, int]:
@@ -55,6 +61,19 @@ def parse_gemm_size(text: str) -> tuple[int, int, int]:
                                          f"like 512x256x128, got {text!r}")
     vals = [int(p) for p in parts]
     return (vals[0],) * 3 if len(vals) == 1 else (vals[0], vals[1], vals[2])
+
+
+def parse_tiles(text: str) -> tuple[int, int, int]:
+    """``"128x128x32"`` -> ``(128, 128, 32)``.
+
+    >>> parse_tiles("128x64x32")
+    (128, 64, 32)
+    """
+    parts = text.lower().split("x")
+    if len(parts) != 3 or not all(p.strip().isdigit() and int(p) > 0 for p in parts):
+        raise argparse.ArgumentTypeError(f"expected positive BMxBNxBK like 128x128x32, got "
+                                         f"{text!r}")
+    return int(parts[0]), int(parts[1]), int(parts[2])
 
 
 def parse_square_mesh(text: str) -> int:
@@ -84,6 +103,11 @@ def add_profile_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--algorithm", choices=ALGORITHMS, default=None, metavar="ALGO",
                    help="built-in GEMM: " + ", ".join(ALGORITHMS) +
                    " (default summa_comm)")
+    p.add_argument("--tiles", type=parse_tiles, default=None, metavar="BMxBNxBK",
+                   help="the tiles of a tiled GEMM (summa_comm, cannon_comm, "
+                        "splitk_comm); default: the fastest whose buffers fit")
+    p.add_argument("--copies", type=_int_at_least(1), default=None, metavar="C",
+                   help="layers of cannon25d_comm (default: the fastest that fits)")
     p.add_argument("--size", type=parse_gemm_size, default=None, metavar="N|MxNxK",
                    help="GEMM size (default 1024)")
     p.add_argument("--mesh", default=None,
@@ -99,7 +123,8 @@ def add_profile_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--steps", type=_int_at_least(0), default=40,
                    help="supersteps listed (default 40; 0 lists all)")
     p.add_argument("--compare", action="store_true",
-                   help="estimate SUMMA, Cannon and K-split and name the fastest")
+                   help="search each distributed-memory GEMM's tiles, rank them and name "
+                        "the fastest that fits")
     p.add_argument("--list-machines", action="store_true",
                    help="print the machine presets and exit")
     p.set_defaults(func=run_profile)
@@ -107,32 +132,42 @@ def add_profile_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def machines_table() -> str:
-    """The presets, one line each, in 80 columns."""
-    lines = [f"{'machine':<17s}{'mesh':>6s}{'GFLOP/s f32':>12s}{'mem GB/s':>9s}"
-             f"{'link GB/s':>10s}{'hop ns':>7s}{'msg ns':>7s}{'local KiB':>10s}"]
+    """The presets, one line each, in 80 columns (memory: one core's port; sync: the
+    barrier latency; L1: all of a core's local memories)."""
+    lines = [f"{'machine':<17s}{'mesh':>5s}{'f32 GF/s':>9s}{'mem GB/s':>9s}"
+             f"{'link GB/s':>10s}{'hop ns':>7s}{'msg ns':>7s}{'sync ns':>8s}"
+             f"{'L1 KiB':>7s}"]
     # nanoseconds rounded first: 1.875e-9 * 1e9 is 1.8749999999999998
     for name in machine_names():
         m = PRESETS[name]
         f32 = m.flops_per_s.get("float32")
-        lines.append(f"{name:<17s}{'x'.join(map(str, m.mesh_shape)):>6s}"
-                     f"{f32 / 1e9 if f32 else float('nan'):>12.1f}"
+        lines.append(f"{name:<17s}{'x'.join(map(str, m.mesh_shape)):>5s}"
+                     f"{f32 / 1e9 if f32 else float('nan'):>9.1f}"
                      f"{m.mem_bandwidth / 1e9:>9.2f}{m.link_bandwidth / 1e9:>10.1f}"
-                     f"{round(m.hop_latency * 1e9, 6):>7.3f}"
-                     f"{round(m.message_overhead * 1e9, 6):>7.1f}"
-                     f"{m.local_memory_bytes / 1024:>10.0f}")
-    lines.append("sources and published/assumed status of every number: docs/perf.md")
+                     f"{round(m.hop_latency * 1e9, 6):>7g}"
+                     f"{round(m.message_overhead * 1e9, 6):>7g}"
+                     f"{round(m.barrier_latency * 1e9, 6):>8g}"
+                     f"{m.local_memory_bytes / 1024:>7.0f}")
+    lines.append("overlap, torus, multicast, chip memory bandwidth, memories by scope and")
+    lines.append("the source of every number: docs/perf.md (or a machine file's fields)")
     return "\n".join(lines)
 
 
-def load_kernel(spec: str) -> Any:
-    """The kernel named by ``FILE.py:FUNCTION``: a PrimFunc, compiled kernel or IRModule
-    defined in the file, or what a function of no arguments returns."""
+def _kernel_file(spec: str) -> tuple[pathlib.Path, str, str]:
+    """``FILE.py:FUNCTION`` checked without importing anything: ``(file, path, name)``."""
     path, sep, name = spec.rpartition(":")
     if not sep or not path or not name:
         raise ValueError(f"kernel: expected FILE.py:FUNCTION, got {spec!r}")
     p = pathlib.Path(path)
     if p.suffix != ".py" or not p.is_file():
         raise ValueError(f"kernel: {path!r} is not a Python file")
+    return p, path, name
+
+
+def load_kernel(spec: str) -> Any:
+    """The kernel named by ``FILE.py:FUNCTION``: a PrimFunc, compiled kernel or IRModule
+    defined in the file, or what a function of no arguments returns."""
+    p, path, name = _kernel_file(spec)
     import tilelang  # noqa: F401  (first: it puts its bundled tvm on the path)
     from tvm import tirx
     mod_name = f"_meshtensor_profile_{abs(hash(str(p.resolve())))}"
@@ -168,13 +203,43 @@ def load_kernel(spec: str) -> Any:
 
 
 def _check_out(path: str, suffix: str, flag: str) -> pathlib.Path:
-    p = pathlib.Path(path)
-    if p.suffix.lower() != suffix:
-        raise ValueError(f"{flag}: expected a file name ending in {suffix}, got {path!r}")
-    if p.is_dir():
-        raise ValueError(f"{flag}: {path!r} is a folder")
-    p.parent.mkdir(parents=True, exist_ok=True)
-    return p
+    # as show's and plan's --png: only the last folder is created, a file is named
+    return prepare_output(path, flag, suffix)
+
+
+def _is_dist_kernel(kernel: Any) -> bool:
+    from .tilelang.transform.lower_dist import has_dist_ops
+    from tvm import tirx
+    if isinstance(kernel, tirx.PrimFunc):
+        return has_dist_ops(kernel)
+    return hasattr(kernel, "program") and hasattr(kernel, "run_ranks")
+
+
+def _profile_dist(kernel: Any, machine: Any, args: argparse.Namespace,
+                  max_steps: int | None) -> int:
+    """A ``T.dist`` kernel: the per-rank kernel's estimate (every rank runs it), then
+    the chip-to-chip traffic of a run on zeros and its alpha-beta time."""
+    from .tilelang.analysis.perf import estimate_mesh_kernel
+    from .tilelang.engine import compile_mesh_kernel
+    from .tilelang.runtime.dist_traffic import analyze_dist_communication
+    if args.trace or args.png:
+        raise ValueError("--trace and --png draw one chip's supersteps; a T.dist kernel's "
+                         "profile is a summary (drop them)")
+    k = compile_mesh_kernel(kernel) if not hasattr(kernel, "program") else kernel
+    nr, nc = k.mesh_shape
+    report = estimate_mesh_kernel(k.mesh_kernel, machine)
+    print(report.summary(width=80, max_steps=max_steps,
+                         title=f"{pathlib.Path(args.kernel).name}: one rank of {k.world} "
+                               f"({nr}x{nc} mesh each)"))
+    traffic = analyze_dist_communication(k)
+    t = traffic.time(machine)
+    m = get_machine(machine)
+    print(f"\nchip-to-chip ({m.chip_link_bandwidth / 1e9:g} GB/s and "
+          f"{m.chip_link_latency * 1e6:g} us per message per link), from a run on zeros:")
+    print(traffic.table())
+    print(f"busiest chip link {t['chip'] * 1e6:.3f} us, busiest core's on-chip legs "
+          f"{t['onchip'] * 1e6:.3f} us")
+    return 0
 
 
 def run_profile(args: argparse.Namespace) -> int:
@@ -183,52 +248,88 @@ def run_profile(args: argparse.Namespace) -> int:
         print(machines_table())
         return 0
     machine = get_machine(args.machine)
-    if args.kernel and (args.algorithm or args.size or args.compare):
-        raise ValueError("--algorithm, --size and --compare are for the built-in GEMMs; "
-                         "a user kernel (FILE.py:FUNCTION) brings its own shape")
+    if args.kernel and (args.algorithm or args.size or args.compare or args.tiles
+                        or args.copies):
+        raise ValueError("--algorithm, --size, --tiles, --copies and --compare are for the "
+                         "built-in GEMMs; a user kernel (FILE.py:FUNCTION) brings its own "
+                         "shape")
     if args.kernel and args.dtype:
         raise ValueError("--dtype is for the built-in GEMMs; a user kernel "
                          "(FILE.py:FUNCTION) brings its own element types")
     if args.compare and (args.trace or args.png):
         raise ValueError("--trace and --png draw one kernel; drop --compare or give "
                          "--algorithm")
-    if args.compare and args.algorithm:
-        raise ValueError("--compare estimates summa_comm, cannon_comm and ksplit_comm; "
-                         "drop --algorithm (or --compare to profile one)")
+    if args.compare and (args.algorithm or args.tiles or args.copies):
+        raise ValueError("--compare searches every distributed-memory GEMM and its tiles; "
+                         "drop --algorithm, --tiles and --copies (or --compare to profile "
+                         "one)")
+    alg = args.algorithm or "summa_comm"
+    if args.tiles and not gemm_algorithm(alg).tiled:
+        raise ValueError(f"--tiles: {alg} takes no tiles (tiled: summa_comm, cannon_comm, "
+                         f"splitk_comm)")
+    if args.copies and not gemm_algorithm(alg).copies:
+        raise ValueError(f"--copies: {alg} takes no copies (cannon25d_comm does)")
     dtype = args.dtype or "float32"
+    # every argument is checked before TileLang is imported (seconds on a busy machine)
+    if args.kernel:
+        _kernel_file(args.kernel)
+        mesh = parse_mesh(args.mesh) if args.mesh else None
+    else:
+        n = parse_square_mesh(args.mesh or "4x4")
+        if not machine.fits((n, n)):
+            raise ValueError(f"--mesh: a {n}x{n} mesh does not fit machine "
+                             f"{machine.name!r} ({'x'.join(map(str, machine.mesh_shape))} "
+                             f"cores)")
+        try:
+            dtype_itemsize(dtype)
+        except argparse.ArgumentTypeError as e:
+            raise ValueError(f"--dtype: {e}") from None
     trace = _check_out(args.trace, ".json", "--trace") if args.trace else None
     png = None
     if args.png:
         png = prepare_png(args.png)
+    M, N, K = args.size or (1024,) * 3
+    n = parse_square_mesh(args.mesh or "4x4")
     from .tilelang.logs import quiet_tilelang
     quiet_tilelang()
     max_steps = args.steps or None
     if args.compare:
         from .tilelang.kernels.gemm_choice import compare_gemm_algorithms
-        M, N, K = args.size or (1024,) * 3
-        n = parse_square_mesh(args.mesh or "4x4")
         print(compare_gemm_algorithms(M, N, K, n, machine, dtype).table())
         return 0
     from .tilelang.analysis.perf import estimate_mesh_kernel
     if args.kernel:
-        from .mesh import Mesh
         from .tilelang.ir.kernel import KernelView
-        mesh = Mesh.parse(args.mesh) if args.mesh else None
         kernel = load_kernel(args.kernel)
+        if _is_dist_kernel(kernel):  # several chips: each rank's estimate, then the links
+            return _profile_dist(kernel, machine, args, max_steps)
         if mesh is None and KernelView.of(kernel, "kernel").mesh is None:
             raise ValueError(f"kernel: {args.kernel} names no mesh (no mesh annotations "
                              f"or comm ops); give --mesh, e.g. --mesh 2x2")
         report = estimate_mesh_kernel(kernel, machine, mesh=mesh)
         title = f"{pathlib.Path(args.kernel).name} ({report.work.name}) on a " \
                 f"{'x'.join(map(str, report.work.mesh.shape))} mesh"
+        note = ""
     else:
-        from .tilelang.kernels.gemm_choice import estimate_gemm
-        alg = args.algorithm or "summa_comm"
-        M, N, K = args.size or (1024,) * 3
-        n = parse_square_mesh(args.mesh or "4x4")
-        report = estimate_gemm(alg, M, N, K, n, machine, dtype)
-        title = f"{alg} GEMM {M}x{N}x{K} {dtype} on a {n}x{n} mesh"
+        from .tilelang.kernels.gemm_choice import best_form, estimate_gemm
+        tiles, copies, note = args.tiles, args.copies, ""
+        a = gemm_algorithm(alg)
+        if (a.tiled and tiles is None) or (a.copies and copies is None):
+            form = best_form(alg, M, N, K, n, machine, dtype)
+            tiles, copies = form.tiles, form.copies
+            if form.model is None and form.built is None and form.local_bytes:
+                note = (f"note: no tiles of {alg} fit the machine's memory; these are the "
+                        f"smallest")
+            elif form.reason:
+                raise ValueError(f"--algorithm: {alg} does not apply to "
+                                 f"{M}x{N}x{K} on a {n}x{n} mesh ({form.reason})")
+        report = estimate_gemm(alg, M, N, K, n, machine, dtype, tiles=tiles, copies=copies)
+        shape = f", tiles {'x'.join(map(str, _tuple(tiles)))}" if tiles is not None else \
+            f", {copies} copies" if copies is not None else ""
+        title = f"{alg} GEMM {M}x{N}x{K} {dtype} on a {n}x{n} mesh{shape}"
     print(report.summary(width=80, max_steps=max_steps, title=title))
+    if note:
+        print(note)
     if trace is not None:
         from .tilelang.analysis.timeline import write_trace
         write_trace(report, trace)
@@ -238,3 +339,7 @@ def run_profile(args: argparse.Namespace) -> int:
         save_gantt_png(report, png)
         print(f"saved {png}")
     return 0
+
+
+def _tuple(tiles: Any) -> tuple:
+    return (tiles.bm, tiles.bn, tiles.bk) if hasattr(tiles, "bm") else tuple(tiles)

@@ -1,9 +1,11 @@
 """How a tensor is laid out over a mesh: split, replicated, partial, halos, offsets.
 
-Every shard-region computation of the package lives here (``chunk_bounds``,
-``Sharding.regions``, ``Sharding.windows``, ``local_region``, ``local_shape``,
-``tile_shape``): collectives, the planner, the visualizer and the TileLang front end
-ask a ``Sharding`` and never re-derive shapes or offsets.
+Every shard-region computation of the package lives here (``Sharding.regions``,
+``Sharding.windows``, ``local_region``, ``local_shape``, ``tile_shape``, on the ceil-div
+rule of :func:`~meshtensor.shapes.chunk_bounds`, re-exported here): collectives, the
+planner, the visualizer and the TileLang front end ask a ``Sharding`` and never
+re-derive shapes or offsets. Other systems' forms of a layout (JAX, DTensor, MLIR, the
+seed dict) are read and written by :mod:`meshtensor.forms`.
 """
 
 from __future__ import annotations
@@ -15,56 +17,10 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from . import forms
 from .mesh import AxisLike, DeviceLike, Mesh, _is_int
 from .reduction import REDUCTION_KINDS  # the kinds of partial shardings
-
-def chunk_bounds(n: int, k: int) -> np.ndarray:
-    """The ``k + 1`` boundaries of the ceil-div rule: shard ``i`` of a dim of size ``n``
-    split ``k`` ways covers ``[min(i*c, n), min((i+1)*c, n))`` with ``c = ceil(n/k)``.
-
-    Shards past the data are empty and start at ``n`` (as ``torch.chunk`` / DTensor).
-
-    >>> chunk_bounds(10, 4).tolist()
-    [0, 3, 6, 9, 10]
-    >>> chunk_bounds(2, 3).tolist()
-    [0, 1, 2, 2]
-    """
-    c = -(-n // k)
-    return np.minimum(np.arange(k + 1, dtype=np.int64) * c, n)
-
-
-def nested_chunk_bounds(n: int, ks: Sequence[int]) -> np.ndarray:
-    """The ``prod(ks) + 1`` boundaries of nested chunking, as PyTorch DTensor cuts a dim
-    sharded by several mesh axes: ``chunk_bounds`` by ``ks[0]``, then each chunk by
-    ``ks[1]``, and so on (a ``torch.chunk`` of a chunk). Equals ``chunk_bounds(n,
-    prod(ks))`` when the sizes divide.
-
-    >>> nested_chunk_bounds(6, [2, 2]).tolist()      # flat rule: [0, 2, 4, 6, 6]
-    [0, 2, 3, 5, 6]
-    """
-    bounds = np.array([0, n], dtype=np.int64)
-    for k in ks:
-        lo, length = bounds[:-1], np.diff(bounds)
-        c = -(-length // k)
-        cut = np.minimum(np.arange(k, dtype=np.int64)[None, :] * c[:, None], length[:, None])
-        bounds = np.append((lo[:, None] + cut).reshape(-1), n)
-    return bounds
-
-
-def _shape_tuple(global_shape: Sequence[int], what: str) -> tuple[int, ...]:
-    if isinstance(global_shape, (int, np.integer)):
-        global_shape = (global_shape,)
-    try:
-        shape = tuple(global_shape)
-    except TypeError:
-        raise TypeError(f"{what}: global_shape must be a sequence of ints, got "
-                        f"{global_shape!r}") from None
-    for d, n in enumerate(shape):
-        if not _is_int(n):
-            raise TypeError(f"{what}: global_shape[{d}] must be an int, got {n!r}")
-        if n < 0:
-            raise ValueError(f"{what}: global_shape[{d}] must be >= 0, got {n}")
-    return tuple(int(n) for n in shape)
+from .shapes import _shape_tuple, chunk_bounds, nested_chunk_bounds  # noqa: F401 (re-exported)
 
 
 def _normalize_split_axes(mesh: Mesh, split_axes: Any) -> tuple[tuple[int, ...], ...]:
@@ -83,6 +39,10 @@ def _normalize_split_axes(mesh: Mesh, split_axes: Any) -> tuple[tuple[int, ...],
         axes = []
         for a in entry:
             ai = mesh.axis_index(a, what=f"Sharding: split_axes[{d}]")
+            if ai in seen and seen[ai] == d:
+                raise ValueError(f"Sharding: mesh axis {mesh.axis_names[ai]!r} ({ai}) is "
+                                 f"listed twice in split_axes[{d}]; a mesh axis may split "
+                                 f"a dim once")
             if ai in seen:
                 raise ValueError(f"Sharding: mesh axis {mesh.axis_names[ai]!r} ({ai}) is "
                                  f"used twice, by dims {seen[ai]} and {d}; a mesh axis "
@@ -321,17 +281,16 @@ class Sharding:
             split[d].append(a)
         return cls(mesh, split)
 
-    # -- other systems' forms (meshtensor.interop) ------------------------------------
+    # -- other systems' forms (meshtensor.forms; meshtensor.interop re-exports) -------
     @classmethod
     def from_partition_spec(cls, mesh: Mesh, spec: Any, ndim: int | None = None) -> "Sharding":
         """From a JAX ``PartitionSpec`` or a tuple (``None``, a name, or a tuple of names
-        per dim); see :func:`meshtensor.interop.from_partition_spec`.
+        per dim); see :func:`meshtensor.forms.partition_spec_split`.
 
         >>> Sharding.from_partition_spec(Mesh({"x": 2, "y": 2}), ("y", "x")).spec()
         [['y'], ['x']]
         """
-        from .interop import from_partition_spec
-        return from_partition_spec(mesh, spec, ndim)
+        return cls(mesh, forms.partition_spec_split(mesh, spec, ndim))
 
     def to_partition_spec(self) -> Any:
         """The JAX form: a ``PartitionSpec`` when jax imports, else a plain tuple.
@@ -339,30 +298,28 @@ class Sharding:
         >>> tuple(Sharding(Mesh({"x": 2, "y": 2}), [["x", "y"]]).to_partition_spec())
         (('x', 'y'),)
         """
-        from .interop import to_partition_spec
-        return to_partition_spec(self)
+        return forms.to_partition_spec(self)
 
     @classmethod
     def from_placements(cls, mesh: Mesh, placements: Sequence[Any], ndim: int,
                         global_shape: Sequence[int] | None = None) -> "Sharding":
         """From PyTorch DTensor placements, one per mesh axis (exact nested layout given
-        ``global_shape``); see :func:`meshtensor.interop.from_placements`.
+        ``global_shape``); see :func:`meshtensor.forms.placements_fields`.
 
         >>> Sharding.from_placements(Mesh([2, 2]), ["S(0)", "R"], 2).spec()
         [['x']]
         """
-        from .interop import from_placements
-        return from_placements(mesh, placements, ndim, global_shape)
+        split, kw = forms.placements_fields(mesh, placements, ndim, global_shape)
+        return cls(mesh, split, **kw)
 
     def to_placements(self, global_shape: Sequence[int] | None = None) -> list[Any]:
         """PyTorch DTensor placements (torch objects), one per mesh axis; see
-        :func:`meshtensor.interop.to_placements`.
+        :func:`meshtensor.forms.to_placements`.
 
         >>> [str(p) for p in Sharding(Mesh([2, 2]), [[1]]).to_placements()]
         ['R', 'S(0)']
         """
-        from .interop import to_placements
-        return to_placements(self, global_shape)
+        return forms.to_placements(self, global_shape)
 
     @classmethod
     def from_mlir(cls, text: str, mesh: Mesh) -> "Sharding":
@@ -371,8 +328,11 @@ class Sharding:
         >>> Sharding.from_mlir("shard.sharding @g split_axes = [[1]]", Mesh([2, 2])).spec()
         [['y']]
         """
-        from .interop import from_mlir
-        return from_mlir(text, mesh)
+        split, kw = forms.mlir_fields(text, mesh)
+        try:
+            return cls(mesh, split, **kw)
+        except ValueError as e:
+            raise ValueError(f"Sharding.from_mlir: {e}") from None
 
     def to_mlir(self, mesh_name: str = "mesh") -> str:
         """MLIR's ``shard.sharding`` op for this layout.
@@ -380,8 +340,7 @@ class Sharding:
         >>> Sharding(Mesh([2, 2]), [[], [0, 1]]).to_mlir("grid0")
         'shard.sharding @grid0 split_axes = [[], [0, 1]]'
         """
-        from .interop import to_mlir
-        return to_mlir(self, mesh_name)
+        return forms.to_mlir(self, mesh_name)
 
     def to_seed(self) -> dict[str, int | None]:
         """The seed dict ``{"x": d, "y": None}`` (inverse of :meth:`from_seed`).
@@ -389,8 +348,7 @@ class Sharding:
         >>> Sharding(Mesh({"x": 2, "y": 2}), [[], ["y"]]).to_seed()
         {'x': None, 'y': 1}
         """
-        from .interop import to_seed
-        return to_seed(self)
+        return forms.to_seed(self)
 
     # -- plain facts -----------------------------------------------------------
     @property

@@ -17,6 +17,15 @@ DEFAULT_WIDTH = 80
 MIN_WIDTH = 40
 
 
+def plural(n: int, word: str) -> str:
+    """``n`` and ``word``, with an ``s`` unless ``n`` is 1.
+
+    >>> plural(1, "superstep"), plural(3, "superstep")
+    ('1 superstep', '3 supersteps')
+    """
+    return f"{n} {word}{'s' * (n != 1)}"
+
+
 def cut(text: str, width: int) -> str:
     """``text`` in ``width`` columns: cut with an ellipsis, never silently.
 

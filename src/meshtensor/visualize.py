@@ -52,15 +52,62 @@ def _value_lines(a: np.ndarray, width: int = 24) -> list[str]:
 
 
 def _shard_ids(starts: np.ndarray, stops: np.ndarray) -> tuple[np.ndarray, int]:
-    """Per device, the index of its core region among the distinct regions, numbered in
-    order of first appearance (replicas share one); and how many there are."""
-    if starts.shape[1] == 0:
+    """Per device, the index of its core region among the distinct non-empty regions,
+    numbered in order of first appearance (replicas share one), or -1 where the region
+    is empty; and how many distinct non-empty regions there are."""
+    if starts.shape[1] == 0:  # a scalar: one region, every device holds it
         return np.zeros(len(starts), dtype=np.int64), 1
-    _, first, inv = np.unique(np.concatenate([starts, stops], axis=1), axis=0,
+    empty = np.any(stops <= starts, axis=1)
+    ids = np.full(len(starts), -1, dtype=np.int64)
+    if empty.all():
+        return ids, 0
+    _, first, inv = np.unique(np.concatenate([starts, stops], axis=1)[~empty], axis=0,
                               return_index=True, return_inverse=True)
     rank = np.empty(len(first), dtype=np.int64)
     rank[np.argsort(first, kind="stable")] = np.arange(len(first))
-    return rank[inv.reshape(-1)], len(first)
+    ids[~empty] = rank[inv.reshape(-1)]
+    return ids, len(first)
+
+
+def shards_line(s: Sharding, global_shape: Sequence[int]) -> str:
+    """The drawing's second line: how many distinct non-empty shards there are, on how
+    many devices each, and how many devices hold an empty shard (those get no letter).
+
+    >>> shards_line(Sharding(Mesh([4]), [[0]]), (2,))
+    '2 distinct shards (letters), one per device; 2 of 4 devices hold an empty shard (no letter)'
+    >>> shards_line(Sharding(Mesh([2, 2]), [[1]]), (4,))
+    "2 distinct shards (letters), each on 2 devices (replicated along ['x'])"
+    """
+    shape = s.check_shape(global_shape, "shards_line")
+    shard, n = _shard_ids(*s.regions(shape))
+    return _shards_line(s, shape, shard, n)
+
+
+def _shards_line(s: Sharding, shape: tuple[int, ...], shard: np.ndarray, n: int) -> str:
+    mesh = s.mesh
+    if n == 0:
+        return (f"every device's shard is empty: the tensor {shape} has no elements")
+    names = mesh.axis_names
+    # A non-empty region belongs to one shard index per split dim, so it sits on every
+    # device of the axes that split nothing: the same count for every letter.
+    split = {a for d in range(len(shape)) for a in s.axes_of(d)}
+    per = int(np.prod([mesh.shape[a] for a in range(mesh.ndim) if a not in split],
+                      dtype=np.int64))
+    line = f"{n} distinct shard{'s' * (n != 1)} (letter{'s' * (n != 1)})"
+    if per > 1:
+        how = []
+        if s.replicated_axes:
+            how.append(f"replicated along {[names[a] for a in s.replicated_axes]}")
+        if s.partial_axes:
+            how.append(f"{s.partial_kind} terms along {[names[a] for a in s.partial_axes]}")
+        line += f", each on {per} devices ({'; '.join(how)})"
+    else:
+        line += ", one per device"
+    empty = int(np.count_nonzero(shard < 0))
+    if empty:
+        line += (f"; {empty} of {mesh.size} device{'s' * (mesh.size != 1)} "
+                 f"{'hold' if empty != 1 else 'holds'} an empty shard (no letter)")
+    return line
 
 
 def _cells(s: Sharding, shape: tuple[int, ...], values: Any, devices: Sequence[int]
@@ -77,9 +124,8 @@ def _cells(s: Sharding, shape: tuple[int, ...], values: Any, devices: Sequence[i
         arr = values if isinstance(values, MeshArray) else distribute(np.asarray(values), s)
         locals_ = arr.locals
     for d in devices:
-        head = f"{mesh.multi_index(d)} {_letter(int(shard[d]))}"
-        lines = [head]
-        empty = bool(np.any(stops[d] <= starts[d])) and len(shape) > 0
+        empty = bool(shard[d] < 0)
+        lines = [f"{mesh.multi_index(d)}" + ("" if empty else f" {_letter(int(shard[d]))}")]
         if locals_ is not None:
             lines += _value_lines(np.asarray(locals_[d]))
         elif empty:
@@ -98,18 +144,7 @@ def _cells(s: Sharding, shape: tuple[int, ...], values: Any, devices: Sequence[i
     # "\n" marks where a line too long for the width breaks first (see visualize)
     legend = [f"tensor {shape} over mesh {mesh} {dict(zip(mesh.axis_names, mesh.shape))},\n"
               f"sharding {s.spec()} = {s}"]
-    per = mesh.size // n_shards if n_shards else 0
-    names = mesh.axis_names
-    line = f"{n_shards} distinct shards (letters)"
-    if per > 1:
-        how = []
-        if s.replicated_axes:
-            how.append(f"replicated along {[names[a] for a in s.replicated_axes]}")
-        if s.partial_axes:
-            how.append(f"{s.partial_kind} terms along {[names[a] for a in s.partial_axes]}")
-        line += f", each on {per} devices ({'; '.join(how)})"
-    else:
-        line += ", one per device"
+    line = _shards_line(s, shape, shard, n_shards)
     legend.append(line)
     if s.halo_sizes:
         legend.append("halo: the global range the local array covers (outside the tensor: zeros)")
@@ -300,7 +335,7 @@ def visualize_plan(plan: Any, max_devices: int = 16, max_pairs: int = 12, *,
         (0,)      .      8
         (1,)      8      .
     """
-    from .resharding import _step_summary
+    from .resharding.printer import step_summary
     if isinstance(width, bool) or not isinstance(width, (int, np.integer)) or width < MIN_WIDTH:
         raise ValueError(f"visualize_plan: width must be an int >= {MIN_WIDTH}, got {width!r}")
     mesh = plan.mesh
@@ -320,7 +355,7 @@ def visualize_plan(plan: Any, max_devices: int = 16, max_pairs: int = 12, *,
             out += wrap("  bytes sent (row: sender, column: receiver)", width, indent="  ")
             out += _matrix_lines(plan_matrix(s, mesh), labels, width)
             continue
-        out += [w for x in _step_summary(s, mesh) for w in wrap("  " + x, width, indent="    ")]
+        out += [w for x in step_summary(s, mesh) for w in wrap("  " + x, width, indent="    ")]
         out += wrap(f"  busiest link carries {s.flows.max_link_bytes(mesh)} bytes (XY routing)",
                     width, indent="    ")
         if s.op == "transfers":
@@ -370,10 +405,18 @@ PNG_LABELS = 16
 
 def save_png(sharding: Sharding, global_shape: Sequence[int], path: str) -> None:
     """Save a picture: the tensor coloured by owning shard (dims 0 and 1; a 1-D tensor
-    is one row, higher dims are folded into the columns) and the mesh grid in the same
-    colours, each device labelled with its shard letter (on meshes up to
+    is one row, higher dims are folded into the columns), each shard's halo window (the
+    range its local array covers) as a dashed outline in its colour, and the mesh grid
+    in the same colours, each device labelled with its shard letter (on meshes up to
     ``PNG_LABELS`` x ``PNG_LABELS``; bigger ones get colour and sparse ticks, so a 64x64
     mesh stays readable and quick)."""
+    fig = _layout_figure(sharding, global_shape)
+    fig.savefig(path, dpi=100)
+    _plt().close(fig)
+
+
+def _layout_figure(sharding: Sharding, global_shape: Sequence[int]) -> Any:
+    """The figure :func:`save_png` saves."""
     plt = _plt()
     shape = sharding.check_shape(global_shape, "save_png")
     mesh = sharding.mesh
@@ -407,6 +450,8 @@ def save_png(sharding: Sharding, global_shape: Sequence[int], path: str) -> None
                                                       f"{n_col}" if n_shards > n_col else ""))
     ax1.set_xlabel("dim 1" if len(shape) >= 2 else "")
     ax1.set_ylabel("dim 0")
+    if sharding.halo_sizes and rows and cols:
+        _halo_outlines(ax1, sharding, shape, shard_of, reps, cmap, n_col, rows, cols)
     if n_shards <= 64:
         for d in reps.tolist():
             if np.all(stops[d] > starts[d]):
@@ -415,11 +460,14 @@ def save_png(sharding: Sharding, global_shape: Sequence[int], path: str) -> None
                 ax1.text(c, r, _letter(int(shard_of[d])), ha="center", va="center", fontsize=12)
     grid_rows = mesh.shape[0] if mesh.ndim >= 2 else 1
     grid = shard_of.reshape(grid_rows, -1)
-    ax2.imshow(grid % n_col, cmap=cmap, vmin=-0.5, vmax=n_col - 0.5, interpolation="nearest")
+    # devices whose shard is empty are left blank, as in the text drawing
+    ax2.imshow(np.ma.masked_less(grid, 0) % n_col, cmap=cmap, vmin=-0.5, vmax=n_col - 0.5,
+               interpolation="nearest")
     ax2.set_title(f"mesh {mesh} {mesh.axis_names}")
     if max(grid.shape) <= PNG_LABELS:
         for (r, c), v in np.ndenumerate(grid):
-            ax2.text(c, r, f"{_letter(int(v))}\n{mesh.multi_index(r * grid.shape[1] + c)}",
+            ax2.text(c, r, f"{_letter(int(v)) if v >= 0 else 'empty'}\n"
+                     f"{mesh.multi_index(r * grid.shape[1] + c)}",
                      ha="center", va="center", fontsize=8)
         ax2.set_xticks(range(grid.shape[1]))
         ax2.set_yticks(range(grid.shape[0]))
@@ -430,32 +478,66 @@ def save_png(sharding: Sharding, global_shape: Sequence[int], path: str) -> None
         ax2.set_xlabel("mesh column (last axes)")
         ax2.set_ylabel(f"mesh axis {mesh.axis_names[0]}")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    return fig
+
+
+def _halo_outlines(ax: Any, sharding: Sharding, shape: tuple[int, ...], shard_of: np.ndarray,
+                   reps: np.ndarray, cmap: Any, n_col: int, rows: int, cols: int) -> None:
+    """Each non-empty shard's halo window, clipped to the tensor, as a dashed outline in
+    the shard's colour (dims 0 and 1, as the tensor panel)."""
+    from matplotlib.patches import Rectangle
+    w0, w1 = sharding.windows(shape)
+    drawn = set()
+    for d in reps.tolist():
+        if shard_of[d] < 0:
+            continue
+        r0, r1 = (max(w0[d][0], 0), min(w1[d][0], rows)) if len(shape) >= 1 else (0, 1)
+        c0, c1 = (max(w0[d][1], 0), min(w1[d][1], cols)) if len(shape) >= 2 else (0, 1)
+        if (r0, r1, c0, c1) in drawn or r1 <= r0 or c1 <= c0:
+            continue
+        drawn.add((r0, r1, c0, c1))
+        ax.add_patch(Rectangle((c0 - 0.5, r0 - 0.5), c1 - c0, r1 - r0, fill=False,
+                               linestyle="--", linewidth=1.5, label="halo",
+                               edgecolor=cmap(int(shard_of[d]) % n_col)))
+    ax.set_title(ax.get_title() + "\ndashed: each shard's halo window", fontsize=10)
 
 
 def save_plan_png(plan: Any, path: str) -> None:
-    """Save a picture of a plan: one sender x receiver byte matrix per step."""
+    """Save a picture of a plan: one sender x receiver byte matrix per step, devices
+    named by their mesh coordinates as in the text (on big meshes each pixel is a block
+    of consecutive devices, its tick the first one's coordinates), the colour bar in
+    bytes."""
+    fig = _plan_figure(plan)
+    fig.savefig(path, dpi=100)
+    _plt().close(fig)
+
+
+def _plan_figure(plan: Any) -> Any:
+    """The figure :func:`save_plan_png` saves."""
     plt = _plt()
     steps = [s for s in plan.steps] or [None]
+    mesh = plan.mesh
+    n = mesh.size
     fig, axes = plt.subplots(1, len(steps), figsize=(5 * len(steps), 4.5), squeeze=False)
     for ax, s in zip(axes[0], steps):
         if s is None:
             ax.set_title("nothing to move")
             ax.axis("off")
             continue
-        m = plan_matrix(s, plan.mesh, bins=PNG_SAMPLES)
-        n = plan.mesh.size
-        # Binned matrices keep linear device ids on the axes (a bin spans n / bins ids).
-        im = ax.imshow(m, cmap="viridis", interpolation="nearest",
-                       extent=(-0.5, n - 0.5, n - 0.5, -0.5))
-        per = f"; bytes per block of ~{n / len(m):.3g} x {n / len(m):.3g} pairs" \
-            if len(m) < n else ""
+        m = plan_matrix(s, mesh, bins=PNG_SAMPLES)
+        b = len(m)
+        im = ax.imshow(m, cmap="viridis", interpolation="nearest")
+        per = f"; each pixel a block of ~{n / b:.3g} devices per side" if b < n else ""
         ax.set_title(f"{s.op}: {s.bytes} bytes{per}", fontsize=9)
-        ax.set_xlabel("receiver (linear id)")
-        ax.set_ylabel("sender (linear id)")
-        fig.colorbar(im, ax=ax, shrink=0.8)
+        # ticks at (at most) 8 blocks, named by their first device's coordinates
+        ticks = sorted(set(np.linspace(0, b - 1, min(b, 8)).round().astype(int).tolist()))
+        labels = [str(mesh.multi_index((t * n) // b)) for t in ticks]
+        ax.set_xticks(ticks, labels, rotation=90, fontsize=7)
+        ax.set_yticks(ticks, labels, fontsize=7)
+        ax.set_xlabel("receiver (mesh coordinates)")
+        ax.set_ylabel("sender (mesh coordinates)")
+        bar = fig.colorbar(im, ax=ax, shrink=0.8)
+        bar.set_label("bytes sent" + (" per block" if b < n else ""))
     fig.suptitle(f"{plan.src} -> {plan.tgt}, shape {plan.global_shape}")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    return fig

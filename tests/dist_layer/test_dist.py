@@ -266,6 +266,25 @@ def test_a_rank_raising_is_reported_without_cpp_backtraces(capfd, monkeypatch):
     assert "frame #" not in err and "Exception raised from" not in err, err
 
 
+@pytest.mark.slow
+def test_the_failing_ranks_own_error_comes_first():
+    """Issue 30: when rank 2 raised, the DistRunError was one line of about 900
+    characters listing ranks 0 and 1 first, each with gloo's 'Connection closed by
+    peer', and the real error after them. Now the rank that failed on its own leads,
+    the echoes follow one per line, and its traceback ends the message."""
+    with pytest.raises(DistRunError) as e:
+        run(W.raises_on_rank_2, (2, 2), timeout=10)
+    lines = str(e.value).splitlines()
+    assert lines[0] == "meshtensor.dist.run: rank 2 (1, 0) error: ValueError: boom on rank 2"
+    assert lines[1] == "the other ranks:"
+    others = lines[2:5]
+    assert [ln.split()[1] for ln in others] == ["0", "1", "3"]
+    assert all("DistCollectiveError" in ln or "finished" in ln for ln in others), others
+    assert e.value.cause == 2 and 'raise ValueError("boom on rank 2")' in e.value.traceback
+    assert lines[5] == "rank 2's traceback:" and lines[-1] == "  ValueError: boom on rank 2"
+    assert e.value.outcomes[2] == "error: ValueError: boom on rank 2"
+
+
 def _like_the_server(monkeypatch):
     """Set the import-time variables as the fork server was started with them (it may
     have been started under another environment by an earlier test), so that the next

@@ -291,3 +291,12 @@ def prints(dm, text):
 def count_and_sum(dm, tensors):
     """How many tensors arrived, and the sum of their values."""
     return len(tensors), float(sum(float(t.sum()) for t in tensors))
+
+
+def raises_on_rank_2(dm):
+    """Rank 2 raises after a first collective; the others lose it in the next one."""
+    x = torch.ones(4)
+    dm.all_reduce(x, [0, 1])
+    if dm.rank == 2:
+        raise ValueError("boom on rank 2")
+    return dm.all_reduce(x, [0, 1])

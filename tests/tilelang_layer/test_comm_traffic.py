@@ -300,3 +300,27 @@ def test_summa_comm_moves_what_the_global_view_reads_remotely():
     # 2n broadcasts; from root k the busiest link carries max(k, n-1-k) tiles
     lat, bw = 1e-6, 1e9
     assert comm.noc_time(bw, lat) == pytest.approx(2 * (lat + TILE / bw) * (3 + 2 + 2 + 3))
+
+
+def test_superstep_table_total_row_is_the_columns_total():
+    """Issue 30: the demo's "bytes by hops" table ended with an empty total, and the
+    total of `max link` (262144) was neither the sum (1310720) nor the maximum (196608)
+    of its column: it was the busiest link over the whole kernel. Now the total row
+    holds each column's sum (max link: its largest), and the kernel-wide busiest link
+    is a sentence of its own."""
+    r = analyze_mesh_communication(build_gemm("summa_comm", 64, 64, 64, N))
+    lines = r.superstep_table(width=200).splitlines()
+    head = next(ln for ln in lines if ln.startswith("step"))
+    total = next(ln for ln in lines if ln.startswith("total "))
+    cols = head.index("max link"), head.index("bytes by hops")
+    steps = r.supersteps
+    want = {}
+    for s in steps:
+        for h, b in s.hop_bytes.items():
+            want[h] = want.get(h, 0) + b
+    assert total[cols[1]:].strip() == ", ".join(f"{h}: {b}" for h, b in sorted(want.items()))
+    fields = total[:cols[1]].split()
+    assert fields[1] == str(sum(s.nbytes for s in steps))
+    assert fields[3] == str(max(s.max_link_bytes for s in steps))
+    assert f"the busiest link carries {r.max_link_bytes()} bytes" in " ".join(lines)
+    assert max(map(len, r.superstep_table().splitlines())) <= 80

@@ -18,7 +18,7 @@ from meshtensor import Mesh  # noqa: E402
 from meshtensor.tilelang import mesh_tensor_functions  # noqa: E402
 from meshtensor.tilelang.ir.scope import find_copies  # noqa: E402
 from meshtensor.tilelang import analyze_mesh_communication, verify_mesh_tensors  # noqa: E402
-from meshtensor.tilelang.ir.evaluate import eval_np  # noqa: E402
+from meshtensor.tilelang.ir.evaluate import Overflow, eval_np  # noqa: E402
 from meshtensor.tilelang.ir.launch import Launch  # noqa: E402
 
 MESH = Mesh({"x": 4, "y": 4})
@@ -209,3 +209,16 @@ def test_a_copy_inside_a_while_loop_is_refused():
     with pytest.raises(ValueError, match=r"VerifyMeshTensors: a statement inside `while bx < 2` "
                                          r"runs a data-dependent number of times"):
         verify_mesh_tensors(k)
+
+
+def test_bitwise_calls_evaluate_as_c_computes_them():
+    """WrapNarrowingCasts writes ``T.Cast("uint8", x)`` as ``bitwise_and(x, 255)``: the
+    evaluator reads it (a comm-op start was 'cannot be shown to stay in range')."""
+    i = tirx.Var("i", "int32")
+    pts = {i: np.arange(40)}
+    assert eval_np(tirx.bitwise_and(i * 256 + 1, 255), pts).tolist() == [1] * 40
+    assert eval_np(tirx.bitwise_or(i, 1), pts).tolist() == (np.arange(40) | 1).tolist()
+    assert eval_np(tirx.bitwise_xor(i, 3), pts).tolist() == (np.arange(40) ^ 3).tolist()
+    assert eval_np(tirx.shift_right(i, 2), pts).tolist() == (np.arange(40) >> 2).tolist()
+    with pytest.raises(Overflow, match="overflows int32"):
+        eval_np(tirx.shift_left(i, 27), pts)

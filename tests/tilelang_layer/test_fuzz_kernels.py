@@ -2,6 +2,7 @@
 hand-written programs, its generator and source writer against the model, the spmdize
 mode's oracle, and fixed-seed slices of random kernels (comm-op programs, and global-view
 programs through spmdize) that must run equal to the model or be refused."""
+import ctypes
 import doctest
 import importlib
 import itertools
@@ -9,6 +10,7 @@ import math
 import runpy
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -17,10 +19,11 @@ import pytest
 from mesh_fuzz import (generate, global_view, minimize, model, program, reproducer, runner,
                        spmd_check)
 from mesh_fuzz.generate import FEATURES, OPS, make_batch, make_program, result_extents
-from mesh_fuzz.model import SENTINEL, ModelError, run_model, traffic
-from mesh_fuzz.program import (Assign, Batch, Bin, BufDecl, Comm, Const, Copy, Core,
-                               CoreId, For, If, Let, Load, Name, Program, Region,
-                               Select, SetVar, Tensor, batch_source, children)
+from mesh_fuzz.model import SENTINEL, ModelError, run_model, traffic, wrap
+from mesh_fuzz.program import (Assign, Batch, Bin, BufDecl, Cast, Comm, Const, Copy,
+                               Core, CoreId, Fill, For, Gemm, If, Let, Load, Name,
+                               Program, Region, Select, SetVar, Tensor, batch_source,
+                               children)
 
 from meshtensor import Mesh, MeshArray
 from meshtensor import collectives as C
@@ -125,6 +128,149 @@ def test_model_rejects_programs_the_generator_must_not_make(body, message):
         run_model(Batch((("x", 2),), "nd", (p,)), p, {})
 
 
+@pytest.mark.parametrize("dtype, ctype", [("int16", ctypes.c_int16),
+                                          ("int8", ctypes.c_int8),
+                                          ("uint8", ctypes.c_uint8)])
+def test_model_wraps_narrowing_casts_as_c_converts(dtype, ctype):
+    v = np.random.default_rng(0).integers(-2 ** 20, 2 ** 20, 500)
+    assert wrap(v, dtype).tolist() == [ctype(int(x)).value for x in v]
+
+
+def _views_program():
+    """Core ``d`` loads ``S = [8d .. 8d + 7]``; ``V`` (2 x 4) reshapes ``S``, ``D`` is
+    its elements 4.. (a decl_buffer at offset 4), ``F`` its float32 bits; ``E``'s
+    float32 view receives ``F`` from the previous core (a shift of bits)."""
+    X = Tensor("X", (8,), I32, "linear", "in")
+    Y = Tensor("Y", (8,), I32, "linear", "out")
+    bufs = (BufDecl("S", (8,), I32, "shared"), BufDecl("E", (8,), I32, "global"),
+            BufDecl("V", (2, 4), I32, "shared", parent="S", view="reshape"),
+            BufDecl("D", (4,), I32, "shared", parent="S", view="decl", offset=4),
+            BufDecl("F", (2, 4), "float32", "shared", parent="S", view="view"),
+            BufDecl("G", (2, 4), "float32", "global", parent="E", view="view"))
+    body = (Copy(region("X", (0,), (8,)), region("S", (0,), (8,), True)),
+            Fill("E", c(-1)),
+            Assign("V", (c(1), c(0)), (), c(100)),  # S[4]
+            Assign("D", (c(1),), (), Bin("+", Load("D", (c(0),), I32), c(1))),  # S[5]
+            Comm("shift", region("F", (0, 1), (2, 3)), region("G", (0, 1), (2, 3)), (0,),
+                 (("offset", 1), ("rotate", True), ("shift_axis", 0))),
+            Copy(region("E", (0,), (8,), True), region("Y", (0,), (8,))))
+    return Program(0, (X, Y), bufs, (), body)
+
+
+def test_model_views_share_their_allocation():
+    """Values worked out by hand: writes through a reshape and an offset decl_buffer
+    land in the allocation, and a shift between views of another dtype moves its
+    bits (rows 0..1 x cols 1..3 of the float32 views: elements 1..3 and 5..7)."""
+    p = _views_program()
+    x = np.arange(24, dtype=np.int32).reshape(3, 8)
+    out = run_model(Batch((("x", 3),), "nd", (p,)), p, {"X": x})
+    want = []
+    for d in range(3):
+        s = list(range(8 * ((d - 1) % 3), 8 * ((d - 1) % 3) + 8))
+        s[4], s[5] = 100, 101
+        want.append([-1] + s[1:4] + [-1] + s[5:8])
+    assert out.tensors["Y"].tolist() == want
+    assert out.received.tolist() == [[24, 24, 24]]
+    text = batch_source(Batch((("x", 3),), "nd", (p,)))
+    assert "V = T.reshape(S, (2, 4))" in text
+    assert 'D = T.decl_buffer((4,), "int32", data=S.data, elem_offset=4, scope="shared")' \
+        in text
+    assert 'F = T.view(S, (2, 4), dtype="float32")' in text and "T.fill(E, (-1))" in text
+
+
+def _remote_program(*middle, owner=None, write_owner=None, expect=""):
+    """Every core writes 5 into its tile of ``X`` (or the tile of core
+    ``write_owner``), runs ``middle``, then reads the next core's tile (or
+    ``owner``'s) into ``B``."""
+    X = Tensor("X", (2,), I32, "linear", "in")
+    Y = Tensor("Y", (2,), I32, "linear", "out")
+    nxt = owner or Bin("%", Bin("+", CoreId(), c(1)), c(3))
+    i = (Name("i"),)
+    body = (Assign("X", i, (("i", 2),), Bin("+", CoreId(), c(5)), owner=write_owner),
+            *middle,
+            Assign("B", i, (("i", 2),), Load("X", i, I32, owner=nxt)),
+            Copy(region("B", (0,), (2,), True), region("Y", (0,), (2,))))
+    return Program(0, (X, Y), (BufDecl("B", (2,), I32, "local"),), (), body, expect=expect)
+
+
+@pytest.mark.parametrize("middle, owner, write_owner, racy", [
+    ((), None, None, True),  # the owner writes, the next core reads: one superstep
+    ((Comm("barrier", None, None, None),), None, None, False),  # a barrier between
+    ((Comm("barrier", None, None, None),), None, Bin("//", CoreId(), c(2)), True),
+    ((Comm("barrier", None, None, None),), c(0), None, False),  # all read core 0
+], ids=["write-read", "barrier", "two-writers", "read-only"])
+def test_model_records_races_per_superstep(middle, owner, write_owner, racy):
+    mesh = Batch((("x", 3),), "nd", ())
+    x = {"X": np.zeros((3, 2), dtype=np.int32)}
+    p = _remote_program(*middle, owner=owner, write_owner=write_owner)
+    if racy:
+        with pytest.raises(ModelError, match="unplanned race: X"):
+            run_model(mesh, p, x)
+        p = _remote_program(*middle, owner=owner, write_owner=write_owner, expect="race")
+        got = run_model(mesh, p, x).refusal
+        assert got.startswith("race: X[") and "core 1" in got and "core 0" in got, got
+        return
+    out = run_model(mesh, p, x)
+    assert not out.refusal
+    reader = [int(owner.value) if owner else (d + 1) % 3 for d in range(3)]
+    assert out.tensors["Y"].tolist() == [[r + 5] * 2 for r in reader]
+    with pytest.raises(ModelError, match="the planted race never happens"):
+        run_model(mesh, _remote_program(*middle, owner=owner, expect="race"), x)
+
+
+def _planted(kind):
+    """A program whose comm op the layer must refuse for ``kind``, on a 1-D mesh of 3
+    (a loop k over 0..2 where a narrowing cast wraps at k = 2)."""
+    S = BufDecl("S", (4,), I32, "local")
+    k = Name("k")
+    wrapped = lambda t, m: Bin("//", Cast(t, Bin("*", k, c(m))), c(m))  # noqa: E731
+    src, root = region("S", (0,), (2,)), (c(0),)
+    if kind == "data-start":
+        src = Region("S", (Bin("%", Load("S", (c(0),), I32), c(3)),), (2,))
+    elif kind == "wrapped-start":
+        src = Region("S", (wrapped("int16", 20000),), (2,))
+    elif kind == "wrapped-root":
+        root = (wrapped("int8", 64),)
+    op = Comm("broadcast", src, region("S", (2,), (2,)), (0,), (), root)
+    if kind == "data-if":
+        op = If(Bin(">=", Load("S", (c(1),), I32), c(0)), (op,))
+    body = (Assign("S", (Name("i"),), (("i", 4),), CoreId()), For("k", 0, 3, "serial", (op,)))
+    return Program(0, (), (S,), (), body)
+
+
+@pytest.mark.parametrize("kind", ["data-start", "data-if", "wrapped-start",
+                                  "wrapped-root"])
+def test_model_stops_at_a_planted_reason_and_flags_an_unplanned_one(kind):
+    p = _planted(kind)
+    shell = Batch((("x", 3),), "nd", ())
+    with pytest.raises(ModelError, match=f"unplanned {kind}"):
+        run_model(shell, p, {})
+    out = run_model(shell, replace(p, expect=kind), {})
+    assert out.refusal.startswith(kind)
+    # the int64 value of a wrapped start or root is in range: only wrapping leaves it
+    if kind.startswith("wrapped"):
+        assert "outside" in out.refusal
+
+
+def test_model_gemm_and_fill():
+    A, B = BufDecl("A", (2, 3), I32, "shared"), BufDecl("B", (3, 2), I32, "shared")
+    C = BufDecl("C", (2, 2), I32, "fragment")
+    Y = Tensor("Y", (2, 2), I32, "linear", "out")
+    ij = (Name("i"), Name("j"))
+    body = (Assign("A", ij, (("i", 2), ("j", 3)), Bin("+", Name("i"), Name("j"))),
+            Assign("B", ij, (("i", 3), ("j", 2)), Bin("-", Name("i"), CoreId())),
+            Assign("C", ij, (("i", 2), ("j", 2)), c(1), "parallel"),
+            Gemm("A", "B", "C"), Copy(region("C", (0, 0), (2, 2), True),
+                                      region("Y", (0, 0), (2, 2))))
+    p = Program(0, (Y,), (A, B, C), (), body)
+    out = run_model(Batch((("x", 2),), "nd", (p,)), p, {})
+    for d in range(2):
+        a = np.add.outer(np.arange(2), np.arange(3))
+        b = np.subtract.outer(np.arange(3), np.full(2, d))
+        assert out.tensors["Y"][d].tolist() == (1 + a @ b).tolist()
+    assert "T.gemm(A, B, C)" in batch_source(Batch((("x", 2),), "nd", (p,)))
+
+
 @pytest.mark.parametrize("op, params", [
     ("all_gather", {"gather_axis": 1}),
     ("reduce_scatter", {"scatter_axis": 0, "reduction": "sum"}),
@@ -167,7 +313,11 @@ class _FakeT:
 
     @staticmethod
     def Cast(dtype, x):  # noqa: N802 (TileLang's name)
-        return float(x) if dtype.startswith("float") else int(math.trunc(x))
+        if dtype.startswith("float"):
+            return float(x)
+        narrow = {"int16": ctypes.c_int16, "int8": ctypes.c_int8, "uint8": ctypes.c_uint8}
+        x = int(math.trunc(x))  # C's conversion to a narrow type wraps
+        return narrow[dtype](x).value if dtype in narrow else x
 
     @staticmethod
     def if_then_else(cond, a, b):
@@ -175,10 +325,17 @@ class _FakeT:
 
 
 def _exprs(body, out):
+    """Every expression of ``body`` with its nest: values, indices, owners, region
+    starts and roots."""
     for s in body:
         if isinstance(s, Assign):
             out.append((s.value, s.nest))
-            out += [(i, s.nest) for i in s.index]
+            out += [(i, s.nest) for i in s.index + ((s.owner,) if s.owner else ())]
+        elif isinstance(s, (Copy, Comm)):
+            for r in (s.src, s.dst):
+                if r is not None:
+                    out += [(x, ()) for x in r.starts + ((r.owner,) if r.owner else ())]
+            out += [(x, ()) for x in getattr(s, "root", None) or ()]
         elif isinstance(s, (Let, SetVar)):
             out.append((s.value, ()))
         elif isinstance(s, For):
@@ -218,8 +375,9 @@ def test_written_expressions_evaluate_as_the_model_does(shell):
         m = model._Model(batch, p, x)
         for core in m.cores:
             for b in p.bufs:
-                core.bufs[b.name][...] = rng.integers(-5, 6, b.shape)
-                core.defined[b.name][...] = True
+                if not b.parent:  # (a view shows its allocation's values)
+                    core.bufs[b.name][...] = rng.integers(-5, 6, b.shape)
+                    core.defined[b.name][...] = True
         for e, nest in _exprs(p.body, []):
             env = {n: (np.int64(rng.integers(0, 3)) if dt == I32 else
                        np.float64(rng.integers(-3, 4))) for n, dt in _names(e, set())}
@@ -248,9 +406,11 @@ def test_generated_batches_are_valid_deterministic_python(seed):
     for p, x, res in zip(batch.programs, inputs, results):
         out = run_model(batch.with_programs((p,)), p, x)  # no ModelError
         assert all(np.array_equal(out.tensors[k], v) for k, v in res.tensors.items())
-        assert 1 <= len(program.comm_ops(p.body)) <= 3 * 2  # 1-3 units, ifs add one each
-        assert all((SENTINEL != v).all() for k, v in out.tensors.items()
-                   if p.tensor(k).role == "out")  # every output element is written
+        assert 1 <= len(program.comm_ops(p.body)) <= 3 * 3  # 1-3 units, ifs and GEMMs
+        assert bool(out.refusal) == bool(p.expect)  # the model meets a planted reason
+        if not p.expect:  # (the model stops at a planted one)
+            assert all((SENTINEL != v).all() for k, v in out.tensors.items()
+                       if p.tensor(k).role == "out")  # every output element is written
 
 
 def test_every_feature_and_op_occurs_and_exclusion_removes_it():
@@ -296,6 +456,23 @@ def test_reproducer_is_a_standalone_script():
                                         "detail")
     compile(text, "<repro>", "exec")
     assert "def main()" in text and "EXPECTED_COMM_RECEIVED" in text
+
+
+@pytest.mark.slow
+def test_reproducer_of_a_planted_program_fails_when_the_kernel_runs(capsys, tmp_path):
+    """A kernel planted to be refused that compiles and runs makes its reproducer
+    exit 1 (here a valid kernel stands in for one the layer wrongly accepts)."""
+    pytest.importorskip("tilelang")
+    p = hand_program()
+    shell = Batch(ROW_COL, "nd", (p,))
+    x = {"X": np.arange(12, dtype=np.int32).reshape(4, 3)}
+    m = run_model(shell, p, x)
+    path = tmp_path / "repro_planted.py"
+    path.write_text(reproducer.reproducer_source(shell, [x], [m.tensors], [m.received],
+                                                 "t", "d", must_refuse="race: X[0]"))
+    assert runpy.run_path(str(path))["main"]() == 1
+    assert "WRONG: it ran, but the layer must refuse it: race: X[0]" in \
+        capsys.readouterr().out
 
 
 @pytest.mark.slow
@@ -416,7 +593,7 @@ class _FakeLayer:
 
 def test_runner_attributes_refusals_crashes_and_wrong_values(tmp_path):
     fz = runner.Fuzzer("fake", 8, str(tmp_path), batch_size=8, confirm=0,
-                       log=lambda s: None)
+                       log=lambda s: None, exclude=frozenset(generate.PLANTED))
     (tmp_path / "work").mkdir()
     fake = _FakeLayer(refuse=2, pair=(4, 6), wrong=5, build_refuse=3)
     fz.call = fake
@@ -437,6 +614,84 @@ def test_runner_attributes_refusals_crashes_and_wrong_values(tmp_path):
     assert Path(crash.reproducer).exists()
     wrong = next(o for o in outs if o.status == "wrong")
     assert "p5_Y" in wrong.detail and Path(wrong.reproducer).exists()
+
+
+class _PlantedLayer:
+    """Refuses any kernel holding planted program ``refuse`` and runs every other
+    kernel as the model says (so a planted race that runs is not refused)."""
+
+    def __init__(self, refuse):
+        self.refuse, self.calls = refuse, []
+
+    def __call__(self, batch, cases, compile_=True, build_only=False):
+        self.calls.append(([c.program.index for c in cases], build_only))
+        if any(c.program.index == self.refuse for c in cases):
+            return {"status": "refused", "phase": "compile", "type": "ValueError",
+                    "message": f"LowerMeshComm: a race on p{self.refuse}_X1"}
+        if build_only:
+            return {"status": "ok"}
+        return {"status": "ok",
+                "outputs": [c.expected[t.name] for c in cases for t in c.program.tensors],
+                "report": {"names": batch.names, "shape": batch.shape,
+                           "received": np.concatenate([c.received for c in cases])}}
+
+
+def test_runner_runs_planted_programs_alone_and_a_planted_race_that_runs_is_wrong(
+        tmp_path):
+    """Programs planted to be refused are run alone: refused is right, running
+    (even to the model's values) is wrong, with a reproducer that exits 1 unless the
+    layer refuses; valid refusals are counted apart."""
+    fz = runner.Fuzzer("planted", 16, str(tmp_path), batch_size=16, confirm=0,
+                       log=lambda s: None)
+    (tmp_path / "work").mkdir()
+    spec = next(b for b in ((k, 16 * k, 16) for k in range(20))
+                if sum(bool(p.expect) for p in make_batch("planted", *b)[0].programs) >= 2)
+    planted = [p for p in make_batch("planted", *spec)[0].programs if p.expect]
+    races = [p for p in planted if p.expect == "race"]
+    ran = (races or planted)[0]
+    refused = next(p for p in planted if p is not ran)
+    fake = _PlantedLayer(refuse=refused.index)
+    fz.call = fake
+    outs = {o.index: o for o in fz.run_batch(spec)}
+    assert outs[refused.index].status == "refused"
+    assert outs[refused.index].expect == refused.expect
+    bad = outs[ran.index]
+    assert bad.status == "wrong" and bad.detail.startswith("ran, but must be refused")
+    text = Path(bad.reproducer).read_text()
+    assert f"MUST_REFUSE = {bad.detail[len('ran, but must be refused: '):]!r}" in text
+    assert f"CHECK_RACES = {ran.expect == 'race'}" in text
+    for p in planted:  # each alone, never in the batch nor its build screen
+        assert ([p.index], False) in fake.calls
+        assert all(idx == [p.index] for idx, _ in fake.calls if p.index in idx)
+    fz.summary.outcomes = list(outs.values())
+    kinds = fz.summary.planted()
+    assert kinds[ran.expect]["wrong"] == 1
+    assert fz.summary.valid_refused() == (0, 16 - len(planted))
+    assert [x.split(None, 1)[1] for x in runner.planted_refusal_table(fz.summary)] == [
+        f"{refused.expect}: ValueError: LowerMeshComm: a race on p_"]
+
+
+def test_runner_a_valid_program_refused_as_it_runs_is_wrong(tmp_path):
+    """check_races=True stops a run only on a race; the model finds none in a valid
+    program, so a refusal from the run is a false race report."""
+    fz = runner.Fuzzer("fake", 8, str(tmp_path), batch_size=8, confirm=0,
+                       log=lambda s: None, exclude=frozenset(generate.PLANTED))
+    (tmp_path / "work").mkdir()
+    fake = _FakeLayer(refuse=None, pair=(98, 99), wrong=None)
+
+    def call(batch, cases, compile_=True, build_only=False):
+        if any(c.program.index == 3 for c in cases) and not build_only:
+            return {"status": "refused", "phase": "run", "type": "ValueError",
+                    "message": "compile_mesh_kernel (check_races=True): a race on 'p3_Y9'",
+                    "traceback": "Traceback ..."}
+        return fake(batch, cases, compile_, build_only)
+
+    fz.call = call
+    outs = {o.index: o for o in fz.run_batch(fz.batches()[0])}
+    assert outs[3].status == "wrong" and outs[3].detail.startswith(
+        "refused as it ran, with no race: ValueError: compile_mesh_kernel")
+    assert Path(outs[3].reproducer).exists()
+    assert {o.status for i, o in outs.items() if i != 3} == {"equal"}, outs
 
 
 # -- the spmdize mode's oracle -------------------------------------------------------------
@@ -550,6 +805,45 @@ def test_fixed_seed_slice_runs_equal_or_is_refused(tmp_path):
     bad = summary.failed
     assert not bad, summary.line() + "\n" + "\n".join(
         f"program {o.index}: {o.status}: {o.detail[:200]}\n  {o.reproducer}" for o in bad)
+
+
+def _first_planted(seed: str, feature: str):
+    """The first program of run ``seed`` (batches of 16) that plants ``feature``: its
+    batch shell and case."""
+    for b in range(200):
+        shell, inputs, results = make_batch(seed, b, 16 * b, 16)
+        for p, x, m in zip(shell.programs, inputs, results):
+            if feature in p.features and p.expect == generate.PLANTED[feature]:
+                return shell, runner._Case.of(p, x, m)
+    raise AssertionError(f"no program of seed {seed} plants {feature}")
+
+
+@pytest.mark.slow
+def test_planted_programs_are_refused_and_checked_races_pass_valid_kernels(tmp_path):
+    """One program per planted feature (each alone, a race with check_races=True) must
+    be refused; 8 valid programs compiled with check_races=True run equal."""
+    pytest.importorskip("tilelang")
+    fz = runner.Fuzzer(SLICE_SEED, 8, str(tmp_path), batch_size=8, jobs=1, confirm=2,
+                       log=lambda s: None, cache=True)
+    (tmp_path / "work").mkdir()
+    outs = {}
+    try:
+        for feature in sorted(generate.PLANTED):
+            shell, case = _first_planted(SLICE_SEED, feature)
+            outs[feature] = fz.planted(shell, case)
+        shell, inputs, results = make_batch(SLICE_SEED, 0, 0, 8, frozenset(generate.PLANTED))
+        shell = replace(shell, check_races=True)
+        cases = [runner._Case.of(p, x, m) for p, x, m in zip(shell.programs, inputs, results)]
+        valid = fz.check(shell, cases)
+    finally:
+        for w in fz.workers:
+            w.stop()
+    bad = {f: o for f, o in outs.items() if o.status != "refused"}
+    assert not bad, "\n".join(f"{f}: program {o.index}: {o.status}: {o.detail[:200]}\n  "
+                              f"{o.reproducer}" for f, o in bad.items())
+    bad = [o for o in valid if o.status in ("wrong", "crash")]
+    assert not bad, "\n".join(f"program {o.index}: {o.status}: {o.detail[:200]}\n  "
+                              f"{o.reproducer}" for o in bad)
 
 
 @pytest.mark.slow

@@ -22,6 +22,15 @@ ValueError (their scripts compare).
   simplifier changed the value of a permute sender's start (a 1-D launch on a 3-axis
   mesh), so a core sent itself the wrong tile (spmdize now evaluates such starts per
   core before simplifying, and checks every folded start).
+- narrow_root_in_a_loop.py (issue 26's fuzzer features, seed f4): a broadcast root
+  ``(T.Cast("int8", k * 100 + 97) // 50) % 2`` reached TVM's simplifier unwrapped in
+  the lowering, so the exchange used another root (WrapNarrowingCasts now runs first);
+- checked_run_folded_store_index.py (seed g27): with ``check_races=True`` the shadow
+  check of a store whose index TileLang folds used the folded element and reported a
+  race between no cores (the element now goes through memory);
+- two_shared_dyn_buffers.py: two ``T.alloc_shared`` buffers of the default scope in one
+  superstep stopped TileLang ("Only one dynamic shared memory allocation", stock too);
+  OneDynamicShared makes them ``shared`` on the C back end.
 """
 import pathlib
 import runpy

@@ -470,7 +470,7 @@ def test_large_scratch_overwritten_in_every_segment_stays_off_the_stack():
         with T.Kernel(2, threads=1) as bx:
             S = T.alloc_local((2,), "float32")
             R = T.alloc_local((2,), "float32")
-            W = T.alloc_local((4096,), "float32")  # 16 KiB: above SMALL_PRIVATE_BYTES
+            W = T.alloc_local((4096,), "float32")  # 16 KiB: above small_private_bytes
             for i in T.serial(4096):
                 W[i] = A[bx * 2 + i % 2]
             for i in T.serial(2):
@@ -597,3 +597,29 @@ def test_min_of_an_element_written_just_before_reads_the_new_value():
     first = 2.0 + torch.clamp(x[:, 4], max=0.0)
     want = torch.maximum(x[:, 3], first) + torch.minimum(x[:, 3], first)
     assert y[:, 4].tolist() == want.tolist()
+
+
+def test_the_pipeline_is_written_once_and_spmdize_is_a_stage():
+    from meshtensor.tilelang.engine import mesh_pipeline
+    from meshtensor.tilelang.pass_config import MeshPassConfig
+    names = [s.name for s in mesh_pipeline()]
+    assert names == ["PrepareTilelangMesh", "WrapNarrowingCasts", "CheckRaces",
+                     "VerifyMeshTensors", "LowerMeshComm", "SelectMinMax", "OneDynamicShared",
+                     "ProtectFoldedIndices"]
+    assert [s.name for s in mesh_pipeline(MeshPassConfig(spmdize=True))][0] == "SpmdizeMeshCopies"
+    assert "SelectMinMax" not in [s.name for s in mesh_pipeline(target="cuda")]
+    with pytest.raises(ValueError, match=r"MeshPassConfig: small_private_bytes must be an int "
+                                         r">= 0, got -1"):
+        MeshPassConfig(small_private_bytes=-1)
+
+
+@pytest.mark.slow
+def test_compile_mesh_kernel_spmdizes_a_global_view_kernel():
+    """``spmdize=True``: the global-view SUMMA runs as the comm kernel spmdize makes."""
+    f = build_gemm("summa", 32, 32, 32)
+    k = compile_mesh_kernel(f, spmdize=True, compile_flags=["-O0"])
+    assert [o.op for o in find_comm_ops(k.lowered)] == [] and "broadcast" in str(k.lowered)
+    a, b = torch.randn(32, 32), torch.randn(32, 32)
+    c = torch.zeros(32, 32)
+    k(a, b, c)
+    torch.testing.assert_close(c, a @ b)

@@ -71,6 +71,34 @@ def test_a_loop_variable_in_a_folded_index_without_comm_ops(loop):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("where", ["if", "let"])
+def test_a_folded_index_in_a_condition_or_a_let(where):
+    """A load in an ``if`` condition or a let's value is an index too: the let failed
+    before; a condition is how the checked run reads its shadow record (the fuzzer's
+    reproducer checked_run_folded_store_index: a false race on core -1)."""
+    @T.prim_func
+    def in_if(X: T.Tensor((6,), "int32"), Y: T.Tensor((6,), "int32")):
+        with T.Kernel(1, threads=1) as bx:
+            for i in T.serial(6):
+                if X[((i // 3 + 1) % 2) * 3 + (i % 3 + 1) % 3] > 12:
+                    Y[i] = 1
+                else:
+                    Y[i] = 0
+
+    @T.prim_func
+    def in_let(X: T.Tensor((6,), "int32"), Y: T.Tensor((6,), "int32")):
+        with T.Kernel(1, threads=1) as bx:
+            for i in T.serial(6):
+                v = X[((i // 3 + 1) % 2) * 3 + (i % 3 + 1) % 3]
+                Y[i] = v
+
+    x = np.arange(10, 16, dtype=np.int32)
+    _, y = run(in_if if where == "if" else in_let, x, np.zeros(6, np.int32))
+    got = x[[folded(i) for i in range(6)]]
+    assert y.tolist() == ((got > 12).astype(np.int32) if where == "if" else got).tolist()
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("start", ["s % 2 * 2 + (s + 1) % 2", "(s // 2 + s % 2 + 1) % 2 * 4"])
 def test_copy_starts_mixing_div_and_mod(start):
     """The case docs/comm.md listed as silently wrong (decision 72)."""

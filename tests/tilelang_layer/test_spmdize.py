@@ -598,12 +598,16 @@ def test_spmdized_gemm_equals_the_global_view_kernel_bit_for_bit(alg, shape):
 
 # -- meshtensor demo --spmdize -----------------------------------------------------------------
 @pytest.mark.slow
-def test_demo_shows_the_kernel_one_line_per_copy_and_runs_both(capsys):
+def test_demo_shows_one_line_per_copy_and_runs_both(capsys):
+    """Issue 30: `demo --spmdize` printed about 60 lines of TIR by default; --tir asks."""
     from meshtensor.cli import main
-    assert main(["demo", "--spmdize", "--size", "64", "--algorithm", "summa",
-                 "--repeat", "1"]) == 0
+    argv = ["demo", "--spmdize", "--size", "64", "--algorithm", "summa", "--repeat", "1"]
+    assert main(argv + ["--tir"]) == 0
+    assert "def gemm(" in capsys.readouterr().out  # the input kernel
+    assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "def gemm(" in out  # the input kernel
+    assert "def gemm(" not in out and "T.copy" not in out and "--tir prints its TIR" in out
+    assert len(out.splitlines()) < 30
     assert "copy 0: A[bx, s] -> broadcast over y from core (x, s)" in out
     assert "copy 1: B[s, by] -> broadcast over x from core (s, y)" in out
     assert "VerifyMeshTensors(owner_only=True): input 2 issue(s)" in out
@@ -626,7 +630,7 @@ def test_a_refusal_of_spmdizes_output_says_it_is_spmdizes_fault(monkeypatch):
     from meshtensor.tilelang import engine
     from meshtensor.tilelang.transform.spmdize import SPMDIZED_ATTR
 
-    def refuse(func):
+    def refuse(*args):
         raise ValueError("LowerMeshComm: something it cannot lower")
 
     k = build("shift-2x4")

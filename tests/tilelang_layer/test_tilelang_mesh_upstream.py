@@ -264,7 +264,7 @@ def test_mesh_tensor_accessors_and_placements():
     def k(A: T.MeshTensor((5, 9), [T.placement.S(0), T.placement.S(1)], "float16"),
           B: T.MeshTensor((7,), T.placement.full_shard(0, 0), (2, 2), "float32"),
           C: T.MeshTensor((6, 4), T.MeshShardingPolicy(y=0, replicate=1), (2, 2), "int8",
-                          rank_placement="replicated")):
+                          rank_placement=T.dist.placement.replicated())):
         with T.Kernel() as cid:
             seen["A"] = (A.global_shape, A.local_shape, A.rank_shape,
                          A.get_local_extent(3), T.get_local_extent(A, 0))
@@ -276,7 +276,7 @@ def test_mesh_tensor_accessors_and_placements():
     assert seen["B"] == [2, 2, 2, 1]        # rows first (4, 3), then each over columns
     assert seen["C"] == ((3, 4), (6, 4))
     recs = mesh_params(k)
-    assert recs[2].rank_placement == "'replicated'"
+    assert recs[2].rank_placement == "RankReplicated()"
     assert recs[1].sharding.dim_bounds((7,), 0).tolist() == [0, 2, 4, 6, 7]
     with pytest.raises(AttributeError, match="'S' is not a T.MeshTensor parameter"):
         @T.prim_func
@@ -398,11 +398,11 @@ def test_fork_layouts_in_annotate_layout_are_recorded():
         "S": "zz(shape=(32, 32), axes=(0, 1), block=(32, 32))", "R": "row_major(shape=(4,))"}
 
 
-def test_t_dist_says_it_is_not_available_yet():
-    with pytest.raises(ValueError, match=r"T.dist.put: multi-chip kernels .* are not available "
-                                         r"in meshtensor yet; the chip has them"):
-        T.dist.put  # noqa: B018
-    assert not hasattr(T.dist, "world_size")
+def test_t_dist_is_the_rank_layer_after_enable():
+    """T.dist was a placeholder refusing every name; it is the multi-chip layer now."""
+    assert callable(T.dist.put) and hasattr(T.dist, "world_size")
+    with pytest.raises(AttributeError):
+        T.dist.no_such_op  # noqa: B018
 
 
 @pytest.mark.slow

@@ -77,7 +77,11 @@ FEATURES = {
 }
 
 #: features of the comm-op generator that this one never uses
-_OFF = frozenset({"fragment", "global-write"})
+_OFF = frozenset({"fragment", "global-write", "alloc-buffer", "shared-dyn", "fill",
+                  "fragment-loop", "gemm", "reshape", "view", "view-dtype", "decl-buffer",
+                  "narrow-index", "narrow-start", "narrow-root", "fold-index", "fold-copy",
+                  "fold-write", "remote-read", "check-races", "race-write", "race-read",
+                  "wrapped-start", "wrapped-root", "data-start", "data-if"})
 
 
 def _terms(*parts) -> object:
@@ -161,7 +165,8 @@ class GlobalGen(_Gen):
             body += self.other()
         body += [s for b, t in self.results for s in self.write(b, t)]
         stores = self.stores()
-        decls = tuple(b.decl for b in self.bufs.values()) + tuple(self.private)
+        decls = tuple(b.decl for b in self.bufs.values()) + tuple(self.private) + \
+            tuple(self.scratch)
         vars_ = tuple(VarDecl(n, v.dtype) for n, v in self.vars.items())
         return Program(self.index, tuple(self.tensors), decls, vars_,
                        tuple(self.inits + body + stores), seed=seed_text,

@@ -18,8 +18,8 @@ from dataclasses import replace
 from typing import Callable, Iterator
 
 from .model import ModelError, Unrepresentable, run_model
-from .program import (Assign, Batch, Bin, Cast, Comm, Const, Copy, For, If, Let, Load,
-                      MeshCopy, Name, Program, Region, Select, SetVar, children)
+from .program import (Assign, Batch, Bin, Cast, Comm, Const, Copy, Fill, For, Gemm, If,
+                      Let, Load, MeshCopy, Name, Program, Region, Select, SetVar, children)
 
 
 def subst(e, name: str, value):
@@ -34,21 +34,26 @@ def subst(e, name: str, value):
         return Select(subst(e.cond, name, value), subst(e.a, name, value),
                       subst(e.b, name, value))
     if isinstance(e, Load):
-        return Load(e.buf, tuple(subst(i, name, value) for i in e.index), e.dtype)
+        return Load(e.buf, tuple(subst(i, name, value) for i in e.index), e.dtype,
+                    None if e.owner is None else subst(e.owner, name, value))
     return e
 
 
 def _subst_region(r, name, value):
     if r is None:
         return None
-    return replace(r, starts=tuple(subst(s, name, value) for s in r.starts))
+    return replace(r, starts=tuple(subst(s, name, value) for s in r.starts),
+                   owner=None if r.owner is None else subst(r.owner, name, value))
 
 
 def subst_stmt(s, name: str, value):
     """Statement ``s`` with ``Name(name)`` replaced by ``value`` everywhere."""
     f = lambda e: subst(e, name, value)  # noqa: E731
     if isinstance(s, Assign):
-        return replace(s, index=tuple(map(f, s.index)), value=f(s.value))
+        return replace(s, index=tuple(map(f, s.index)), value=f(s.value),
+                       owner=None if s.owner is None else f(s.owner))
+    if isinstance(s, Fill):
+        return replace(s, value=None if s.value is None else f(s.value))
     if isinstance(s, Copy):
         return Copy(_subst_region(s.src, name, value), _subst_region(s.dst, name, value))
     if isinstance(s, (Let, SetVar)):
@@ -99,15 +104,20 @@ def _names(x, out: set) -> None:
         out.add(x.name)
     elif isinstance(x, Load):
         out.add(x.buf)
-        _names(x.index, out)
+        _names((x.index, x.owner or ()), out)
     elif isinstance(x, Region):
         out.add(x.buf)
-        _names(x.starts, out)
+        _names((x.starts, x.owner or ()), out)
     elif isinstance(x, (Bin, Cast, Select)):
         _names(children(x), out)
     elif isinstance(x, Assign):
         out.add(x.buf)
-        _names((x.index, x.value), out)
+        _names((x.index, x.value, x.owner or ()), out)
+    elif isinstance(x, Gemm):
+        out |= {x.a, x.b, x.c}
+    elif isinstance(x, Fill):
+        out.add(x.buf)
+        _names(x.value or (), out)
     elif isinstance(x, Copy):
         _names((x.src, x.dst), out)
     elif isinstance(x, (Let, SetVar)):
@@ -128,6 +138,7 @@ def prune(p: Program) -> Program:
     """``p`` without the buffers, variables and tensors its body never names."""
     used: set = set()
     _names(p.body, used)
+    used |= {b.parent for b in p.bufs if b.name in used and b.parent}  # views' allocations
     return replace(p, tensors=tuple(t for t in p.tensors if t.name in used),
                    bufs=tuple(b for b in p.bufs if b.name in used),
                    vars=tuple(v for v in p.vars if v.name in used))

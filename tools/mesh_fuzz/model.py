@@ -39,9 +39,10 @@ import numpy as np
 
 from meshtensor import Mesh, MeshArray, collectives
 
-from .program import (ARITH, CMP, MINMAX, Assign, Batch, Bin, Cast, Comm, Const, Copy,
-                      Core, CoreId, For, If, Layout, Let, Load, MeshCopy, Name, Program,
-                      Region, Select, SetVar, comm_ops)
+from .program import (ARITH, CMP, MINMAX, NARROW, Assign, Batch, Bin, Cast, Comm, Const,
+                      Copy, Core, CoreId, Fill, For, Gemm, If, Layout, Let, Load, MeshCopy,
+                      Name, Program, Region, Select, SetVar, children, comm_ops,
+                      has_narrow_cast)
 
 LIMIT = 2 ** 24
 SENTINEL = -77  # what output tensors hold before the kernel runs
@@ -53,6 +54,26 @@ class ModelError(Exception):
 
 class Unrepresentable(Exception):
     """A value leaves ``[-LIMIT, LIMIT]``: float32/int32 would not be exact."""
+
+
+class _Refused(Exception):
+    """The planted reason (``Program.expect``) for the layer to refuse the kernel
+    happened: the model stops there."""
+
+
+def wrap(v, dtype: str):
+    """``v`` (integers) converted to the narrow integer ``dtype`` as C converts:
+    modulo ``2^bits``, into the type's range.
+
+    >>> wrap(np.array([40000, -300, 127]), "int16").tolist()
+    [-25536, -300, 127]
+    >>> wrap(np.array([-300, 256]), "uint8").tolist()
+    [212, 0]
+    """
+    bits, signed = NARROW[dtype]
+    m = np.int64(1) << bits
+    v = np.asarray(v).astype(np.int64) % m
+    return v - m * (v >= m // 2) if signed else v
 
 
 def np_dtype(dtype: str) -> np.dtype:
@@ -107,19 +128,29 @@ class Accesses:
 class ModelResult:
     """Final global tensors (inputs included: a core may write its own input tile),
     per comm op execution the bytes each core receives and sends (the traffic model of
-    docs/traffic.md), the number of executions per comm op, and the global-view copies
-    (one :class:`Accesses` per ``MeshCopy``, in the order they first run)."""
+    docs/traffic.md), the number of executions per comm op, the global-view copies
+    (one :class:`Accesses` per ``MeshCopy``, in the order they first run), and the
+    planted refusal reason that happened (``refusal``)."""
 
     tensors: dict
     received: np.ndarray  # (num comm ops, mesh size) bytes over the run
     sent: np.ndarray
     executions: np.ndarray
     accesses: tuple = ()
+    #: for a program planted to be refused (``Program.expect``): what happened, and
+    #: the model stopped there (its tensors are then partial)
+    refusal: str = ""
+
+
+#: planted reasons after which the model can go on (what the cores would compute if
+#: the layer ran the kernel anyway: a start or condition read from memory)
+GO_ON = ("data-start", "data-if")
 
 
 class _Model:
-    def __init__(self, batch: Batch, program: Program, inputs: dict):
+    def __init__(self, batch: Batch, program: Program, inputs: dict, go_on: bool = False):
         self.batch, self.p = batch, program
+        self.go_on, self.refusal = go_on, ""
         self.mesh = Mesh(dict(batch.mesh))
         self.ops = comm_ops(program.body)
         self.op_index = {id(c): i for i, c in enumerate(self.ops)}
@@ -127,7 +158,7 @@ class _Model:
         self.received = np.zeros((n, self.mesh.size), dtype=np.int64)
         self.sent = np.zeros((n, self.mesh.size), dtype=np.int64)
         self.executions = np.zeros(n, dtype=np.int64)
-        self.tensors = {}
+        self.tensors, self.tdefined, self.shadow = {}, {}, {}
         for t in program.tensors:
             shape = t.global_shape(batch)
             if t.role == "in":
@@ -137,17 +168,29 @@ class _Model:
             else:
                 a = np.full(shape, SENTINEL, dtype=np_dtype(t.dtype))
             self.tensors[t.name] = a
+            self.tdefined[t.name] = np.full(shape, t.role == "in")
+            # per element: the superstep of the last access, the core that wrote it
+            # in that superstep (-1: none) and the one that read it (-2: several)
+            self.shadow[t.name] = np.full((3, a.size), -1, dtype=np.int64)
+        self.ids: dict = {}  # tensor name -> global element ids (for the shadow)
+        self.step = 0  # supersteps: each comm op execution (barriers too) ends one
         self.cores = []
         for lin in range(self.mesh.size):
             coords = self.mesh.multi_index(lin)
             bufs, defined = {}, {}
             for t in program.tensors:
                 bufs[t.name] = t.tile_of(self.tensors[t.name], coords, lin)
-                defined[t.name] = np.full(bufs[t.name].shape, t.role == "in")
+                defined[t.name] = t.tile_of(self.tdefined[t.name], coords, lin)
             for b in program.bufs:
-                bufs[b.name] = np.zeros(b.shape, dtype=np_dtype(b.dtype))
-                defined[b.name] = np.zeros(b.shape, dtype=bool)
+                if not b.parent:
+                    bufs[b.name] = np.zeros(b.shape, dtype=np_dtype(b.dtype))
+                    defined[b.name] = np.zeros(b.shape, dtype=bool)
+            for b in program.bufs:  # a view shares its allocation's elements
+                if b.parent:
+                    bufs[b.name] = _view(bufs[b.parent], b)
+                    defined[b.name] = _view(defined[b.parent], b, keep_dtype=True)
             self.cores.append(_Core(coords, lin, bufs, defined))
+        self.data_names = {v.name for v in program.vars}  # names holding per-core data
         self.var_dtype = {v.name: v.dtype for v in program.vars}
         self.loops: list = []  # (var, start) of the enclosing loops, innermost last
         self.accesses: dict = {}  # id(MeshCopy) -> list of per-execution rows
@@ -168,12 +211,16 @@ class _Model:
                 return core.vars[e.name]
             raise ModelError(f"{e.name} read before it is bound or assigned")
         if isinstance(e, Load):
-            idx = self._index(e.buf, e.index, core, env)
-            if not core.defined[e.buf][idx].all():
+            vals, defined = self._arrays(e.buf, e.owner, core, env)
+            idx = self._index(e.buf, e.index, core, env, vals.shape)
+            if not defined[idx].all():
                 raise ModelError(f"{e.buf} read where nothing was written")
-            return core.bufs[e.buf][idx].astype(_wide(e.dtype))
+            self._touch(e.buf, e.owner, core, env, idx, write=False)
+            return vals[idx].astype(_wide(e.dtype))
         if isinstance(e, Cast):
             v = self.ev(e.a, core, env)
+            if e.dtype in NARROW:
+                return wrap(np.trunc(v), e.dtype)
             if e.dtype.startswith("int"):
                 return _check(np.trunc(v).astype(np.int64))
             return np.asarray(v, dtype=np.float64)
@@ -194,8 +241,9 @@ class _Model:
             return _check(a // b if e.op == "//" else a % b)
         return _check({"+": np.add, "-": np.subtract, "*": np.multiply}[e.op](a, b))
 
-    def _index(self, buf: str, index: tuple, core: _Core, env: dict) -> tuple:
-        shape = core.bufs[buf].shape
+    def _index(self, buf: str, index: tuple, core: _Core, env: dict,
+               shape: tuple | None = None) -> tuple:
+        shape = core.bufs[buf].shape if shape is None else shape
         if len(index) != len(shape):
             raise ModelError(f"{buf} indexed with {len(index)} indices, rank {len(shape)}")
         idx = []
@@ -206,26 +254,100 @@ class _Model:
             idx.append(v.astype(np.int64))
         return tuple(np.broadcast_arrays(*idx)) if idx else ()
 
-    def _region(self, r: Region, core: _Core, env: dict) -> tuple:
-        shape = core.bufs[r.buf].shape
+    def _region(self, r: Region, core: _Core, env: dict, comm: bool = False) -> tuple:
+        shape = self._arrays(r.buf, r.owner, core, env)[0].shape
         out = []
-        for s, e, n in zip(r.starts, r.extents, shape):
-            s = int(self.ev(s, core, env))
+        for s0, e, n in zip(r.starts, r.extents, shape):
+            s = int(self.ev(s0, core, env))
             if s < 0 or s + e > n:
-                raise ModelError(f"region [{s}, {s + e}) of {r.buf} outside [0, {n})")
+                msg = f"region [{s}, {s + e}) of {r.buf} outside [0, {n})"
+                if comm and has_narrow_cast(s0):
+                    self.violation("wrapped-start", msg + f" on core {core.lin}")
+                raise ModelError(msg)
             out.append(slice(s, s + e))
         if len(out) != len(shape):
             raise ModelError(f"region of {r.buf} has rank {len(out)}, buffer {len(shape)}")
         return tuple(out)
 
-    def _store(self, core: _Core, buf: str, idx, value) -> None:
-        arr = core.bufs[buf]
+    def _store(self, core: _Core, buf: str, idx, value, owner=None, env=None,
+               bits: bool = False) -> None:
+        """Store ``value`` at ``idx`` of ``buf`` (a tensor: of ``owner``'s tile);
+        ``bits``: raw bits moved through a view of another dtype (no range check)."""
+        env = core.env if env is None else env
+        arr, defined = self._arrays(buf, owner, core, env)
         value = np.asarray(value)
         if value.dtype == bool:
             raise ModelError(f"a condition stored into {buf}")
-        _check(value)
+        if not bits:
+            _check(value)
+        self._touch(buf, owner, core, env, idx, write=True)
         arr[idx] = value.astype(arr.dtype)
-        core.defined[buf][idx] = True
+        defined[idx] = True
+
+    # -- global tensors: other cores' tiles, races ---------------------------------------
+    def _arrays(self, buf: str, owner, core: _Core, env: dict) -> tuple:
+        """``(values, defined)`` of ``buf`` as the core sees it (a tensor with
+        ``owner``: the tile of the core of that linear id)."""
+        if owner is None:
+            return core.bufs[buf], core.defined[buf]
+        t = self.p.tensor(buf)
+        lin = np.asarray(self.ev(owner, core, env))
+        if t is None or lin.ndim or not 0 <= int(lin) < self.mesh.size:
+            raise ModelError(f"owner {lin.tolist()} of {buf}: not a core of one tensor")
+        coords = self.mesh.multi_index(int(lin))
+        return (t.tile_of(self.tensors[buf], coords, int(lin)),
+                t.tile_of(self.tdefined[buf], coords, int(lin)))
+
+    def _touch(self, buf: str, owner, core: _Core, env: dict, idx, write: bool) -> None:
+        """Record an access of ``core`` to elements ``idx`` of a global tensor in this
+        superstep; another core's write of one of them (or, for a write, another
+        core's read) is a race."""
+        t = self.p.tensor(buf)
+        if t is None or t.layout == "sharded":
+            return
+        ids = self.ids.get(buf)
+        if ids is None:
+            ids = self.ids[buf] = np.arange(self.tensors[buf].size).reshape(
+                self.tensors[buf].shape)
+        lin = core.lin if owner is None else int(self.ev(owner, core, env))
+        g = np.unique(t.tile_of(ids, self.mesh.multi_index(lin), lin)[idx])
+        step, wr, rd = self.shadow[buf]
+        stale = g[step[g] != self.step]
+        step[stale], wr[stale], rd[stale] = self.step, -1, -1
+        clash = (wr[g] >= 0) & (wr[g] != core.lin)
+        if write:
+            clash |= (rd[g] != -1) & (rd[g] != core.lin)
+        if clash.any():
+            e = int(g[clash][0])
+            other = int(wr[e]) if wr[e] >= 0 and wr[e] != core.lin else int(rd[e])
+            where = tuple(int(i) for i in np.unravel_index(e, self.tensors[buf].shape))
+            self.violation("race", f"{buf}{list(where)} in superstep {self.step}: core "
+                           f"{core.lin} {'writes' if write else 'reads'} it, core "
+                           f"{'several' if other == -2 else other} "
+                           f"{'wrote' if wr[e] >= 0 and wr[e] != core.lin else 'read'} it")
+        if write:
+            wr[g] = core.lin
+        else:
+            rd[g] = np.where((rd[g] == -1) | (rd[g] == core.lin), core.lin, -2)
+
+    def violation(self, kind: str, message: str) -> None:
+        """A reason for the layer to refuse the kernel: the planted one stops the
+        model; any other is a generator bug."""
+        if kind == self.p.expect:
+            if self.go_on and kind in GO_ON:
+                self.refusal = self.refusal or f"{kind}: {message}"
+                return
+            raise _Refused(f"{kind}: {message}")
+        raise ModelError(f"unplanned {kind}: {message}")
+
+    def reads_data(self, e) -> bool:
+        """Whether ``e`` reads memory (a buffer or tensor element, a ``T.alloc_var``
+        or a let of such a value)."""
+        if isinstance(e, Load):
+            return True
+        if isinstance(e, Name):
+            return e.name in self.data_names
+        return any(self.reads_data(c) for c in children(e))
 
     # -- statements -------------------------------------------------------------------
     def block(self, body, active: list) -> None:
@@ -239,14 +361,31 @@ class _Model:
         elif isinstance(s, Copy):
             for c in active:
                 src = self._region(s.src, c, c.env)
-                if not c.defined[s.src.buf][src].all():
+                vals, defined = self._arrays(s.src.buf, s.src.owner, c, c.env)
+                if not defined[src].all():
                     raise ModelError(f"T.copy reads {s.src.buf} where nothing was written")
-                val = c.bufs[s.src.buf][src].copy()
+                self._touch(s.src.buf, s.src.owner, c, c.env, src, write=False)
+                val = vals[src].copy()
                 dst = self._region(s.dst, c, c.env)
-                if val.shape != c.bufs[s.dst.buf][dst].shape:
+                if val.shape != self._arrays(s.dst.buf, s.dst.owner, c, c.env)[0][dst].shape:
                     raise ModelError("T.copy extents differ")
-                self._store(c, s.dst.buf, dst, val)
+                self._store(c, s.dst.buf, dst, val, s.dst.owner)
+        elif isinstance(s, Gemm):
+            for c in active:
+                a, b, acc = (c.bufs[n] for n in (s.a, s.b, s.c))
+                if not all(c.defined[n].all() for n in (s.a, s.b, s.c)):
+                    raise ModelError("T.gemm reads a buffer where nothing was written")
+                w = _wide(acc.dtype.name)
+                self._store(c, s.c, (), acc.astype(w) + a.astype(w) @ b.astype(w))
+        elif isinstance(s, Fill):
+            for c in active:
+                v = 0 if s.value is None else self.ev(s.value, c, c.env)
+                if np.ndim(v):
+                    raise ModelError(f"T.fill of {s.buf} with a non-scalar")
+                self._store(c, s.buf, (), np.full(c.bufs[s.buf].shape, v))
         elif isinstance(s, Let):
+            if self.reads_data(s.value):
+                self.data_names.add(s.name)
             for c in active:
                 v = self.ev(s.value, c, c.env)
                 if np.ndim(v):
@@ -271,6 +410,9 @@ class _Model:
                 self.block(s.body, run)
             self.loops.pop()
         elif isinstance(s, If):
+            if comm_ops(s.then + s.orelse) and self.reads_data(s.cond):
+                self.violation("data-if", "a comm op under a condition read from "
+                               "per-core memory")
             taken = [bool(self.ev(s.cond, c, c.env)) for c in active]
             then = [c for c, t in zip(active, taken) if t]
             other = [c for c, t in zip(active, taken) if not t]
@@ -340,29 +482,33 @@ class _Model:
         for k, (name, ext) in enumerate(s.nest):
             env[name] = np.arange(ext, dtype=np.int64).reshape(
                 (1,) * k + (ext,) + (1,) * (len(shape) - k - 1))
-        idx = self._index(s.buf, s.index, core, env)
+        target = self._arrays(s.buf, s.owner, core, core.env)[0]
+        idx = self._index(s.buf, s.index, core, env, target.shape)
         value = self.ev(s.value, core, env)
         idx = tuple(np.broadcast_to(i, shape) for i in idx)
         value = np.broadcast_to(value, shape)
         if shape:
-            flat = np.ravel_multi_index(tuple(i.ravel() for i in idx), core.bufs[s.buf].shape)
+            flat = np.ravel_multi_index(tuple(i.ravel() for i in idx), target.shape)
             if len(np.unique(flat)) != flat.size:
                 raise ModelError(f"{s.buf}: one element written twice in one loop nest")
-        self._store(core, s.buf, idx, value)
+        self._store(core, s.buf, idx, value, s.owner, env)
 
     # -- comm ops ---------------------------------------------------------------------
     def comm(self, s: Comm) -> None:
         i = self.op_index[id(s)]
         self.executions[i] += 1
+        self.step += 1
         if s.op == "barrier":
             return
+        if any(self.reads_data(x) for x in s.src.starts + s.dst.starts):
+            self.violation("data-start", f"{s.op}: a region start reads per-core memory")
         locs, regions = [], []
         for c in self.cores:
-            r = self._region(s.src, c, c.env)
+            r = self._region(s.src, c, c.env, comm=True)
             if not c.defined[s.src.buf][r].all():
                 raise ModelError(f"{s.op} sends {s.src.buf} where nothing was written")
             locs.append(c.bufs[s.src.buf][r].copy())
-            regions.append(self._region(s.dst, c, c.env))
+            regions.append(self._region(s.dst, c, c.env, comm=True))
         x = MeshArray.from_locals(self.mesh, locs)
         p, axes = s.param, list(s.axes or ())
         receivers = range(self.mesh.size)
@@ -371,6 +517,12 @@ class _Model:
             if len(roots) != 1:
                 raise ModelError("broadcast root depends on the core")
             root = roots.pop()
+            for a, v, e in zip(axes, root, s.root):
+                if not 0 <= v < self.mesh.shape[a]:
+                    msg = f"broadcast root {list(root)} outside the group"
+                    if has_narrow_cast(e):
+                        self.violation("wrapped-root", msg)
+                    raise ModelError(msg)
             y = collectives.broadcast(x, axes, list(root))
         elif s.op == "all_gather":
             y = collectives.all_gather(x, axes, p["gather_axis"])
@@ -399,11 +551,16 @@ class _Model:
             if got.ndim != len(exts) or any(g > e for g, e in zip(got.shape, exts)):
                 raise ModelError(f"{s.op}: result {got.shape} does not fit dst {exts}")
             lead = tuple(slice(sl.start, sl.start + g) for sl, g in zip(region, got.shape))
-            self._store(core, s.dst.buf, lead, got)
+            self._store(core, s.dst.buf, lead, got, bits=self.is_bits(s.dst.buf))
         rec, snt = traffic(s, self.mesh, locs[0].shape, locs[0].dtype.itemsize,
                            root if s.op == "broadcast" else None)
         self.received[i] += rec
         self.sent[i] += snt
+
+    def is_bits(self, name: str) -> bool:
+        """Whether buffer ``name`` is a view of an allocation of another dtype."""
+        b = self.p.buf(name)
+        return b is not None and bool(b.parent) and b.dtype != self.p.buf(b.parent).dtype
 
     def _shift_receivers(self, s: Comm) -> list:
         p = s.param
@@ -529,9 +686,34 @@ def _check(v):
     return v
 
 
-def run_model(batch: Batch, program: Program, inputs: dict) -> ModelResult:
+def _view(arr: np.ndarray, b, keep_dtype: bool = False) -> np.ndarray:
+    """View ``b`` (a ``BufDecl`` with a parent) of its allocation's array ``arr``: the
+    flat elements from ``b.offset`` on, in ``b``'s dtype (every dtype here has 4
+    bytes) and shape; ``keep_dtype`` for the ``defined`` flags."""
+    flat = arr.reshape(-1)[b.offset:b.offset + b.size]
+    if flat.size != b.size or not np.shares_memory(flat, arr):
+        raise ModelError(f"view {b.name} does not fit its allocation {b.parent}")
+    if not keep_dtype and flat.dtype != np_dtype(b.dtype):
+        flat = flat.view(np_dtype(b.dtype))
+    return flat.reshape(b.shape)
+
+
+def run_model(batch: Batch, program: Program, inputs: dict, go_on: bool = False
+              ) -> ModelResult:
     """Run ``program`` (one of ``batch``'s, or alone on its mesh) on ``inputs`` (global
-    arrays by name); outputs start as ``SENTINEL``."""
-    m = _Model(batch, program, inputs)
-    m.block(program.body, m.cores)
-    return ModelResult(m.tensors, m.received, m.sent, m.executions, m.access_records())
+    arrays by name); outputs start as ``SENTINEL``. A program planted to be refused
+    (``Program.expect``) stops where that happens (``ModelResult.refusal``), or with
+    ``go_on`` after a reason of ``GO_ON`` runs to the end as the cores would; that it
+    never happens, or that another reason to refuse happens, is a :class:`ModelError`.
+    """
+    m = _Model(batch, program, inputs, go_on)
+    refusal = ""
+    try:
+        m.block(program.body, m.cores)
+        refusal = m.refusal
+    except _Refused as e:
+        refusal = str(e)
+    if program.expect and not refusal:
+        raise ModelError(f"the planted {program.expect} never happens")
+    return ModelResult(m.tensors, m.received, m.sent, m.executions, m.access_records(),
+                       refusal)

@@ -30,6 +30,10 @@ from typing import Union
 import numpy as np
 
 DTYPES = ("float32", "int32")
+#: narrowing integer casts (bits, signed) the generator writes inside indices, starts
+#: and roots; C converts to them modulo 2^bits, and TileLang computes any arithmetic on
+#: them with an int32 operand in int32
+NARROW = {"int16": (16, True), "int8": (8, True), "uint8": (8, False)}
 ARITH = ("+", "-", "*", "//", "%")
 CMP = ("<", "<=", ">", ">=", "==", "!=")
 MINMAX = ("max", "min")
@@ -66,11 +70,14 @@ class Name:
 
 @dataclass(frozen=True)
 class Load:
-    """An element of a per-core buffer or of the core's tile of a global tensor."""
+    """An element of a per-core buffer or of the core's tile of a global tensor
+    (``owner``: the linear id of the core whose tile is read, an expression of the
+    running core; ``None``: its own)."""
 
     buf: str
     index: tuple
     dtype: str
+    owner: "Expr | None" = None
 
 
 @dataclass(frozen=True)
@@ -103,10 +110,13 @@ Expr = Union[Const, Core, CoreId, Name, Load, Bin, Cast, Select]
 
 
 def dtype_of(e: Expr) -> str:
-    """The dtype of an expression (``"bool"`` for a comparison).
+    """The dtype of an expression (``"bool"`` for a comparison; a narrow integer
+    combined with an int32 is int32, as TileLang promotes it).
 
     >>> dtype_of(Bin("+", Const(1, "float32"), Cast("float32", Core(0))))
     'float32'
+    >>> dtype_of(Bin("//", Cast("int16", Core(0)), Const(3, "int32")))
+    'int32'
     """
     if isinstance(e, (Const, Name, Load)):
         return e.dtype
@@ -118,7 +128,15 @@ def dtype_of(e: Expr) -> str:
         return dtype_of(e.a)
     if e.op in CMP:
         return "bool"
-    return dtype_of(e.a)
+    a, b = dtype_of(e.a), dtype_of(e.b)
+    return b if a in NARROW and b not in NARROW else a
+
+
+def has_narrow_cast(e: Expr) -> bool:
+    """Whether ``e`` holds a narrowing integer ``T.Cast`` (see ``NARROW``)."""
+    if isinstance(e, Cast) and e.dtype in NARROW:
+        return True
+    return any(has_narrow_cast(c) for c in children(e))
 
 
 def depends_on_core(e: Expr, core_names: frozenset = frozenset()) -> bool:
@@ -142,31 +160,36 @@ def children(e: Expr) -> tuple:
     if isinstance(e, Select):
         return (e.cond, e.a, e.b)
     if isinstance(e, Load):
-        return e.index
+        return e.index + ((e.owner,) if e.owner is not None else ())
     return ()
 
 
 # -- statements ----------------------------------------------------------------------
 @dataclass(frozen=True)
 class Region:
-    """``buf[s0:s0 + e0, ...]`` (``whole``: written as the bare buffer name)."""
+    """``buf[s0:s0 + e0, ...]`` (``whole``: written as the bare buffer name;
+    ``owner``: for a global tensor, the linear id of the core whose tile it is, as
+    :class:`Load`)."""
 
     buf: str
     starts: tuple
     extents: tuple
     whole: bool = False
+    owner: "Expr | None" = None
 
 
 @dataclass(frozen=True)
 class Assign:
     """``for v... in T.grid(extents): buf[index] = value`` (no loop when ``nest`` is
-    empty); ``loop`` is ``grid``, ``serial`` (nested) or ``parallel``."""
+    empty); ``loop`` is ``grid``, ``serial`` (nested) or ``parallel``; ``owner`` as
+    :class:`Load`'s."""
 
     buf: str
     index: tuple
     nest: tuple  # ((name, extent), ...)
     value: Expr
     loop: str = "grid"
+    owner: "Expr | None" = None  # a global tensor: whose tile (see Load)
 
 
 @dataclass(frozen=True)
@@ -252,10 +275,38 @@ class MeshCopy:
     span: tuple = ()
 
 
-Stmt = Union[Assign, Copy, Let, SetVar, For, If, Comm, MeshCopy]
+@dataclass(frozen=True)
+class Gemm:
+    """``T.gemm(a, b, c)`` on whole buffers: ``c += a @ b``."""
+
+    a: str
+    b: str
+    c: str
+
+
+@dataclass(frozen=True)
+class Fill:
+    """``T.fill(buf, value)``, or ``T.clear(buf)`` when ``value`` is ``None``."""
+
+    buf: str
+    value: "Expr | None" = None
+
+
+Stmt = Union[Assign, Copy, Let, SetVar, For, If, Comm, MeshCopy, Gemm, Fill]
 
 
 # -- programs ------------------------------------------------------------------------
+#: what makes a planted program one the layer must refuse (``Program.expect``)
+MUST_REFUSE = {
+    "race": "two cores touch one element of a global tensor in one superstep, one "
+            "of them writing",
+    "wrapped-start": "a comm region start whose narrowing cast wraps it out of range",
+    "wrapped-root": "a broadcast root whose narrowing cast wraps it out of range",
+    "data-start": "a comm region start read from per-core memory",
+    "data-if": "a comm op under a condition read from per-core memory",
+}
+
+
 @dataclass(frozen=True)
 class Layout:
     """A global-view tensor's ``mesh_tensor_info``: ``split[d]`` the mesh axes (indices)
@@ -308,15 +359,35 @@ class Tensor:
         return arr[lin * t0:(lin + 1) * t0]
 
 
+#: how each scope of an in-kernel allocation is written
+ALLOC = {"shared": 'T.alloc_shared({shape}, "{dtype}", scope="shared")',
+         "shared.dyn": 'T.alloc_shared({shape}, "{dtype}")',
+         "local": 'T.alloc_local({shape}, "{dtype}")',
+         "fragment": 'T.alloc_fragment({shape}, "{dtype}")',
+         "global": 'T.alloc_buffer({shape}, "{dtype}", scope="global")',
+         "default": 'T.alloc_buffer({shape}, "{dtype}")'}
+
+
 @dataclass(frozen=True)
 class BufDecl:
-    """A per-core buffer: ``T.alloc_shared(shape, dtype, scope="shared")``,
-    ``T.alloc_local`` or ``T.alloc_fragment`` (``scope``: shared, local, fragment)."""
+    """A per-core buffer allocated in the kernel (``scope``: a key of ``ALLOC``), or,
+    with ``parent``, a view of the allocation ``parent`` (``view``: ``reshape`` as
+    ``T.reshape``, ``view`` as ``T.view`` (``dtype`` may differ from the parent's),
+    ``decl`` as ``T.decl_buffer(data=parent.data, elem_offset=offset)``), whose
+    elements are the parent's flat elements ``offset ..``; ``scope`` is then the
+    parent's."""
 
     name: str
     shape: tuple
     dtype: str
     scope: str
+    parent: str = ""
+    view: str = ""
+    offset: int = 0
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
 
 
 @dataclass(frozen=True)
@@ -338,6 +409,9 @@ class Program:
     body: tuple
     seed: str = ""
     features: frozenset = field(default_factory=frozenset)
+    #: "" for a valid program; else what makes the kernel one the layer must refuse
+    #: (a key of ``MUST_REFUSE``), planted on purpose
+    expect: str = ""
 
     @property
     def inputs(self) -> tuple:
@@ -358,13 +432,15 @@ class Program:
 class Batch:
     """Programs sharing one mesh (``((name, size), ...)`` in axis order) and launch
     (``nd``: ``T.Kernel(*mesh shape)``, ``1d``: ``T.Kernel(mesh size)``); with
-    ``coord_lets`` a 1-D launch binds the coordinates as lets ``c0, c1...``."""
+    ``coord_lets`` a 1-D launch binds the coordinates as lets ``c0, c1...``;
+    ``check_races``: compiled with ``compile_mesh_kernel(..., check_races=True)``."""
 
     mesh: tuple
     launch: str
     programs: tuple
     coord_lets: bool = True
     mesh_form: str = "dict"
+    check_races: bool = False
 
     @property
     def shape(self) -> tuple:
@@ -379,7 +455,8 @@ class Batch:
         return int(np.prod(self.shape))
 
     def with_programs(self, programs) -> "Batch":
-        return Batch(self.mesh, self.launch, tuple(programs), self.coord_lets, self.mesh_form)
+        return Batch(self.mesh, self.launch, tuple(programs), self.coord_lets, self.mesh_form,
+                     self.check_races)
 
     def params(self) -> list:
         """The kernel's tensor parameters in signature order."""
@@ -441,7 +518,7 @@ class _Writer:
         if isinstance(e, Name):
             return e.name
         if isinstance(e, Load):
-            return self.element(e.buf, [self.expr(i) for i in e.index])
+            return self.element(e.buf, [self.expr(i) for i in e.index], e.owner)
         if isinstance(e, Cast):
             return f'T.Cast("{e.dtype}", {self.expr(e.a)})'
         if isinstance(e, Select):
@@ -451,20 +528,27 @@ class _Writer:
             return f"T.{e.op}({self.expr(e.a)}, {self.expr(e.b)})"
         return f"({self.expr(e.a)} {e.op} {self.expr(e.b)})"
 
-    def element(self, name: str, index: list[str]) -> str:
+    def element(self, name: str, index: list[str], owner: Expr | None = None) -> str:
         t = self.tensors.get(name)
         if t is None:
             return f"{name}[{', '.join(index)}]"
-        return f"{name}[{', '.join(self._tile_prefix(t, index))}]"
+        return f"{name}[{', '.join(self._tile_prefix(t, index, owner))}]"
 
-    def _tile_prefix(self, t: Tensor, index: list[str]) -> list[str]:
+    def _tile_prefix(self, t: Tensor, index: list[str], owner: Expr | None = None
+                     ) -> list[str]:
+        """The global indices of ``index`` in the tile of the running core (or of the
+        core whose linear id is ``owner``)."""
         if t.layout == "sharded":
             return index
+        lin = self.core_id() if owner is None else _paren(self.expr(owner))
         if t.layout == "grid":
-            return [self.core(a) for a in range(len(self.batch.shape))] + index
+            if owner is None:
+                return [self.core(a) for a in range(len(self.batch.shape))] + index
+            return [_paren(_coord_text(lin, a, self.batch.shape))
+                    for a in range(len(self.batch.shape))] + index
         if t.layout == "linear":
-            return [self.core_id()] + index
-        return [f"{self.core_id()} * {t.tile[0]} + {index[0]}"] + index[1:]
+            return [lin] + index
+        return [f"{lin} * {t.tile[0]} + {index[0]}"] + index[1:]
 
     def region(self, r: Region) -> str:
         if r.whole:
@@ -479,12 +563,14 @@ class _Writer:
         t = self.tensors.get(r.buf)
         if t is None:
             return f"{r.buf}[{', '.join(parts)}]"
+        lin = self.core_id() if r.owner is None else _paren(self.expr(r.owner))
         if t.layout == "blocked":
-            base = f"{self.core_id()} * {t.tile[0]}"
+            base = f"{lin} * {t.tile[0]}"
             s0 = self.expr(r.starts[0])
             parts[0] = f"{base} + {s0}:{base} + {s0} + {r.extents[0]}"
             return f"{r.buf}[{', '.join(parts)}]"
-        return f"{r.buf}[{', '.join(self._tile_prefix(t, parts)[:-len(parts)] + parts)}]"
+        prefix = self._tile_prefix(t, parts, r.owner)[:-len(parts)]
+        return f"{r.buf}[{', '.join(prefix + parts)}]"
 
     # statements
     def emit(self, line: str, depth: int) -> None:
@@ -523,6 +609,11 @@ class _Writer:
             self.emit(self.comm(s), depth)
         elif isinstance(s, MeshCopy):
             self.emit(self.mesh_copy(s), depth)
+        elif isinstance(s, Gemm):
+            self.emit(f"T.gemm({s.a}, {s.b}, {s.c})", depth)
+        elif isinstance(s, Fill):
+            self.emit(f"T.clear({s.buf})" if s.value is None else
+                      f"T.fill({s.buf}, {self.expr(s.value)})", depth)
         else:
             raise TypeError(f"unknown statement {s!r}")
 
@@ -565,7 +656,7 @@ class _Writer:
         return "annotate({" + ", ".join(items) + "})"
 
     def assign(self, s: Assign, depth: int) -> None:
-        target = self.element(s.buf, [self.expr(i) for i in s.index])
+        target = self.element(s.buf, [self.expr(i) for i in s.index], s.owner)
         value = self.expr(s.value)
         if not s.nest:
             self.emit(f"{target} = {value}", depth)
@@ -618,14 +709,34 @@ class _Writer:
                   depth)
         self.prefix = f"p{p.index}_"
         for b in p.bufs:
-            if b.scope in ("local", "fragment"):
-                self.emit(f'{b.name} = T.alloc_{b.scope}({b.shape}, "{b.dtype}")', depth)
-            else:
-                self.emit(f'{b.name} = T.alloc_shared({b.shape}, "{b.dtype}", '
-                          f'scope="shared")', depth)
+            if not b.parent:
+                self.emit(f"{b.name} = " + ALLOC[b.scope].format(shape=b.shape,
+                                                                  dtype=b.dtype), depth)
+        for b in p.bufs:
+            if b.parent:
+                self.emit(f"{b.name} = {self.view(b, p.buf(b.parent))}", depth)
         for v in p.vars:
             self.emit(f'{v.name} = T.alloc_var("{v.dtype}")', depth)
         self.stmts(p.body, depth)
+
+
+    @staticmethod
+    def view(b: BufDecl, parent: BufDecl) -> str:
+        """The right-hand side declaring view ``b`` of ``parent``."""
+        if b.view == "reshape":
+            return f"T.reshape({parent.name}, {b.shape})"
+        if b.view == "view":
+            dt = f', dtype="{b.dtype}"' if b.dtype != parent.dtype else ""
+            return f"T.view({parent.name}, {b.shape}{dt})"
+        extra = f", elem_offset={b.offset}" if b.offset else ""
+        if parent.scope not in ("global", "default"):
+            extra += f', scope="{T_SCOPE[parent.scope]}"'
+        return f'T.decl_buffer({b.shape}, "{b.dtype}", data={parent.name}.data{extra})'
+
+
+#: the storage scope TileLang gives each kind of allocation
+T_SCOPE = {"shared": "shared", "shared.dyn": "shared.dyn", "local": "local",
+           "fragment": "local.fragment", "global": "global", "default": "global"}
 
 
 def _paren(text: str) -> str:

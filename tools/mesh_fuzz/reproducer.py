@@ -58,6 +58,8 @@ EXPECTED = {expected}
 EXPECTED_MESH = {mesh}
 EXPECTED_COMM_RECEIVED = {received}
 OBSERVED = {observed!r}
+MUST_REFUSE = {must_refuse!r}  # why the layer must refuse the kernel ("": valid)
+CHECK_RACES = {check_races!r}  # compiled with check_races=True
 ''' + _CHECK + '''
 
 def main() -> int:
@@ -65,12 +67,25 @@ def main() -> int:
     from meshtensor.tilelang import analyze_mesh_communication, compile_mesh_kernel
 
     try:
-        kernel = compile_mesh_kernel(fuzz_kernel)
+        kernel = compile_mesh_kernel(fuzz_kernel, **({{"check_races": True}}
+                                                     if CHECK_RACES else {{}}))
+        if MUST_REFUSE:
+            check(kernel, "kernel")
     except ValueError as e:
         print(f"refused: {{e}}")
+        print("OK: refused" if MUST_REFUSE else "")
         return 0
+    if MUST_REFUSE:
+        print(f"WRONG: it ran, but the layer must refuse it: {{MUST_REFUSE}}")
+        return 1
     bad = check(kernel, "kernel")
     report = analyze_mesh_communication(kernel)
+    if report is None:  # a kernel without comm ops (a shrunk one, say)
+        if EXPECTED_COMM_RECEIVED:
+            bad += 1
+            print("the analysis found no comm op")
+        print("WRONG" if bad else "OK: equal to the model")
+        return 1 if bad else 0
     mesh = dict(zip(report.mesh.axis_names, report.mesh.shape))
     if list(mesh.items()) != list(EXPECTED_MESH.items()):
         bad += 1
@@ -171,10 +186,14 @@ def _lit(a: np.ndarray) -> str:
 
 def reproducer_source(batch: Batch, inputs: list, expected: list, received: list,
                       title: str, detail: str, observed: str = "",
-                      accesses: list | None = None) -> str:
+                      accesses: list | None = None, must_refuse: str = "",
+                      check_races: bool = False) -> str:
     """The script for ``batch`` (its programs' ``inputs`` and model ``expected``
     tensors, ``received`` the model's comm bytes per op and core); with ``accesses``
-    (each program's ``model.Accesses``), the spmdize mode's script."""
+    (each program's ``model.Accesses``), the spmdize mode's script. ``must_refuse``:
+    why the layer must refuse the kernel (its ``main`` then exits 0 only on a
+    ``ValueError``, from the compilation or the run); ``check_races``: compile with
+    ``check_races=True``."""
     header = (f"{title}\n\n{detail.strip()}\n\nRun from the repository root: "
               f"PYTHONPATH=src python <this file>\n")
     src = batch_source(batch, header=header.replace('"""', "'''"))
@@ -196,6 +215,7 @@ def reproducer_source(batch: Batch, inputs: list, expected: list, received: list
             table="{\n" + "".join(f"    {k!r}: {v!r},\n" for k, v in table.items()) + "}",
             **common)
     data = _MAIN.format(
+        must_refuse=must_refuse, check_races=check_races,
         mesh="{" + ", ".join(f"{n!r}: {v}" for n, v in batch.mesh) + "}",
         received=_lit(np.concatenate(received) if received else np.zeros((0, batch.size))),
         **common)

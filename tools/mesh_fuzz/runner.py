@@ -15,6 +15,13 @@ does not need the others. Each program ends with one :class:`Outcome`:
 - ``wrong``: ran but a tensor differs from the model, or the analysis' comm bytes do;
 - ``crash``: anything else (another exception, a dead worker, a timeout).
 
+A program planted to be refused (``Program.expect``: a race, a start or root that
+wraps out of range, a start or condition read from per-core memory) is run alone,
+with ``check_races=True`` for a race: ``refused`` is its right outcome, and running
+without a ``ValueError`` is ``wrong``. A valid program refused as it runs (by
+``check_races=True``, the one check that runs with the kernel) is ``wrong``: the model
+finds no race in it.
+
 In the ``spmdize`` mode the programs are global-view kernels (:mod:`.global_view`) and
 the worker also runs ``spmdize`` on them; :mod:`.spmd_check` judges each program.
 """
@@ -36,7 +43,7 @@ from . import spmd_check
 from .generate import make_batch
 from .global_view import GlobalGen
 from .minimize import merge, minimize
-from .model import SENTINEL, run_model
+from .model import GO_ON, SENTINEL, ModelError, Unrepresentable, run_model
 from .program import Batch, Let, Load, Program, batch_source, children, comm_ops
 from .reproducer import reproducer_source
 from .worker import Worker, first_line
@@ -55,6 +62,7 @@ class Outcome:
     phase: str = ""
     features: frozenset = frozenset()
     reproducer: str = ""
+    expect: str = ""  # the program's planted reason to refuse ("" for a valid one)
 
 
 @dataclass
@@ -64,11 +72,13 @@ class _Case:
     expected: dict  # tensor name -> array
     received: np.ndarray  # (ops, cores)
     accesses: tuple = ()  # model.Accesses of the global-view copies
+    refusal: str = ""  # a planted program: why the layer must refuse it
 
     @classmethod
     def of(cls, program: Program, inputs: dict, result) -> "_Case":
         """A case from the model's ``result`` for ``program`` on ``inputs``."""
-        return cls(program, inputs, result.tensors, result.received, result.accesses)
+        return cls(program, inputs, result.tensors, result.received, result.accesses,
+                   result.refusal)
 
     @property
     def nops(self) -> int:
@@ -96,6 +106,19 @@ class Summary:
     @property
     def failed(self) -> list:
         return [o for o in self.outcomes if o.status in ("wrong", "crash")]
+
+    def valid_refused(self) -> tuple[int, int]:
+        """``(refused, total)`` over the valid programs (none planted)."""
+        valid = [o for o in self.outcomes if not o.expect]
+        return sum(o.status == "refused" for o in valid), len(valid)
+
+    def planted(self) -> dict:
+        """Per planted reason: ``{status: count}`` of its programs."""
+        out: dict = {}
+        for o in self.outcomes:
+            if o.expect:
+                out.setdefault(o.expect, Counter())[o.status] += 1
+        return out
 
 
 def normalise(message: str) -> str:
@@ -158,6 +181,7 @@ class Fuzzer:
     def call(self, batch: Batch, cases: list, compile_: bool = True,
              build_only: bool = False) -> dict:
         batch = batch.with_programs([c.program for c in cases])
+        races = batch.check_races or any(c.program.expect == "race" for c in cases)
         args = []
         if not build_only:  # a build reads no argument
             for c in cases:
@@ -165,7 +189,7 @@ class Fuzzer:
                     args.append(c.inputs[t.name] if t.role == "in" else
                                 np.full(t.global_shape(batch), SENTINEL, dtype=t.dtype))
         req = {"args": args, "compile": compile_, "flags": self.flags,
-               "build_only": build_only}
+               "build_only": build_only, "check_races": races}
         path = None
         if self.spmd:  # the worker writes the kernels (the batch, each program alone)
             req.update(mode="spmdize", batch=batch)
@@ -200,12 +224,29 @@ class Fuzzer:
         # of loaded data go last, so that one program's let does not span another's
         # comm ops (which the layer may refuse)
         cases.sort(key=lambda c: top_level_data_lets(c.program))
-        outs: list = []
+        outs = [self.planted(shell, c) for c in cases if c.program.expect]
+        cases = [c for c in cases if not c.program.expect]
         if not self.spmd and len(cases) > 1:
-            cases, outs = self.screen(shell, cases)
+            cases, more = self.screen(shell, cases)
+            outs += more
         if cases:
             outs += self.check(shell, cases)
         return sorted(outs, key=lambda o: o.index)
+
+    def planted(self, shell: Batch, case: _Case) -> Outcome:
+        """The outcome of a program planted to be refused, run alone (a race with
+        ``check_races=True``): refused, or wrong if it runs."""
+        ans = self.call(shell, [case])
+        return self.judge_planted(shell, case, ans)
+
+    def judge_planted(self, shell: Batch, case: _Case, ans: dict) -> Outcome:
+        p = case.program
+        if ans["status"] != "ok":
+            return self.failure(shell, [case], ans)
+        out = Outcome(p.index, "wrong", f"ran, but must be refused: {case.refusal}"
+                      f"{values_note(shell, case, ans)}", "run", p.features,
+                      expect=p.expect)
+        return self.with_repro(shell, [case], 0, out, _observed([case], 0, ans))
 
     def screen(self, shell: Batch, cases: list) -> tuple[list, list]:
         """``(cases built alone without failing, outcomes of the others)``. Building a
@@ -323,8 +364,9 @@ class Fuzzer:
         return Outcome(idx, status, detail, phase, feats)
 
     def report_diff(self, rep: dict | None, shell: Batch, cases: list, i: int) -> str:
-        if rep is None:
-            return "analyze_mesh_communication returned None"
+        if rep is None:  # right only for a kernel without comm ops (a shrunk one)
+            return "" if not any(c.nops for c in cases) else \
+                "analyze_mesh_communication returned None"
         if rep["names"] != shell.names or rep["shape"] != shell.shape:
             return (f"analysis: mesh {dict(zip(rep['names'], rep['shape']))}, "
                     f"kernel mesh {dict(shell.mesh)}")
@@ -372,10 +414,15 @@ class Fuzzer:
         if combined:
             detail = f"only together with programs {[c.program.index for c in cases]}: " \
                      + detail
+        false_race = (status == "refused" and ans["phase"] == "run" and len(cases) == 1
+                      and not case.program.expect and not self.spmd)
+        if false_race:  # only a race may stop a run, and the model finds none
+            status, detail = "wrong", f"refused as it ran, with no race: {detail}"
         out = Outcome(case.program.index, status, detail, ans["phase"],
-                      case.program.features)
+                      case.program.features, expect=case.program.expect)
         if out.status in ("crash", "wrong"):
-            seen = ans.get("traceback", "") if status == "crash" else _observed(cases, blame, ans)
+            seen = ans.get("traceback", "") if status == "crash" or false_race else \
+                _observed(cases, blame, ans)
             out = self.with_repro(shell, cases, blame, out, seen)
         return out
 
@@ -412,6 +459,9 @@ class Fuzzer:
 
     def classify_alone(self, shell: Batch, case: _Case, ans: dict) -> Outcome:
         """The outcome of one program's own kernel run (``ans``)."""
+        if case.program.expect and ans["status"] == "ok":
+            return Outcome(case.program.index, "wrong", "ran", "run",
+                           expect=case.program.expect)
         if ans["status"] != "ok":
             status, detail = ans["status"], first_line(ans)
             if self.spmd:
@@ -452,12 +502,18 @@ class Fuzzer:
                  f"{out.status} ({out.phase})\nfeatures: {', '.join(sorted(out.features))}")
         if len(cases) > 1:
             title += f"; shown in its batch of {len(cases)}, look at p{out.index}_*"
-        text = reproducer_source(shell.with_programs([c.program for c in cases]),
-                                 [c.inputs for c in cases], [c.expected for c in cases],
-                                 [c.received for c in cases], title, out.detail, observed,
-                                 [c.accesses for c in cases] if self.spmd else None)
+        batch = shell.with_programs([c.program for c in cases])
+        text = reproducer_source(batch, [c.inputs for c in cases],
+                                 [c.expected for c in cases], [c.received for c in cases],
+                                 title, out.detail, observed,
+                                 [c.accesses for c in cases] if self.spmd else None,
+                                 must_refuse="; ".join(c.refusal for c in cases
+                                                       if c.refusal),
+                                 check_races=batch.check_races or any(
+                                     c.program.expect == "race" for c in cases))
         path.write_text(text)
-        return Outcome(out.index, out.status, out.detail, out.phase, out.features, str(path))
+        return Outcome(out.index, out.status, out.detail, out.phase, out.features, str(path),
+                       out.expect)
 
     # -- the run ----------------------------------------------------------------------------
     def run(self) -> Summary:
@@ -499,6 +555,22 @@ class Fuzzer:
                          f"{s.count('refused')} refused, {s.count('wrong')} wrong, "
                          f"{s.count('crash')} crashed; {rate:.2f} s/program")
         return outs
+
+
+def values_note(shell: Batch, case: _Case, ans: dict) -> str:
+    """For a planted program that ran: whether its tensors are what the cores would
+    compute (known for a start or condition read from memory only)."""
+    try:
+        full = run_model(shell.with_programs((case.program,)), case.program, case.inputs,
+                         go_on=True)
+    except (ModelError, Unrepresentable):
+        return ""
+    if full.refusal.split(":")[0] not in GO_ON:
+        return ""
+    names = [t.name for t in case.program.tensors]
+    same = all(np.array_equal(g, full.tensors[n]) for n, g in zip(names, ans["outputs"]))
+    return " (its values are the model's)" if same else " (its values differ from the " \
+        "model's too)"
 
 
 def suspect(ans: dict, cases: list) -> int | None:
@@ -571,14 +643,32 @@ def _safe(seed: str) -> str:
 def outcomes_json(summary: Summary) -> list:
     """The outcomes as JSON-ready dicts."""
     return [{"index": o.index, "status": o.status, "phase": o.phase, "detail": o.detail,
-             "features": sorted(o.features), "reproducer": o.reproducer}
-            for o in summary.outcomes]
+             "features": sorted(o.features), "reproducer": o.reproducer,
+             "expect": o.expect} for o in summary.outcomes]
 
 
 def refusal_table(summary: Summary, width: int = 80) -> list:
-    """The refusal messages, grouped, most frequent first."""
-    c = Counter(normalise(o.detail) for o in summary.outcomes if o.status == "refused")
+    """The refusal messages of valid programs (none planted), grouped, most frequent
+    first."""
+    c = Counter(normalise(o.detail) for o in summary.outcomes
+                if o.status == "refused" and not o.expect)
     return [f"{n:5d}  {msg}"[:width] for msg, n in c.most_common()]
+
+
+def planted_refusal_table(summary: Summary, width: int = 80) -> list:
+    """The refusal messages of planted programs, grouped by reason and message (a
+    reason refused for another cause was not tested)."""
+    c = Counter(f"{o.expect}: {normalise(o.detail)}" for o in summary.outcomes
+                if o.status == "refused" and o.expect)
+    return [f"{n:5d}  {msg}"[:width] for msg, n in c.most_common()]
+
+
+def planted_table(summary: Summary) -> list:
+    """Per planted reason: how many programs, and how many of them were refused,
+    ran (wrong) or crashed."""
+    return [f"{kind:>14}: {sum(c.values()):4d} planted, {c['refused']:4d} refused, "
+            f"{c['wrong']:4d} ran, {c['crash']:4d} crashed"
+            for kind, c in sorted(summary.planted().items())]
 
 
 def feature_table(summary: Summary) -> list:

@@ -110,10 +110,14 @@ def _build(batch, workdir: str):
         path.unlink(missing_ok=True)
 
 
-def _compile(func, flags):
+def _compile(func, flags, check_races: bool = False):
+    """``compile_mesh_kernel(func)`` with the C flags ``flags`` (``None``: its own)
+    and, with ``check_races``, its run-time race check."""
     from meshtensor.tilelang import compile_mesh_kernel
-    return (compile_mesh_kernel(func) if flags is None else
-            compile_mesh_kernel(func, compile_flags=list(flags)))
+    kw: dict = {} if flags is None else {"compile_flags": list(flags)}
+    if check_races:
+        kw["check_races"] = True
+    return compile_mesh_kernel(func, **kw)
 
 
 def _run(kernel, arrays: list) -> list:
@@ -242,7 +246,8 @@ def handle(req: dict) -> dict:
     """``req``: ``path`` (a kernel module defining ``fuzz_kernel``), ``args`` (arrays
     in parameter order), ``compile`` (False: build and analyse only), ``build_only``
     (build, nothing else), ``flags`` (C compiler flags, ``None`` for
-    ``compile_mesh_kernel``'s). Answer:
+    ``compile_mesh_kernel``'s), ``check_races`` (compile with the run-time race
+    check). Answer:
     ``status`` ok/refused/crash, ``outputs`` (the arrays after the call), ``report``
     (comm bytes per op and core) or ``analysis`` (the analysis' error)."""
     from meshtensor.tilelang import analyze_mesh_communication
@@ -256,7 +261,7 @@ def handle(req: dict) -> dict:
         target = func
         if req.get("compile", True):
             phase = "compile"
-            kernel = target = _compile(func, req.get("flags"))
+            kernel = target = _compile(func, req.get("flags"), req.get("check_races", False))
             phase = "run"
             out["outputs"] = _run(kernel, req["args"])
     except Exception as e:  # noqa: BLE001 (every failure is classified)

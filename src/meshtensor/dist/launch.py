@@ -19,11 +19,29 @@ from ..mesh import Mesh
 
 
 class DistRunError(RuntimeError):
-    """One or more ranks failed; ``outcomes`` maps rank -> what happened to it."""
+    """One or more ranks failed; ``outcomes`` maps rank -> what happened to it, ``cause``
+    is the rank whose own failure came first (its error leads the message, the other
+    ranks' follow) and ``traceback`` that rank's traceback ("" when it has none)."""
 
-    def __init__(self, message: str, outcomes: dict[int, str]):
+    def __init__(self, message: str, outcomes: dict[int, str], cause: int | None = None,
+                 traceback: str = ""):
         super().__init__(message)
         self.outcomes = outcomes
+        self.cause = cause
+        self.traceback = traceback
+
+
+def _because_of_a_peer(e: BaseException) -> bool:
+    """Whether a rank's exception is the echo of another rank's failure (a collective
+    that lost its peer, torch.distributed's own transport and store errors) rather
+    than its own cause."""
+    from .engine import DistCollectiveError
+    try:
+        from torch.distributed import DistError
+    except ImportError:  # an older torch
+        DistError = DistCollectiveError  # noqa: N806
+    return isinstance(e, (DistCollectiveError, DistError)) or (
+        isinstance(e, RuntimeError) and "Connection closed by peer" in str(e))
 
 
 #: Set to 1 to see everything torch's C++ layer logs in the spawned ranks (warnings with
@@ -197,7 +215,8 @@ def _worker(rank: int, world: int, mesh_shape: Any, backend: str, port: int, tim
         dm = DistMesh(mesh_shape, timeout=td)
         results.put((rank, "ok", _plain(fn(dm, *args))))
     except BaseException as e:  # report everything, including SystemExit
-        results.put((rank, "error", f"{type(e).__name__}: {e}\n{traceback.format_exc()}"))
+        status = "echo" if _because_of_a_peer(e) else "error"
+        results.put((rank, status, f"{type(e).__name__}: {e}\n{traceback.format_exc()}"))
     finally:
         try:
             if dist.is_initialized():
@@ -329,14 +348,43 @@ def run(fn: Callable, mesh_shape: Any, *args: Any, backend: str = "gloo",
     bad = {r: v for r, v in outcomes.items() if v[0] != "ok"}
     missing = [r for r in range(mesh.size) if r not in outcomes]
     if bad or missing:
-        lines = {r: "finished" if v[0] == "ok" else f"{v[0]}: {str(v[1]).splitlines()[0]}"
-                 for r, v in sorted(outcomes.items())}
-        for r in missing:
-            lines[r] = f"stopped: {why}"
-        msg = "meshtensor.dist.run: " + "; ".join(f"rank {r} {mesh.multi_index(r)} {t}"
-                                                  for r, t in sorted(lines.items()))
-        raise DistRunError(msg, lines)
+        raise _run_error(mesh, outcomes, missing, why)
     return [outcomes[r][1] for r in range(mesh.size)]
+
+
+def _run_error(mesh: Mesh, outcomes: dict[int, tuple[str, Any]], missing: list[int],
+               why: str) -> DistRunError:
+    """The job's failure, root cause first: the first rank (in the order their reports
+    arrived) that raised or died on its own, then the ranks that failed because a peer
+    had (their collectives lost it), those stopped without a result, those that
+    finished; with the first rank's traceback at the end."""
+    lines = {r: "finished" if v[0] == "ok" else
+             f"{'error' if v[0] == 'echo' else v[0]}: {str(v[1]).splitlines()[0]}"
+             for r, v in outcomes.items()}
+    for r in missing:
+        lines[r] = f"stopped: {why}"
+    rank_of = {"error": 0, "died": 0, "echo": 1, "stopped": 2, "ok": 3}
+
+    def kind(r: int) -> int:
+        return rank_of[outcomes[r][0] if r in outcomes else "stopped"]
+
+    # the cause: the first report of the most telling kind (outcomes is in arrival
+    # order, and min() keeps the first); the others by kind, then rank
+    first = min(lines, key=kind)
+    order = [first] + sorted((r for r in lines if r != first), key=lambda r: (kind(r), r))
+    text = [f"meshtensor.dist.run: rank {first} {mesh.multi_index(first)} {lines[first]}"]
+    if len(order) > 1:
+        text.append("the other ranks:")
+        text += [f"  rank {r} {mesh.multi_index(r)} {lines[r]}" for r in order[1:]]
+    tb = ""
+    if first in outcomes and outcomes[first][0] in ("error", "echo"):
+        tb = str(outcomes[first][1]).split("\n", 1)[1].rstrip() if "\n" in str(
+            outcomes[first][1]) else ""
+        if tb:
+            text.append(f"rank {first}'s traceback:")
+            text += ["  " + ln for ln in tb.splitlines()]
+    return DistRunError("\n".join(text), dict(sorted(lines.items())), cause=first,
+                        traceback=tb)
 
 
 def local_part(x: np.ndarray, sharding, rank: int):

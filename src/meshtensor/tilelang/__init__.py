@@ -12,8 +12,12 @@ Laid out as TileLang itself is; imports run one way, down this list:
   ``from meshtensor.tilelang import tilelang_mesh as tm``);
 - ``analysis``: ``VerifyMeshTensors``, ``AnalyzeMeshCommunication`` and the
   performance model (``estimate_mesh_kernel``, its timeline);
-- ``transform``: ``LowerMeshComm``, ``SpmdizeMeshCopies`` and ``PrepareTilelangMesh``;
-- ``engine``: ``compile_mesh_kernel``, the pipeline that applies them;
+- ``transform``: ``LowerMeshComm``, ``SpmdizeMeshCopies``, ``PrepareTilelangMesh`` and
+  ``LowerDist`` (``T.dist`` kernels);
+- ``runtime``: what runs ``T.dist`` kernels' ranks (``DistKernel``) and counts their
+  chip-to-chip traffic;
+- ``engine``: ``compile_mesh_kernel`` and ``mesh_pipeline``, the one ordered list of
+  the passes, with their options in ``pass_config`` (``MeshPassConfig``);
 - ``kernels``: GEMMs built on all of the above; ``demos``: the CLI's demos.
 
 Importing this package imports tilelang.
@@ -28,7 +32,7 @@ from .analysis.timeline import save_gantt_png, trace_events, write_trace
 from .analysis.traffic import (AnalyzeMeshCommunication, CommReport, Superstep,
                                analyze_mesh_communication)
 from .analysis.verify import MeshCopyIssue, VerifyMeshTensors, verify_mesh_tensors
-from .engine import MeshKernel, compile_mesh_kernel, guard_stock_compile
+from .engine import MeshKernel, compile_mesh_kernel, guard_stock_compile, mesh_pipeline
 from .ir.comm_op import COMM_OPS, CommOp, find_comm_ops
 from .ir.metadata import ATTR_KEY, MeshTensorEntry, read_mesh_tensor_info
 from .ir.scope import CopyCall, CopyRegion, find_copies
@@ -36,9 +40,14 @@ from .language import tilelang_mesh
 from .language.comm import MeshComm, mesh_comm
 from .language.mesh_tensor import get_target_mesh_shape, mesh_tensor_functions
 from .logs import install_error_filter, quiet_tilelang
+from .pass_config import MeshPassConfig
 from .transform.lower_comm import LowerMeshComm, check_collective_rule, lower_mesh_comm
 from .transform.spmdize import CopyPlan, SpmdizeMeshCopies, plan_mesh_copies, spmdize
 from .transform.tilelang_mesh import PrepareTilelangMesh, prepare_tilelang_mesh
+from .transform.lower_dist import DistProgram, LowerDist, lower_dist
+from .runtime.dist_kernel import DistKernel
+from .runtime.dist_rank import DistDeadlockError, DistRaceError, DistRuntimeError
+from .runtime.dist_traffic import DistTraffic, analyze_dist_communication
 
 install_error_filter()
 guard_stock_compile()
@@ -52,4 +61,7 @@ __all__ = ["mesh_tensor_functions", "get_target_mesh_shape", "read_mesh_tensor_i
            "CommReport", "Superstep", "quiet_tilelang", "SpmdizeMeshCopies", "spmdize",
            "plan_mesh_copies", "CopyPlan", "count_mesh_kernel", "estimate_mesh_kernel",
            "KernelWork", "StepWork", "PerfReport", "StepTime", "trace_events", "write_trace",
-           "save_gantt_png", "tilelang_mesh", "PrepareTilelangMesh", "prepare_tilelang_mesh"]
+           "save_gantt_png", "tilelang_mesh", "PrepareTilelangMesh", "prepare_tilelang_mesh",
+           "MeshPassConfig", "mesh_pipeline",
+           "LowerDist", "lower_dist", "DistProgram", "DistKernel", "DistDeadlockError",
+           "DistRaceError", "DistRuntimeError", "DistTraffic", "analyze_dist_communication"]

@@ -1,21 +1,15 @@
-"""The pipeline that makes a mesh kernel run: the mesh passes, in order, then
-``tilelang.compile``. ``compile_mesh_kernel`` is the one entry; :class:`MeshKernel` is
-what it returns.
-
-Pass order: ``PrepareTilelangMesh`` (a kernel written for Tilelang-Mesh: its
-``T.MeshTensor`` parameters become per-core stacks, its on-chip buffers core-private
-memory; any other kernel is unchanged), ``VerifyMeshTensors`` (copies of annotated
-tensors stay in whole blocks and one core's shard), then ``LowerMeshComm`` (comm ops
-become supersteps over the cores' buffers, in one workspace argument), ``SelectMinMax``
-on target ``c`` (min/max of loaded values as selects: TVM's C code generator reuses such
-an operand across a store), then TileLang's own pipeline.
+"""The pipeline that makes a mesh kernel run: the mesh passes, in the order
+:func:`mesh_pipeline` gives (written here once), then ``tilelang.compile``.
+``compile_mesh_kernel`` is the one entry; :class:`MeshKernel` is what it returns; the
+passes' options are :class:`~meshtensor.tilelang.pass_config.MeshPassConfig`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import tvm
 from tvm import tirx
@@ -29,16 +23,19 @@ from .ir.memory import Memory
 from .ir.mesh_param import bind_symbols
 from .ir.scope import find_calls
 from .logs import quiet_tilelang
-from .transform.lower_comm import WORKSPACE_ATTR, LowerMeshComm
+from .pass_config import DEFAULT, MeshPassConfig
+from .transform.lower_comm import WORKSPACE_ATTR, lower_mesh_comm
 from .transform.narrow_float import FORMATS, legalize_narrow_floats, narrow_dtypes
 from .transform.select_min_max import select_min_max
+from .transform.shared_scope import one_dynamic_shared
 from .transform.tilelang_mesh import SIZE_PARAMS, prepare_tilelang_mesh
 from .transform.protect_indices import protect_folded_indices
 from .transform.race_check import HEADER, RaceShadow, add_shadow_param
 from .transform.spmdize import SPMDIZED_ATTR
 from .transform.wrap_casts import wrap_narrowing_casts
 
-__all__ = ["CPU_FLAGS", "MeshKernel", "compile_mesh_kernel", "guard_stock_compile"]
+__all__ = ["CPU_FLAGS", "MeshKernel", "Build", "Stage", "mesh_pipeline", "compile_mesh_kernel",
+           "guard_stock_compile"]
 
 # gcc's -O3 loop vectoriser (dynamic cost model) turns the GEMM micro-kernel's k loop
 # into slow gathers for power-of-two tiles (1.8 vs 45 GFLOP/s at 512^3, measured here);
@@ -145,21 +142,129 @@ def _out_idx(out_idx: Any, nparams: int) -> Any:
     return out[0] if one else out
 
 
+@dataclass
+class Build:
+    """What the pipeline learns about one kernel while it runs (the stages' outputs
+    that are not IR): its ``T.MeshTensor`` parameters and, for the checked run, the
+    race shadow and the mesh of its cores. ``lowered``: the kernel after
+    ``LowerMeshComm`` (what :attr:`MeshKernel.lowered` shows)."""
+
+    config: MeshPassConfig
+    target: str
+    mesh_tensors: tuple = ()
+    shadow: Any = None
+    race_mesh: Any = None
+    lowered: Any = None
+    has_comm: bool = False
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One step of :func:`mesh_pipeline`: a named function of the kernel and the
+    :class:`Build`."""
+
+    name: str
+    run: Callable[[tirx.PrimFunc, Build], tirx.PrimFunc]
+
+
+def _spmdize(func: tirx.PrimFunc, b: Build) -> tirx.PrimFunc:
+    from .transform.spmdize import spmdize
+    return spmdize(func)
+
+
+def _prepare(func: tirx.PrimFunc, b: Build) -> tirx.PrimFunc:
+    prepared = prepare_tilelang_mesh(func)
+    b.mesh_tensors = prepared.params
+    b.has_comm = bool(find_comm_ops(prepared.func))
+    return prepared.func
+
+
+def _check_races(func: tirx.PrimFunc, b: Build) -> tirx.PrimFunc:
+    races = find_races(func, "compile_mesh_kernel", b.config)
+    if races.race is not None:
+        raise ValueError(races.race.message("compile_mesh_kernel"))
+    if b.config.check_races:  # the accesses left unchecked are checked as it runs
+        b.shadow = RaceShadow.plan(Memory.of(func).params)
+        ops = find_comm_ops(func)
+        b.race_mesh = ops[0].mesh if ops else grid_mesh(func)
+    return func
+
+
+def _verify(func: tirx.PrimFunc, b: Build) -> tirx.PrimFunc:
+    return VerifyMeshTensors()(tvm.IRModule({"main": func}))["main"]
+
+
+def _lower(func: tirx.PrimFunc, b: Build) -> tirx.PrimFunc:
+    lowered = lower_mesh_comm(func, b.config.workspace, b.shadow, b.config)
+    if b.shadow is not None:
+        if not b.has_comm:  # no supersteps: the blocks are the cores, in one superstep
+            launch = Launch.of(func, b.race_mesh, "compile_mesh_kernel")
+            lowered = lowered.with_body(b.shadow.instrument(lowered.body, launch.core_id()))
+        lowered = add_shadow_param(lowered, b.shadow)
+    if str(b.target).split()[0] == "c" and find_calls(lowered, _is_loop_break):
+        # TileLang 0.1.15's C code generator has no break: its error names no statement
+        raise ValueError("compile_mesh_kernel: T.loop_break() cannot be compiled for target "
+                         "'c' (TileLang's C code generator has no break); end the loop with "
+                         "an `if` around its remaining work instead")
+    b.lowered = lowered
+    return lowered
+
+
+def mesh_pipeline(config: MeshPassConfig = DEFAULT, target: str = "c") -> tuple[Stage, ...]:
+    """The mesh passes, in the order ``compile_mesh_kernel`` runs them before
+    ``tilelang.compile``:
+
+    1. ``SpmdizeMeshCopies`` (only with ``config.spmdize``): global-view copies become
+       comm ops from each tile's owner;
+    2. ``PrepareTilelangMesh``: a SUNMMIO kernel's ``T.MeshTensor`` parameters become
+       per-core stacks, its launch one program per core (other kernels unchanged);
+    3. ``WrapNarrowingCasts``: a narrowing cast's wrap written out;
+    4. ``CheckRaces``: a race on global memory is refused (with ``config.check_races``,
+       the checked run is planned);
+    5. ``VerifyMeshTensors``: copies of annotated tensors stay in whole blocks;
+    6. ``LowerMeshComm``: comm ops become supersteps over the cores' buffers;
+    7. ``SelectMinMax`` (target ``c``): min/max of loaded values as selects;
+    8. ``OneDynamicShared`` (target ``c``): several ``shared.dyn`` buffers as ``shared``;
+    9. ``ProtectFoldedIndices``: indices TileLang would fold wrongly computed first.
+
+    >>> [s.name for s in mesh_pipeline(MeshPassConfig(spmdize=True))][:3]
+    ['SpmdizeMeshCopies', 'PrepareTilelangMesh', 'WrapNarrowingCasts']
+    """
+    on_c = str(target).split()[0] == "c"
+    stages = [Stage("SpmdizeMeshCopies", _spmdize)] if config.spmdize else []
+    stages += [Stage("PrepareTilelangMesh", _prepare),
+               # first: TVM's simplifier (the lowering's included) folds a narrowing cast
+               # of a value it knows, or reads through one, as if it did not wrap
+               Stage("WrapNarrowingCasts", lambda f, b: wrap_narrowing_casts(f)),
+               Stage("CheckRaces", _check_races),
+               Stage("VerifyMeshTensors", _verify), Stage("LowerMeshComm", _lower)]
+    if on_c:  # TVM's C code generator reuses a min/max operand's load across a store
+        stages.append(Stage("SelectMinMax", lambda f, b: select_min_max(f, b.config)))
+        # one core's shared and shared.dyn memory are the same on the C back end
+        stages.append(Stage("OneDynamicShared", lambda f, b: one_dynamic_shared(f)))
+    stages.append(Stage("ProtectFoldedIndices",
+                        lambda f, b: protect_folded_indices(f, b.config)))
+    return tuple(stages)
+
+
 def compile_mesh_kernel(func: tirx.PrimFunc, target: str = "c", *, check_races: bool = False,
+                        spmdize: bool = False, config: MeshPassConfig | None = None,
                         **kw: Any) -> MeshKernel:
-    """Check (``VerifyMeshTensors``, races on global memory: :func:`~.analysis.races.
-    find_races`), lower the comm ops (``LowerMeshComm``) and ``tilelang.compile`` a mesh
-    kernel. ``check_races=True`` also checks, as the kernel runs, the accesses the static
+    """Run the mesh passes (:func:`mesh_pipeline`: the race check, ``VerifyMeshTensors``,
+    ``LowerMeshComm``, ...) and ``tilelang.compile`` a mesh kernel.
+
+    ``check_races=True`` also checks, as the kernel runs, the accesses the static race
     check cannot evaluate: a race raises ``ValueError`` from the call (see
-    :mod:`~.transform.race_check`). ``kw`` goes to ``tilelang.compile``
+    :mod:`~.transform.race_check`). ``spmdize=True`` first turns a global-view kernel
+    into one with comm ops. ``config``: every option of the passes
+    (:class:`~meshtensor.tilelang.pass_config.MeshPassConfig`; ``check_races`` and
+    ``spmdize`` set its fields of those names). ``kw`` goes to ``tilelang.compile``
     (``compile_flags`` defaults to :data:`CPU_FLAGS` on ``"c"``; ``out_idx`` counts the
     kernel's own parameters). A kernel without comm ops compiles as ``tilelang.compile``
-    would, but for target ``"c"`` its ``min``/``max`` of loaded values become selects
-    (``SelectMinMax``: TVM's C code generator reuses such an operand across a store).
+    would, but for target ``"c"`` its ``min``/``max`` of loaded values become selects.
     On ``"c"`` with g++, TileLang's C header is read precompiled (see
     :mod:`~meshtensor.tilelang.c_header`). TileLang's INFO lines are off while it
-    compiles (see
-    :func:`~meshtensor.tilelang.quiet_tilelang`).
+    compiles (see :func:`~meshtensor.tilelang.quiet_tilelang`).
 
     Example::
 
@@ -168,8 +273,15 @@ def compile_mesh_kernel(func: tirx.PrimFunc, target: str = "c", *, check_races: 
     """
     if not isinstance(func, tirx.PrimFunc):
         raise TypeError(f"compile_mesh_kernel: expected a PrimFunc, got {type(func).__name__}")
+    config = config or DEFAULT
+    if check_races or spmdize:
+        config = dataclasses.replace(config, check_races=config.check_races or check_races,
+                                     spmdize=config.spmdize or spmdize)
+    from .transform.lower_dist import has_dist_ops
+    if has_dist_ops(func):  # a T.dist kernel: every rank of the world (runtime.dist_kernel)
+        return _compile_dist(func, target, config, kw)
     try:
-        return _compile_mesh_kernel(func, target, check_races, kw)
+        return _compile_mesh_kernel(func, target, config, kw)
     except ValueError as e:
         if func.attrs is None or SPMDIZED_ATTR not in func.attrs:
             raise
@@ -179,60 +291,64 @@ def compile_mesh_kernel(func: tirx.PrimFunc, target: str = "c", *, check_races: 
                          f"the global-view kernel): {e}") from None
 
 
-def _compile_mesh_kernel(func: tirx.PrimFunc, target: str, check_races: bool, kw: dict
+def _compile_dist(func: tirx.PrimFunc, target: str, config: MeshPassConfig, kw: dict) -> Any:
+    """A ``T.dist`` kernel: lowered to one per-rank program (``LowerDist``), compiled
+    as a mesh kernel, run by :class:`~.runtime.dist_kernel.DistKernel`
+    (``config.check_races``: its checked run)."""
+    from .runtime import shim
+    from .runtime.dist_kernel import DistKernel
+    from .transform.lower_dist import lower_dist
+    if str(target).split()[0] != "c":
+        raise ValueError(f"compile_mesh_kernel: T.dist kernels run on target 'c' (the "
+                         f"emulator), got {target!r}")
+    if kw.get("out_idx") is not None:
+        raise ValueError("compile_mesh_kernel: out_idx is not supported for a T.dist kernel; "
+                         "pass the global output tensors instead")
+    lowered, program = lower_dist(func)
+    shim.load()  # the runtime's C entry points, before the kernel's library is loaded
+    rank = dataclasses.replace(config, check_races=False)
+    return DistKernel(func, lowered, program,
+                      _compile_mesh_kernel(lowered, target, rank, dict(kw)),
+                      config.check_races, _rebuild_dist)
+
+
+def _rebuild_dist(text: str, regs: list, check_races: bool) -> Any:
+    """A pickled :class:`~.runtime.dist_kernel.DistKernel` compiled again from its
+    source (TVM JSON; its ``T.MeshTensor`` records are its attributes)."""
+    return compile_mesh_kernel(tvm.ir.load_json(text), check_races=check_races)
+
+
+def _compile_mesh_kernel(func: tirx.PrimFunc, target: str, config: MeshPassConfig, kw: dict
                          ) -> MeshKernel:
     import tilelang
+    import torch
 
-    prepared = prepare_tilelang_mesh(func)
-    if prepared.params and kw.get("out_idx") is not None:
+    build = Build(config, target)
+    source = func
+    for stage in mesh_pipeline(config, target):
+        source = stage.run(source, build)
+    if kw.get("out_idx") is not None and build.mesh_tensors:
         raise ValueError("compile_mesh_kernel: out_idx is not supported for a kernel with "
                          "T.MeshTensor parameters; pass the global output tensors instead")
     if "out_idx" in kw:
         kw["out_idx"] = _out_idx(kw["out_idx"], len(func.params))
-    work = prepared.func
-    races = find_races(work)
-    if races.race is not None:
-        raise ValueError(races.race.message("compile_mesh_kernel"))
-    mod = VerifyMeshTensors()(tvm.IRModule({"main": work}))
-    shadow = RaceShadow.plan(Memory.of(work).params) if check_races else None
-    lowered = LowerMeshComm(workspace="argument", race_shadow=shadow)(mod)["main"]
-    race_mesh = None
-    if shadow is not None:
-        ops = find_comm_ops(work)
-        if ops:
-            race_mesh = ops[0].mesh
-        else:  # no supersteps: the blocks are the cores, all in one superstep
-            race_mesh = grid_mesh(work)
-            launch = Launch.of(work, race_mesh, "compile_mesh_kernel")
-            lowered = lowered.with_body(shadow.instrument(lowered.body, launch.core_id()))
-        lowered = add_shadow_param(lowered, shadow)
     on_c = str(target).split()[0] == "c"
-    if on_c and find_calls(lowered, _is_loop_break):
-        # TileLang 0.1.15's C code generator has no break: its error names no statement
-        raise ValueError("compile_mesh_kernel: T.loop_break() cannot be compiled for target "
-                         "'c' (TileLang's C code generator has no break); end the loop with "
-                         "an `if` around its remaining work instead")
     if target == "c" and kw.get("compile_flags") is None:
         kw["compile_flags"] = list(CPU_FLAGS)
     if on_c:  # TileLang's C header, precompiled once per flag set: 1.5 s less a kernel
         flags = kw.get("compile_flags") or []
         flags = [flags] if isinstance(flags, str) else list(flags)
         kw["compile_flags"] = flags + header_flags(flags)
-    # TVM's C code generator reuses a min/max operand's load across a store
-    source = select_min_max(lowered) if on_c else lowered
-    # TVM folds a narrowing cast of a known value into an out-of-range literal
-    source = wrap_narrowing_casts(source)
-    # indices TileLang's simplifier would fold into other values, computed first
-    source = protect_folded_indices(source)
-    import torch
     device = "cuda" if str(target).startswith("cuda") else "cpu"
-    check = None if shadow is None else \
-        (shadow, race_mesh, torch.empty(shadow.size, dtype=torch.int32, device=device))
+    lowered = build.lowered
+    check = None if build.shadow is None else \
+        (build.shadow, build.race_mesh,
+         torch.empty(build.shadow.size, dtype=torch.int32, device=device))
     with quiet_tilelang():
-        if not find_comm_ops(work):
+        if not build.has_comm:
             return MeshKernel(func, lowered, _compile(source, target, kw),
-                              mesh_tensors=prepared.params, narrow=_narrow_params(lowered),
-                              race_check=check)
+                              mesh_tensors=build.mesh_tensors,
+                              narrow=_narrow_params(lowered), race_check=check)
         # buffers filled only by exchanges look uninitialised to TileLang's check
         configs = dict(kw.pop("pass_configs", None) or {})
         configs.setdefault(tilelang.PassConfigKey.TL_DISABLE_BUFFER_INIT_CHECK, True)
@@ -240,7 +356,7 @@ def _compile_mesh_kernel(func: tirx.PrimFunc, target: str, check_races: bool, kw
         jit = _compile(source, target, kw)
     nbytes = int(lowered.attrs[WORKSPACE_ATTR])
     return MeshKernel(func, lowered, jit, torch.empty(nbytes, dtype=torch.uint8, device=device),
-                      prepared.params, _narrow_params(lowered), check)
+                      build.mesh_tensors, _narrow_params(lowered), check)
 
 
 def _narrow_params(func: tirx.PrimFunc) -> tuple:

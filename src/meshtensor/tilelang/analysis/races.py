@@ -16,7 +16,8 @@ tile-op regions such as ``T.copy``'s, clipped to the buffer as TileLang's guarde
 are) over the points at which it executes (:mod:`..ir.evaluate`), and returns the first
 race in program order, with the buffer, an element, both cores and both statements.
 Accesses it cannot evaluate (under ``while``, a condition or index read from memory)
-are listed as ``unchecked``: ``compile_mesh_kernel(..., check_races=True)`` checks those
+are listed as ``unchecked`` (so are a buffer's when it has more than
+``MeshPassConfig.max_race_elements`` accessed elements): ``compile_mesh_kernel(..., check_races=True)`` checks those
 as the kernel runs.
 """
 
@@ -36,12 +37,9 @@ from ..ir.kernel import KernelView, execution_keys
 from ..ir.launch import launch_grid
 from ..ir.memory import Memory
 from ..ir.scope import Access, find_accesses
+from ..pass_config import DEFAULT, MeshPassConfig
 
-__all__ = ["Race", "RaceCheck", "find_races", "grid_mesh", "statement_text", "MAX_ELEMENTS"]
-
-#: past this many accessed elements of one buffer, its accesses are left unchecked
-MAX_ELEMENTS = 1 << 25
-_MAX_CLOCKS = 1 << 24  # events x cores x cores held as vector clocks
+__all__ = ["Race", "RaceCheck", "find_races", "grid_mesh", "statement_text"]
 
 
 def statement_text(stmt: Any, width: int = 60) -> str:
@@ -198,8 +196,10 @@ def _epochs(points: np.ndarray, events: np.ndarray) -> np.ndarray:
     return out[len(events):]
 
 
-def find_races(func: Any, where: str = "compile_mesh_kernel") -> RaceCheck:
-    """The first race on a kernel's global memory (module docstring), in program order.
+def find_races(func: Any, where: str = "compile_mesh_kernel",
+               config: MeshPassConfig = DEFAULT) -> RaceCheck:
+    """The first race on a kernel's global memory (module docstring), in program order;
+    ``config`` bounds the work (``max_race_elements``, ``max_race_clocks``).
 
     >>> import tilelang
     >>> import tilelang.language as T
@@ -226,7 +226,7 @@ def find_races(func: Any, where: str = "compile_mesh_kernel") -> RaceCheck:
         return RaceCheck(None, tuple(statement_text(a.stmt) for a in accesses))
     events, learn = ev
     n = mesh.size
-    if len(learn) * n * n > _MAX_CLOCKS:  # too many to hold: every event syncs all cores
+    if len(learn) * n * n > config.max_race_clocks:  # too many to hold: every event syncs all cores
         learn = [(np.repeat(np.arange(n), n), np.tile(np.arange(n), n))] * len(learn)
     vc = _clocks(learn, n)
     by_buf: dict = {}
@@ -252,7 +252,7 @@ def find_races(func: Any, where: str = "compile_mesh_kernel") -> RaceCheck:
             (ai, a, space.core, _epochs(ts, events), lo, hi))
     first: tuple | None = None
     for name, (alloc, shape, items) in by_buf.items():
-        race = _buffer_race(name, shape, items, vc, mesh)
+        race = _buffer_race(name, shape, items, vc, config.max_race_elements)
         if race is not None and (first is None or race[0] < first[0]):
             first = race
     if first is None:
@@ -263,7 +263,8 @@ def find_races(func: Any, where: str = "compile_mesh_kernel") -> RaceCheck:
                      tuple(unchecked))
 
 
-def _buffer_race(name: str, shape: list, items: list, vc: np.ndarray, mesh: Mesh) -> tuple | None:
+def _buffer_race(name: str, shape: list, items: list, vc: np.ndarray, max_elements: int
+                 ) -> tuple | None:
     """The first race among one buffer's evaluated accesses, as ``(order, name, element,
     (access, core, write), (access, core, write))``, or ``None``."""
     if not any(a.write for _, a, *_ in items):
@@ -274,7 +275,7 @@ def _buffer_race(name: str, shape: list, items: list, vc: np.ndarray, mesh: Mesh
         ext = np.maximum(hi - lo, 0)
         count = np.prod(ext, axis=1) if ext.shape[1] else np.ones(len(lo), dtype=np.int64)
         total += int(count.sum())
-        if total > MAX_ELEMENTS:
+        if total > max_elements:
             return None
         keep = count > 0
         lo, ext, core, epoch, count = lo[keep], ext[keep], core[keep], epoch[keep], count[keep]

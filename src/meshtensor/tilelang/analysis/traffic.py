@@ -16,9 +16,9 @@ import numpy as np
 from tvm import tirx
 
 from ...boxes import clip_boxes, split_by_owner, volume
-from ...cost import hops, xy_link_loads
+from ...cost import exchange_time, hops, xy_link_loads
 from ...mesh import Mesh
-from ...text import DEFAULT_WIDTH, columns, wrap
+from ...text import DEFAULT_WIDTH, columns, plural, wrap
 from ..ir.comm_op import CommOp
 from ..ir.evaluate import IterSpace, region_box
 from ..ir.kernel import KernelView, execution_keys, executions, runs_per_core
@@ -75,11 +75,14 @@ class Superstep:
     def time(self, link_bandwidth: float = DEFAULT_LINK_BANDWIDTH,
              hop_latency: float = DEFAULT_HOP_LATENCY) -> float:
         """Estimated NoC seconds: ``hop_latency * max_hops + max_link_bytes /
-        link_bandwidth`` (0 without flows). See :meth:`CommReport.noc_time`."""
+        link_bandwidth`` (0 without flows): :func:`meshtensor.cost.exchange_time`, the
+        one NoC formula, with no message or barrier costs. See
+        :meth:`CommReport.noc_time`."""
         _check_rates(link_bandwidth, hop_latency)
         if not self.flows:
             return 0.0
-        return hop_latency * self.max_hops + self.max_link_bytes / link_bandwidth
+        return exchange_time(self.max_link_bytes, self.max_hops,
+                             link_bandwidth=link_bandwidth, hop_latency=hop_latency)
 
 
 def _superstep(mesh: Mesh, name: str, execution: int, src, dst, nbytes, when=()
@@ -241,10 +244,20 @@ class CommReport:
             rows.append([i, s.statement.split(": ")[0], s.execution, s.nbytes, s.flows,
                          s.max_link_bytes, f"{s.time(link_bandwidth, hop_latency) * 1e6:.3f}",
                          hb])
-        rows.append(["total", "", len(self.supersteps), sum(s.nbytes for s in self.supersteps),
-                     sum(s.flows for s in self.supersteps), self.max_link_bytes(),
-                     f"{self.noc_time(link_bandwidth, hop_latency) * 1e6:.3f}", ""])
+        hops_total: dict[int, int] = {}
+        for s in self.supersteps:
+            for h, b in s.hop_bytes.items():
+                hops_total[h] = hops_total.get(h, 0) + b
+        # every column's total is its sum, but max link's, which is its largest
+        rows.append(["total", "", "", sum(s.nbytes for s in self.supersteps),
+                     sum(s.flows for s in self.supersteps),
+                     max((s.max_link_bytes for s in self.supersteps), default=0),
+                     f"{self.noc_time(link_bandwidth, hop_latency) * 1e6:.3f}",
+                     ", ".join(f"{h}: {b}" for h, b in sorted(hops_total.items())) or "-"])
         table = columns(heads, rows, width, key=2, left=(0, 1, 7))
+        table += wrap(f"total: sums, but max link: the busiest superstep's. Over all "
+                      f"{plural(len(self.supersteps), 'superstep')} the busiest link carries "
+                      f"{self.max_link_bytes()} bytes.", width)
         return "\n".join(legend + [""] + table if legend else table)
 
 

@@ -30,10 +30,11 @@ def _time(kernel, args, repeat: int) -> float:
 
 
 def main(size: int = 512, algorithm: str = "summa", repeat: int = 3, target: str = "c",
-         show_kernel: bool = True, width: int = 80) -> int:
+         show_kernel: bool = False, width: int = 80) -> int:
     """Spmdize the global-view ``algorithm`` (``summa``, ``cannon`` or ``local``; a
-    ``*_comm`` name means its global-view twin) on a 4x4 mesh, print the input kernel and
-    one line per copy, compile and run both on CPU and compare them bit for bit.
+    ``*_comm`` name means its global-view twin) on a 4x4 mesh, print one line per copy
+    (and the input kernel's TIR with ``show_kernel``, ``demo --spmdize --tir``), compile
+    and run both on CPU and compare them bit for bit.
 
     Returns 0 when the outputs are equal and the output touches only its own shards.
     Output fits ``width`` columns.
@@ -63,6 +64,9 @@ def main(size: int = 512, algorithm: str = "summa", repeat: int = 3, target: str
     if show_kernel:
         out.say("\ninput kernel (every core reads the tiles it needs, wherever they live):")
         out.block(kernel_text(func))
+    else:
+        out.say("(every core of the input kernel reads the tiles it needs, wherever they "
+                "live; --tir prints its TIR)")
     out.say("\ncommunication chosen per copy:")
     for plan in plan_mesh_copies(func):
         out.say(f"  copy {plan.index}: {plan}", indent="    ")

@@ -16,6 +16,7 @@ from ..ir.comm_op import DISPLAY, find_comm_ops
 from ..kernels.tilelang_mesh_gemm import matmul
 from ..language import tilelang_mesh as tm
 from ..logs import quiet_tilelang
+from ...text import plural
 from .printer import Printer
 
 MESH = (4, 4)
@@ -36,7 +37,8 @@ def traffic_lines(kernel) -> list[str]:
                 f"{_WORD.get(tuple(o.mesh_axes), '')}")
         lines.append(f"{o.index:>2d} {what:<46.46s} {execs:>6d} "
                      f"{sum(s.flows for s in first):>6d} {sum(s.nbytes for s in first):>11d}")
-    lines.append(f"total: {len(report.supersteps)} supersteps, {report.comm_bytes} bytes between "
+    lines.append(f"total: {plural(len(report.supersteps), 'superstep')}, {report.comm_bytes} "
+                 f"bytes between "
                  f"cores, busiest link {report.max_link_bytes()} bytes,")
     lines.append(f"NoC estimate {report.noc_time() * 1e6:.1f} us (assumed "
                  f"{DEFAULT_LINK_BANDWIDTH / 1e9:g} GB/s per link, "

@@ -38,6 +38,10 @@ _ARITH = {
     tirx.And: np.logical_and, tirx.Or: np.logical_or,
 }
 _DIVS = (tirx.Div, tirx.Mod, tirx.FloorDiv, tirx.FloorMod)
+#: bitwise calls (WrapNarrowingCasts writes a narrowing cast's wrap with bitwise_and)
+_BITWISE = {"bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or,
+            "bitwise_xor": np.bitwise_xor, "shift_right": np.right_shift,
+            "shift_left": np.left_shift}
 _WRAPPING = (tirx.Add, tirx.Sub, tirx.Mul)
 
 
@@ -156,6 +160,14 @@ def _eval(expr: Any, env: dict) -> Any:
     if is_if_then_else(expr):
         c, t, f = expr.args
         return _select(c, t, f, env)
+    if isinstance(expr, tirx.Call) and len(expr.args) == 2:
+        fn = _BITWISE.get(str(getattr(expr.op, "name", "")).split(".")[-1])
+        if fn is not None:
+            a, b = (_int64(_eval(x, env)) for x in expr.args)
+            if fn in (np.left_shift, np.right_shift) and np.any((b < 0) | (b >= 64)):
+                raise Overflow(f"shift by {b} in {expr}: C leaves it undefined")
+            v = fn(a, b)
+            return _in_dtype(expr, v) if fn is np.left_shift else v
     if isinstance(expr, tirx.Let):
         return _eval(expr.body, {**env, expr.var: _eval(expr.value, env)})
     if isinstance(expr, tirx.Cast):
@@ -191,8 +203,8 @@ def eval_np(expr: Any, env: dict) -> np.ndarray | int:
     Arithmetic is in each expression's dtype, as the C code computes it (see the
     module docstring): ``Div``/``Mod`` truncate toward zero as in C, ``FloorDiv``/
     ``FloorMod`` round down, a narrowing integer cast wraps. Comparisons, ``And``/
-    ``Or``/``Not``, ``Select``, ``if_then_else``, ``Let`` and integer casts are
-    understood. Raises ``ValueError`` for a free variable, a division by zero or
+    ``Or``/``Not``, ``Select``, ``if_then_else``, ``Let``, integer casts and the bitwise
+    calls (``bitwise_and``/``or``/``xor``, shifts) are understood. Raises ``ValueError`` for a free variable, a division by zero or
     anything else, and :class:`Overflow` for a value C leaves undefined.
 
     >>> import tilelang

@@ -61,7 +61,8 @@ from . import placement as _placement
 from .comm import _per_core_scope, _statement
 from .placement import (MeshReplicationType, MeshShardingPolicy, Placement, as_placement)
 
-__all__ = ["enable", "enabled_mesh", "compat", "MeshReplicationType", "MeshShardingPolicy",
+__all__ = ["enable", "enabled_mesh", "world", "compat", "MeshReplicationType",
+           "MeshShardingPolicy",
            "MeshTensor", "comm", "DIRECTION_MAP", "REDUCE_TYPE_LIST", "FORK_NAMES",
            "UNSUPPORTED", "ForkLayout", "COMPAT", "get_local_extent", "get_rank_extent",
            "mesh_nrows", "mesh_ncols", "mesh_ncores"]
@@ -326,7 +327,13 @@ def MeshTensor(shape: Any, placement: Any = None, device_mesh_config: Any = None
         placement.check(len(static))
     place, text = as_placement(placement)
     place.check(len(static))
-    return MeshTensorType(tuple(static), place.local_shape(mesh, static), place,  # type: ignore
+    slot = tuple(static)
+    if rank_placement is not None:  # chips split the tensor first (T.dist)
+        if not isinstance(rank_placement, _dist.RankPlacementSpec):
+            raise TypeError(f"T.MeshTensor: rank_placement must be a T.dist.placement value, "
+                            f"got {type(rank_placement).__name__}")
+        slot = rank_placement.check(len(static)).rank_shape(static, _dist.current_world())
+    return MeshTensorType(tuple(static), place.local_shape(mesh, slot), place,  # type: ignore
                           text, mesh, _dtype_name(dtype),
                           None if layout is None else str(layout),
                           None if rank_placement is None else repr(rank_placement), _split())
@@ -1100,6 +1107,12 @@ def _install(module: Any, names: dict[str, Any]) -> None:
     for name, value in names.items():
         if name not in vars(module):
             setattr(module, name, value)
+
+
+def world(world_size: int) -> Any:
+    """``with tm.world(W):`` builds ``T.dist`` kernels for ``W`` ranks (see
+    :func:`meshtensor.tilelang.language.dist.world`)."""
+    return _dist.world(world_size)
 
 
 def enable(mesh: Any = (4, 4), compat: str | None = None) -> Mesh:

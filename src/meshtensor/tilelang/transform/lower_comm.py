@@ -15,8 +15,8 @@ The kernel keeps one launch (its block loops get extent 1); inside it:
   segment sees core ``c``'s copy through a pointer to its slice, so its code is
   unchanged. A buffer no comm op touches stays an ordinary per-core buffer when it is
   used by one segment that runs once per core or that overwrites it entirely before
-  reading it, or when it is small and every segment using it overwrites it entirely
-  before reading it (the micro-kernel's accumulator stays in registers); a small one
+  reading it, or when it is small (``MeshPassConfig.small_private_bytes``) and every
+  segment using it overwrites it entirely before reading it (the micro-kernel's accumulator stays in registers); a small one
   used by one segment inside a loop is copied in and out of its slice around the
   segment; region starts may not read per-core buffers;
 - each comm op becomes a loop nest over destination cores copying (or reducing) between
@@ -40,6 +40,7 @@ from ..ir.comm_op import CommOp, decode, find_comm_ops, is_comm_call
 from ..ir.expr import static_int
 from ..ir.evaluate import Overflow, iteration_space
 from ..ir.launch import Launch, row_major as _row_major, unravel as _unravel
+from ..pass_config import DEFAULT, WORKSPACES, MeshPassConfig
 from ..ir.memory import Memory, View
 from ..ir.resolve import prim_func
 from ..ir.scope import Found, Let, WhileLoop, find_calls, itemsize
@@ -48,13 +49,9 @@ from .narrow_float import FORMATS
 __all__ = ["LowerMeshComm", "lower_mesh_comm", "check_collective_rule", "WORKSPACE_ATTR",
            "COMM_OP_ATTR", "TIR"]
 
-WORKSPACES = ("malloc", "argument")
 WORKSPACE_PARAM = "mesh_workspace"
 WORKSPACE_ATTR = "mesh_workspace_bytes"
 COMM_OP_ATTR = "meshtensor_comm_op"  # AttrStmt around each exchange: the comm op's index
-# a buffer this small is copied in/out around its one segment, or kept as a scratch
-# shared by several segments that each overwrite it first (kept in registers)
-SMALL_PRIVATE_BYTES = 4096
 
 
 # -- small TIR helpers ---------------------------------------------------------------------
@@ -449,12 +446,13 @@ def _dead_at_entry(stmt: tirx.Stmt, buf: tirx.Buffer) -> bool:
 # -- the pass --------------------------------------------------------------------------------
 class _Lowering:
     def __init__(self, func: tirx.PrimFunc, ops: list[CommOp], workspace: str = "malloc",
-                 shadow: Any = None):
+                 shadow: Any = None, config: MeshPassConfig = DEFAULT):
         if workspace not in WORKSPACES:
             raise ValueError(f"LowerMeshComm: workspace must be one of {list(WORKSPACES)}, got "
                              f"{workspace!r}")
         self.workspace = workspace
         self.shadow = shadow  # a RaceShadow: the checked run's record (race_check)
+        self.config = config
         self.ws_buf = None
         meshes = {tuple(o.mesh.as_dict.items()) for o in ops}
         if len(meshes) > 1:
@@ -581,7 +579,7 @@ class _Lowering:
         for b in allocs:
             segs = seg_uses.get(b.data, [])
             n = _numel(b)
-            small = n is not None and n * _itemsize(b) <= SMALL_PRIVATE_BYTES
+            small = n is not None and n * _itemsize(b) <= self.config.small_private_bytes
 
             def dead(i: int, b: tirx.Buffer = b) -> bool:  # segment i overwrites b first
                 return _dead_at_entry(_seq(self.planner.segs[i].stmts), b)
@@ -1155,10 +1153,11 @@ TIR: dict[str, Callable] = {
 
 
 def lower_mesh_comm(func: tirx.PrimFunc, workspace: str = "malloc",
-                    race_shadow: Any = None) -> tirx.PrimFunc:
+                    race_shadow: Any = None, config: MeshPassConfig = DEFAULT) -> tirx.PrimFunc:
     """The function form of :func:`LowerMeshComm` (a PrimFunc in, a PrimFunc out).
     ``race_shadow``: a :class:`~.race_check.RaceShadow`, for the checked run (the
-    segments record their global accesses in it; the caller adds its argument).
+    segments record their global accesses in it; the caller adds its argument);
+    ``config``: the options (:class:`~meshtensor.tilelang.pass_config.MeshPassConfig`).
 
     >>> import tilelang.language as T
     >>> from meshtensor.tilelang import find_comm_ops, mesh_comm
@@ -1174,7 +1173,7 @@ def lower_mesh_comm(func: tirx.PrimFunc, workspace: str = "malloc",
     ops = find_comm_ops(func)
     if not ops:
         return func
-    return _Lowering(func, ops, workspace, race_shadow).run()
+    return _Lowering(func, ops, workspace, race_shadow, config).run()
 
 
 def check_collective_rule(func: Any) -> None:
@@ -1205,8 +1204,8 @@ def check_collective_rule(func: Any) -> None:
         low._check_regions()
 
 
-def LowerMeshComm(workspace: str = "malloc", race_shadow: Any = None  # noqa: N802
-                  ) -> tvm.transform.Pass:
+def LowerMeshComm(workspace: str = "malloc", race_shadow: Any = None,  # noqa: N802
+                  config: MeshPassConfig = DEFAULT) -> tvm.transform.Pass:
     """The ``prim_func_pass`` ``"meshtensor.LowerMeshComm"``: make a kernel with comm ops
     run on TileLang's C backend (bulk-synchronous supersteps; see the module docstring).
 
@@ -1225,6 +1224,6 @@ def LowerMeshComm(workspace: str = "malloc", race_shadow: Any = None  # noqa: N8
                          f"{workspace!r}")
 
     def transform(func, mod, ctx):
-        return lower_mesh_comm(func, workspace, race_shadow)
+        return lower_mesh_comm(func, workspace, race_shadow, config)
 
     return tirx.transform.prim_func_pass(transform, opt_level=0, name="meshtensor.LowerMeshComm")

@@ -11,15 +11,16 @@ sums of ``arith.normalize_to_iter_sum`` in its copy lowering), which get some ne
 runs the cores in a loop, and every ``T.copy`` start is ``start + i`` over its extent.
 
 This pass is the translation check: for every index of every load, store and tile-op
-region (and every copy start plus its iteration variable), it runs the simplifications
+region (and every copy start plus its iteration variable), in a statement, an ``if``
+condition or a let's value, it runs the simplifications
 TileLang runs, with the enclosing loops' ranges, and evaluates the source expression
 and each simplified one exactly (:mod:`~meshtensor.tilelang.ir.evaluate`) at every
 point of those ranges, so at every core. Where a simplified value differs anywhere,
 the index is computed into a one-element ``local`` buffer just before its statement and read from it
 (a load is opaque to the simplifier); a ``T.Parallel`` or vectorized loop whose
 variable such an index uses runs as the serial loop it means. An index over more
-than :data:`MAX_POINTS` points that the simplifier rewrites at all is protected without
-evaluating it. Every other index is left exactly as written.
+than ``MeshPassConfig.max_index_points`` points that the simplifier rewrites at all is
+protected without evaluating it. Every other index is left exactly as written.
 """
 
 from __future__ import annotations
@@ -32,11 +33,9 @@ from tvm import arith, ir, tirx
 
 from ..ir.expr import static_int
 from ..ir.evaluate import eval_np
+from ..pass_config import DEFAULT, MeshPassConfig
 
-__all__ = ["ProtectFoldedIndices", "protect_folded_indices", "folds_wrongly", "MAX_POINTS"]
-
-#: indices over more points than this are protected when the simplifier changes them
-MAX_POINTS = 1 << 20
+__all__ = ["ProtectFoldedIndices", "protect_folded_indices", "folds_wrongly"]
 _DIVMOD = (tirx.FloorDiv, tirx.FloorMod, tirx.Div, tirx.Mod)
 
 
@@ -71,9 +70,11 @@ def _simplified(e: tirx.PrimExpr, dom: dict) -> list[tirx.PrimExpr]:
     return out
 
 
-def folds_wrongly(e: tirx.PrimExpr, ranges: dict) -> bool:
+def folds_wrongly(e: tirx.PrimExpr, ranges: dict,
+                  max_points: int = DEFAULT.max_index_points) -> bool:
     """Whether TileLang's simplifications turn ``e`` into another value at some point of
-    ``ranges`` (``{var: (min, extent)}``, static ints; every free variable of ``e``).
+    ``ranges`` (``{var: (min, extent)}``, static ints; every free variable of ``e``);
+    over more than ``max_points`` points, whether they change it at all.
 
     >>> import tilelang
     >>> from tvm import tirx
@@ -88,7 +89,7 @@ def folds_wrongly(e: tirx.PrimExpr, ranges: dict) -> bool:
     if not cands:
         return False
     total = int(np.prod([n for _, n in ranges.values()], dtype=np.int64)) if ranges else 1
-    if total > MAX_POINTS:
+    if total > max_points:
         return True
     axes = [np.arange(lo, lo + n, dtype=np.int64) for lo, n in ranges.values()]
     grids = np.meshgrid(*axes, indexing="ij") if axes else []
@@ -102,7 +103,8 @@ def folds_wrongly(e: tirx.PrimExpr, ranges: dict) -> bool:
 
 
 class _Protector:
-    def __init__(self) -> None:
+    def __init__(self, config: MeshPassConfig) -> None:
+        self.max_points = config.max_index_points
         self.loops: list[tirx.For] = []
         self.lets: dict = {}
         self.serialize: set = set()  # parallel loop variables to run serially
@@ -126,12 +128,12 @@ class _Protector:
         ranges = self._ranges(inl)
         if ranges is None:
             return False
-        if folds_wrongly(inl, ranges):
+        if folds_wrongly(inl, ranges, self.max_points):
             return True
         n = static_int(extent) if extent is not None else None
         if n is not None and n > 1:  # a copy lowers to start + i over its extent
             i = tirx.Var("i", inl.dtype)
-            return folds_wrongly(inl + i, {**ranges, i: (0, n)})
+            return folds_wrongly(inl + i, {**ranges, i: (0, n)}, self.max_points)
         return False
 
     def _marked(self, stmt: tirx.Stmt) -> list[tirx.PrimExpr]:
@@ -190,16 +192,29 @@ class _Protector:
             pre += [tirx.AllocBuffer(c), tirx.BufferStore(c, e, [tirx.IntImm("int32", 0)])]
         return tirx.SeqStmt(pre + [new])
 
+    def _protect_expr(self, e: tirx.PrimExpr) -> tuple[list, tirx.PrimExpr]:
+        """The cells to fill before a statement that evaluates ``e`` once (an ``if``
+        condition, a let's value), and ``e`` reading them."""
+        probe = tirx.Evaluate(e)
+        new = self._protect(probe)
+        if new.same_as(probe):
+            return [], e
+        return list(new.seq[:-1]), new.seq[-1].value
+
     def visit(self, s: tirx.Stmt) -> tirx.Stmt:
         if isinstance(s, tirx.SeqStmt):
             out = []
             saved = dict(self.lets)
             for x in s.seq:
-                out.append(self.visit(x))
+                y = self.visit(x)
+                if isinstance(x, tirx.Bind) and isinstance(y, tirx.SeqStmt):
+                    out.extend(y.seq)  # a let's scope is the rest of its own sequence
+                else:
+                    out.append(y)
                 if isinstance(x, tirx.Bind):
                     self.lets[x.var] = x.value
             self.lets = saved
-            if all(a.same_as(b) for a, b in zip(out, s.seq)):
+            if len(out) == len(s.seq) and all(a.same_as(b) for a, b in zip(out, s.seq)):
                 return s
             return tirx.SeqStmt(out)
         if isinstance(s, tirx.For):
@@ -214,9 +229,13 @@ class _Protector:
         if isinstance(s, tirx.IfThenElse):
             t = self.visit(s.then_case)
             e = self.visit(s.else_case) if s.else_case is not None else None
-            if t.same_as(s.then_case) and (e is None or e.same_as(s.else_case)):
+            pre, cond = self._protect_expr(s.condition)
+            if not pre and t.same_as(s.then_case) and (e is None or e.same_as(s.else_case)):
                 return s
-            return tirx.IfThenElse(s.condition, t, e)
+            return _seq(pre + [tirx.IfThenElse(cond, t, e)])
+        if isinstance(s, tirx.Bind):
+            pre, value = self._protect_expr(s.value)
+            return _seq(pre + [tirx.Bind(s.var, value)]) if pre else s
         if isinstance(s, tirx.While):
             body = self.visit(s.body)
             return s if body.same_as(s.body) else tirx.While(s.condition, body)
@@ -237,7 +256,12 @@ class _Protector:
         return s
 
 
-def protect_folded_indices(func: tirx.PrimFunc) -> tirx.PrimFunc:
+def _seq(stmts: list) -> tirx.Stmt:
+    return stmts[0] if len(stmts) == 1 else tirx.SeqStmt(stmts)
+
+
+def protect_folded_indices(func: tirx.PrimFunc, config: MeshPassConfig = DEFAULT
+                           ) -> tirx.PrimFunc:
     """The function form of :func:`ProtectFoldedIndices` (a kernel in which nothing folds
     wrongly is returned as it is).
 
@@ -251,7 +275,7 @@ def protect_folded_indices(func: tirx.PrimFunc) -> tirx.PrimFunc:
     >>> "index[0] = " in protect_folded_indices(k).script()
     True
     """
-    p = _Protector()
+    p = _Protector(config)
     body = p.visit(func.body)
     if p.serialize:  # a second walk turns the parallel loops whose index was protected
         body = p.visit(body)

@@ -12,7 +12,8 @@ a store in between changed the memory it read::
 ``select(a < b, a, b)`` is what ``min`` means in C (the code generator prints ``min`` as
 exactly that, NaN included) and is printed inline, operands read where they stand, so
 the rewrite changes no value and takes the reuse away. Each operand is printed twice,
-so only small flat operands are rewritten: at most ``MAX_NODES`` nodes, and no call,
+so only small flat operands are rewritten: at most ``MeshPassConfig.max_select_nodes``
+nodes (24), and no call,
 ``select``, ``min``, ``max`` or ``let`` inside. In a chain ``max(min(a, b), c)`` only the
 innermost becomes a select: nested selects over shared operands made TVM's simplifier
 (which TileLang runs after this pass) take exponential time, and a call is never
@@ -25,10 +26,9 @@ from typing import Any
 
 from tvm import tirx
 
-__all__ = ["SelectMinMax", "select_min_max", "MAX_NODES"]
+from ..pass_config import DEFAULT, MeshPassConfig
 
-#: the largest operand (in expression nodes) that is printed twice
-MAX_NODES = 24
+__all__ = ["SelectMinMax", "select_min_max"]
 
 
 def _nodes(expr: Any) -> list:
@@ -37,20 +37,20 @@ def _nodes(expr: Any) -> list:
     return out[:-1]  # without the Evaluate
 
 
-def _rewrite(node: Any) -> Any:
+def _rewrite(node: Any, max_nodes: int) -> Any:
     if not isinstance(node, (tirx.Min, tirx.Max)):
         return None
     a, b = _nodes(node.a), _nodes(node.b)
     if not any(isinstance(n, tirx.BufferLoad) for n in a + b):
         return None
-    if len(a) > MAX_NODES or len(b) > MAX_NODES or any(isinstance(
+    if len(a) > max_nodes or len(b) > max_nodes or any(isinstance(
             n, (tirx.Call, tirx.Select, tirx.Min, tirx.Max, tirx.Let)) for n in a + b):
         return None
     cond = node.a < node.b if isinstance(node, tirx.Min) else node.a > node.b
     return tirx.Select(cond, node.a, node.b)
 
 
-def select_min_max(func: tirx.PrimFunc) -> tirx.PrimFunc:
+def select_min_max(func: tirx.PrimFunc, config: MeshPassConfig = DEFAULT) -> tirx.PrimFunc:
     """The function form of :func:`SelectMinMax`.
 
     >>> import tilelang
@@ -64,8 +64,9 @@ def select_min_max(func: tirx.PrimFunc) -> tirx.PrimFunc:
     >>> "T.Select(Y[1] < Y[2], Y[1], Y[2])" in text, "T.max(bx, 1)" in text
     (True, True)
     """
-    return func.with_body(tirx.stmt_functor.ir_transform(func.body, None, _rewrite,
-                                                         ["tirx.Min", "tirx.Max"]))
+    return func.with_body(tirx.stmt_functor.ir_transform(
+        func.body, None, lambda n: _rewrite(n, config.max_select_nodes),
+        ["tirx.Min", "tirx.Max"]))
 
 
 def SelectMinMax():  # noqa: N802 (TVM naming)

@@ -1,0 +1,306 @@
+"""What the chip leaves undefined is an error: the upstream compiler's refusals (static,
+from LowerDist), deadlocks (reported at once, naming every blocked rank, core, signal,
+expected and current value), races (refused where the code shows them, else by the
+checked run) and misuse the run finds (ValueErrors naming the op)."""
+
+import time
+
+import numpy as np
+import pytest
+import torch
+
+import tilelang
+import tilelang.language as T
+
+from meshtensor.tilelang import compile_mesh_kernel
+from meshtensor.tilelang import tilelang_mesh as tm
+from meshtensor.tilelang.runtime.dist_rank import DistDeadlockError, DistRaceError
+from meshtensor.tilelang.transform.lower_dist import lower_dist
+
+N = 4
+
+
+def kernel(mode, world=4, mesh=(2, 2)):
+    """A kernel for ``world`` ranks on ``mesh`` doing what ``mode`` names."""
+    tm.enable(mesh=mesh)
+    C = mesh[0] * mesh[1]
+    W = world
+    with tm.world(world):
+        @T.prim_func
+        def k(A: T.Tensor((C, N), "float32"), B: T.Tensor((C, N), "float32"),
+              rank_id: T.dist.RankId):
+            with T.Kernel(C, threads=1) as bx:
+                src = T.alloc_shared((N,), "float32")
+                dst = T.alloc_shared((N,), "float32")
+                s = T.dist.signal()
+                nxt = (rank_id + 1) % W
+                if mode == "cross_row_in_loop":
+                    for i in T.serial(2):
+                        T.dist.put(src, dst, nxt, dst_row=1 - bx // 2, signal=s, submit=True)
+                if mode == "cross_row_row_condition":
+                    if bx // 2 == 0:
+                        T.dist.put(src, dst, nxt, dst_row=1, signal=s, submit=True)
+                if mode == "routed_in_loop":
+                    for i in T.serial(2):
+                        T.dist.routed_put(src, dst, [[0, 1, 1]], signal=s, submit=True)
+                if mode == "duplicate_route":
+                    T.dist.routed_put(src, dst, [[0, 1, 1], [0, 1, 1]], signal=s, submit=True)
+                if mode == "buffer_condition":
+                    if src[0] > 0:
+                        T.dist.put(src, dst, nxt, signal=s, submit=True)
+                    T.dist.wait_signal(s)
+                if mode == "nonuniform_loop":
+                    for i in T.serial(rank_id):
+                        T.dist.put(src, dst, nxt, signal=s, submit=True)
+                if mode == "loop_inside_condition":
+                    if rank_id == 0:
+                        for i in T.serial(2):
+                            T.dist.put(src, dst, 1, signal=s, submit=True)
+                if mode == "over_capacity":
+                    t0 = T.dist.signal(kind=T.dist.SignalKind.SRAM_FLAGREG_INC)
+                    t1 = T.dist.signal(kind=T.dist.SignalKind.SRAM_FLAGREG_INC)
+                    t2 = T.dist.signal(kind=T.dist.SignalKind.SRAM_FLAGREG_INC)
+                    t3 = T.dist.signal(kind=T.dist.SignalKind.SRAM_FLAGREG_INC)
+                    t4 = T.dist.signal(kind=T.dist.SignalKind.SRAM_FLAGREG_INC)
+                    t5 = T.dist.signal(kind=T.dist.SignalKind.SRAM_FLAGREG_INC)
+                    t6 = T.dist.signal(kind=T.dist.SignalKind.SRAM_FLAGREG_INC)
+                    t7 = T.dist.signal(kind=T.dist.SignalKind.SRAM_FLAGREG_INC)
+                    t8 = T.dist.signal(kind=T.dist.SignalKind.SRAM_FLAGREG_INC)
+                    T.dist.put(src, dst, nxt, signal=t0, submit=True)
+                    T.dist.put(src, dst, nxt, signal=t1, submit=True)
+                    T.dist.put(src, dst, nxt, signal=t2, submit=True)
+                    T.dist.put(src, dst, nxt, signal=t3, submit=True)
+                    T.dist.put(src, dst, nxt, signal=t4, submit=True)
+                    T.dist.put(src, dst, nxt, signal=t5, submit=True)
+                    T.dist.put(src, dst, nxt, signal=t6, submit=True)
+                    T.dist.put(src, dst, nxt, signal=t7, submit=True)
+                    T.dist.put(src, dst, nxt, signal=t8, submit=True)
+                if mode == "scope_mismatch":
+                    t = T.dist.signal(kind=T.dist.SignalKind.DRAM_FLAGREG_INC)
+                    T.dist.put(src, dst, nxt, signal=t, submit=True)
+                if mode == "mixed_scopes":
+                    T.dist.put(src, dst, nxt, signal=s, submit=True)
+                    T.dist.put(src, B[bx, 0:N], nxt, signal=s, submit=True)
+                if mode == "manual_plain_wait":
+                    sl = T.dist.signals(1, expect="manual")
+                    T.dist.put(src, dst, nxt, signal=sl[0], submit=True)
+                    T.dist.wait_signal(sl[0])
+                if mode == "pipelined":
+                    for i in T.Pipelined(2, num_stages=2):
+                        T.dist.put(src, dst, nxt, signal=s, submit=True)
+                if mode == "write_source_before_wait":
+                    T.dist.put(src, dst, nxt, signal=s, submit=True)
+                    T.copy(A[bx, 0:N], src)
+                    T.dist.wait_signal(s)
+                if mode == "read_destination_before_wait":
+                    T.dist.put(src, dst, nxt, signal=s, submit=True)
+                    T.copy(dst, B[bx, 0:N])
+                    T.dist.wait_signal(s)
+                if mode == "barrier":
+                    T.dist.barrier()
+                if mode == "hoist":
+                    if rank_id == 0:
+                        T.dist.put(src, dst, 1, signal=s, submit=True)
+                    T.dist.wait_signal(s)
+                if mode == "deadlock":
+                    ml = T.dist.signals(1, expect="manual")
+                    T.dist.wait_signal(ml[0], expected_delta=1)
+                    T.dist.put(src, dst, nxt, signal=ml[0], submit=True)
+                if mode == "half_barrier":
+                    if rank_id == 0:
+                        T.dist.barrier()
+                if mode == "read_in_loop":
+                    T.dist.put(src, dst, nxt, signal=s, submit=True)
+                    for j in T.serial(N):  # a loop: not a tile op the compile-time check reads
+                        B[bx, j] = dst[j]
+                    T.dist.wait_signal(s)
+                if mode == "write_source_in_loop":
+                    T.copy(A[bx, 0:N], src)
+                    T.dist.put(src, dst, nxt, signal=s, submit=True)
+                    for j in T.serial(N):
+                        src[j] = T.float32(0)
+                    T.dist.wait_signal(s)
+                if mode == "write_destination":
+                    T.dist.put(src, dst, nxt, signal=s, submit=True)
+                    for j in T.serial(N):
+                        dst[j] = T.float32(0)
+                    T.dist.wait_signal(s)
+                    T.copy(dst, B[bx, 0:N])
+                if mode == "unsubmitted":
+                    T.dist.put(src, dst, nxt, signal=s)
+                if mode == "nonempty_queue":
+                    T.dist.put(src, dst, nxt, signal=s)
+                    T.dist.put(src, dst, nxt, signal=s, submit=True)
+                if mode == "rank_out_of_range":
+                    T.dist.put(src, dst, rank_id + W, signal=s, submit=True)
+                if mode == "value_two_senders":
+                    t = T.dist.signal(kind=T.dist.SignalKind.SRAM_FLAGREG_VALUE)
+                    T.dist.put(src, dst, 0, signal=t, submit=True)
+                if mode in ("not_drained", "wait_any_order"):
+                    sl = T.dist.signals(W)
+                    gat = T.alloc_shared((W, N), "float32")
+                    c = T.dist.all_gather(src, gat, signals=sl, submit=True)
+                    if mode == "not_drained":
+                        T.dist.wait_any(c)
+                        c2 = T.dist.all_gather(src, gat, signals=sl, submit=True)
+                        T.dist.wait_all(c2)
+                    else:
+                        kk = T.alloc_var("int32")
+                        kk = 0
+                        while T.dist.has_pending(c):
+                            i = T.dist.wait_any(c)
+                            B[bx, kk] = T.float32(i)
+                            kk = kk + 1
+    return k
+
+
+@pytest.mark.parametrize("mode, text", [
+    ("cross_row_in_loop", "Cross-row T.dist.put inside loops is not supported"),
+    ("cross_row_row_condition", "Cross-row T.dist.put is guarded by a row-dependent condition"),
+    ("routed_in_loop", "T.dist.routed_put inside loops is not supported"),
+    ("duplicate_route", "duplicate static route at entry 1"),
+    ("buffer_condition", "Cannot infer automatic T.dist expectation from a sender-local "
+                         "condition"),
+    ("nonuniform_loop", "expect='auto' cannot prove matching send/receive loop iterations"),
+    ("loop_inside_condition", "Rank/column-conditioned T.dist peer operations inside loops"),
+    ("over_capacity", "sram_flagreg_inc signal capacity exceeded: needs 1 at base 8, maximum "
+                      "is 8 per scope"),
+    ("scope_mismatch", "explicitly requests dram_flagreg_inc but its destination scope is "
+                       "shared.rsram"),
+    ("mixed_scopes", "inconsistent destination scopes: sram and dram"),
+    ("manual_plain_wait", "uses expect='manual' with wait_signal/wait_all but provides no "
+                          "expected delta"),
+    ("pipelined", r"not supported inside T.Pipelined\(num_stages > 0\)"),
+    ("write_source_before_wait", r"writes src\[0:4\], the put's source src\[0:4\], "
+                                 r"before T.dist.wait\(\)"),
+    ("read_destination_before_wait", r"reads dst\[0:4\], which overlaps the put's "
+                                     r"destination dst\[0:4\] \(every rank receives one\), "
+                                     r"before the wait that covers its arrival"),
+])
+def test_static_refusals(mode, text):
+    with pytest.raises(ValueError, match=text):
+        lower_dist(kernel(mode))
+
+
+def test_world_size_one_refuses_communication():
+    with pytest.raises(ValueError, match="world_size=1 disables Rank communication"):
+        lower_dist(kernel("barrier", world=1))
+
+
+def test_auto_expectation_before_the_outermost_condition():
+    """The upstream hoists a conditional send's expected-arrival update before the
+    outermost ``if`` holding it, so ranks that skip the branch still count arrivals."""
+    func, prog = lower_dist(kernel("hoist"))
+    text = func.script()
+    expect = [st for st in prog.sites if st.op == "expect"]
+    assert len(expect) == 1
+    # the marker's store comes before the `if rank_id == 0`
+    assert text.index(f"T.Cast(\"int64\", {expect[0].index})") < text.index("if rank_id == 0")
+
+
+# -- runs ---------------------------------------------------------------------------------------------
+def run(mode, world=4, mesh=(2, 2), check=True):
+    k = compile_mesh_kernel(kernel(mode, world, mesh))
+    C = mesh[0] * mesh[1]
+    per = [[torch.arange(C * N, dtype=torch.float32).reshape(C, N) + 100 * r,
+            torch.zeros(C, N)] for r in range(world)]
+    k.run_ranks(per, check_races=check)
+    return [p[1] for p in per]
+
+
+@pytest.mark.slow
+def test_deadlock_names_every_blocked_rank_within_a_second():
+    k = compile_mesh_kernel(kernel("deadlock", 3, (1, 2)))
+    per = [[torch.zeros(2, N), torch.zeros(2, N)] for r in range(3)]
+    t = time.perf_counter()
+    with pytest.raises(DistDeadlockError) as e:
+        k.run_ranks(per)
+    assert time.perf_counter() - t < 1.0
+    text = str(e.value)
+    assert "deadlock: every rank is blocked" in text
+    for r in range(3):  # each rank's first core to block (its cores run in lockstep)
+        for c in ((0, 0),):
+            assert (f"rank {r} core {c} waits in T.dist.wait_signal (dist op #2) for "
+                    f"T.dist.signals #1 (dist op #1)[0] expected 1, current 0") in text
+
+
+@pytest.mark.slow
+def test_deadlock_with_finished_ranks():
+    with pytest.raises(DistDeadlockError, match="rank 1 has finished") as e:
+        run("half_barrier", world=2, mesh=(1, 1), check=False)
+    assert "rank 0 core (0, 0) waits in T.dist.barrier" in str(e.value)
+    assert "expected 1, current 0" in str(e.value)
+
+
+@pytest.mark.slow
+def test_read_before_the_covering_wait_is_refused_by_the_checked_run():
+    with pytest.raises(DistRaceError, match="the result depends on the order of arrivals"):
+        run("read_in_loop")
+    run("read_in_loop", check=False)  # unchecked: one order's answer
+
+
+@pytest.mark.slow
+def test_source_written_before_wait_is_refused_by_the_checked_run():
+    with pytest.raises(DistRaceError, match="its source was written before the send completed"):
+        run("write_source_in_loop")
+
+
+@pytest.mark.slow
+def test_destination_written_before_arrival_is_refused_by_the_checked_run():
+    with pytest.raises(DistRaceError, match="wrote the put's destination dst"):
+        run("write_destination")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("senders", [1, 2])
+def test_puts_landing_on_one_destination_are_not_a_race(senders):
+    """Several puts carrying data into one place (each wave of the upstream's
+    manual_signal_wave kernel, or two ranks sending the same tile): the late run lands
+    them one after the other, and an earlier one's data is no local write."""
+    W = 3
+    tm.enable(mesh=(1, 2))
+    with tm.world(W):
+        @T.prim_func
+        def k(A: T.Tensor((2, N), "float32"), B: T.Tensor((2, N), "float32"),
+              rank_id: T.dist.RankId):
+            with T.Kernel(2, threads=1) as bx:
+                src = T.alloc_shared((N,), "float32")
+                dst = T.alloc_shared((N,), "float32")
+                s = T.dist.signal()
+                T.copy(A[bx, 0:N], src)
+                for i in T.serial(senders):  # to the next rank (and the one after)
+                    T.dist.put(src, dst, (rank_id + 1 + i) % W, signal=s)
+                    T.dist.put(src, dst, (rank_id + 1 + i) % W, signal=s)
+                T.dist.submit()
+                T.dist.wait_signal(s)
+                T.copy(dst, B[bx, 0:N])
+    a = torch.arange(2 * N, dtype=torch.float32).reshape(2, N)  # the same on every rank
+    b = torch.zeros(2, N)
+    compile_mesh_kernel(k, check_races=True)(a, b)
+    assert torch.equal(b, a)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode, text", [
+    ("unsubmitted", "queued send\\(s\\) were never submitted"),
+    ("nonempty_queue", "submit=True requires an empty send queue, but 1 send"),
+    ("rank_out_of_range", "dst_rank [4-7] is outside \\[0, 4\\)"),
+    ("value_two_senders", "allows one sender per receiving core, but rank 0 core .* receives "
+                          "from rank 1 core .* and rank 2"),
+])
+def test_misuse_found_by_the_run(mode, text):
+    with pytest.raises(ValueError, match=text):
+        run(mode, check=False)
+
+
+@pytest.mark.slow
+def test_completion_not_drained_before_the_next():
+    with pytest.raises(ValueError, match="previous completion must be drained before "
+                                         "creating another completion"):
+        run("not_drained", world=3, mesh=(1, 1), check=False)
+
+
+@pytest.mark.slow
+def test_wait_any_order_that_reaches_the_result_is_refused():
+    with pytest.raises(DistRaceError, match="order T.dist.wait_any returns the members in"):
+        run("wait_any_order", world=4, mesh=(1, 2))

@@ -1,0 +1,416 @@
+"""The corpus of T.dist kernels: the kernels of SUNMMIO's TileLang (SUNMMIO/Tilelang)
+inter_rank tests, ported by changing import lines only (tdist_corpus/*.py name each
+source file and commit), each run on every rank in process, checked (the early and the
+late delivery agree) and compared with a NumPy reference written from the upstream's
+semantics, or refused where the upstream gives the kernel no defined result (CASES
+says why). docs/tdist.md has the table; test_the_docs_table_is_this_corpus keeps them
+in step.
+
+The kernels are IR tests: their on-chip buffers are never written by the kernel. The
+harness (tdist_corpus/harness.py) gives the buffers a kernel reads values when each
+core's program starts (``seed``) and reads buffers back when it ends (``observe``); a
+MeshTensor parameter takes the global tensor (every rank a copy: none is rank-sharded).
+"""
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+import re
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tilelang")
+import tilelang.language as T  # noqa: E402
+import torch  # noqa: E402
+
+from meshtensor.tilelang import compile_mesh_kernel  # noqa: E402
+from meshtensor.tilelang import tilelang_mesh as tm  # noqa: E402
+
+if not hasattr(tm, "mesh_ncols"):  # SUNMMIO's T.Kernel() and T.MeshTensor API (issue 27)
+    pytest.skip("the corpus needs SUNMMIO's current launch and T.MeshTensor API",
+                allow_module_level=True)
+
+_spec = importlib.util.spec_from_file_location(
+    "tdist_corpus_harness", pathlib.Path(__file__).parent / "tdist_corpus" / "harness.py")
+harness = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = harness
+_spec.loader.exec_module(harness)
+
+pytestmark = pytest.mark.slow
+UP = "SUNMMIO/Tilelang"
+SHOW = "inter_rank/show_dist_tir.py @6642f434"
+MESH = (2, 2)
+
+
+@dataclass
+class Case:
+    """One corpus kernel: ``factory`` of module ``module`` built for ``world`` ranks on
+    :data:`MESH`; ``seeds``: on-chip buffer -> how to fill it (``"rand"``, or a function
+    ``(rank, core) -> array``); ``observe``: buffers read back; ``tensors``: parameter
+    name -> global shape (a MeshTensor); ``check(env)`` compares with NumPy.
+    ``refused``: the error (a regex) where the upstream gives no defined result;
+    ``why``: the table's note."""
+
+    id: str
+    module: str
+    factory: str
+    world: int = 4
+    seeds: dict = field(default_factory=dict)
+    observe: list = field(default_factory=list)
+    tensors: dict = field(default_factory=dict)
+    check: Callable | None = None
+    refused: str | None = None
+    why: str = ""
+    source: str = SHOW
+
+
+@dataclass
+class Env:
+    """What a run saw: ``init[name][rank]`` and ``obs[name][rank]`` (``(cores, *shape)``
+    float64 arrays), ``tensors[name][rank]`` (after the run), the world and mesh."""
+
+    world: int
+    init: dict
+    obs: dict
+    tensors: dict
+    before: dict
+
+    @property
+    def cores(self) -> int:
+        return MESH[0] * MESH[1]
+
+    @staticmethod
+    def rc(core: int) -> tuple[int, int]:
+        return divmod(core, MESH[1])
+
+    @staticmethod
+    def core(r: int, c: int) -> int:
+        return r * MESH[1] + c
+
+
+def eq(got: np.ndarray, want: np.ndarray, what: str) -> None:
+    np.testing.assert_array_equal(got, want, err_msg=what)
+
+
+# -- references (rank q receives from rank p; cores linear, (row, col) = divmod) ---------
+def ring_copy(pairs: list, src_row: Callable = lambda r: r) -> Callable:
+    """``dst`` (a region of it) on rank q, core (r, c) = ``src`` of rank q - 1, core
+    (src_row(r), c): ``pairs`` of (src name, dst name, dst slice)."""
+    def check(e: Env) -> None:
+        W = e.world
+        for q in range(W):
+            for k in range(e.cores):
+                r, c = e.rc(k)
+                sk = e.core(src_row(r), c)
+                for s, d, sl in pairs:
+                    eq(e.obs[d][q][k][sl], e.init[s][(q - 1) % W][sk], f"{d} rank {q} core {k}")
+    return check
+
+
+def all_gather_check(e: Env) -> None:
+    W = e.world
+    for q in range(W):
+        for k in range(e.cores):
+            srcs = [e.init["src"][p][k] for p in range(W)]
+            eq(e.obs["dst_new_axis"][q][k], np.stack(srcs), f"rank {q} core {k}")
+            eq(e.obs["dst_axis0"][q][k], np.concatenate(srcs, axis=0), f"rank {q} core {k}")
+            eq(e.obs["dst_last_axis"][q][k], np.concatenate(srcs, axis=-1), f"rank {q} core {k}")
+
+
+def gather_new_axis(e: Env) -> None:
+    W = e.world
+    for q in range(W):
+        for k in range(e.cores):
+            eq(e.obs["dst"][q][k], np.stack([e.init["src"][p][k] for p in range(W)]),
+               f"rank {q} core {k}")
+
+
+def all_to_all_rank(e: Env) -> None:
+    W = e.world
+    for q in range(W):
+        for k in range(e.cores):
+            for p in range(W):
+                eq(e.obs["dst"][q][k][p], e.init["src"][p][k][q], f"rank {q} core {k} slot {p}")
+
+
+def all_to_all_row(e: Env) -> None:
+    W, nrows = e.world, MESH[0]
+    for q in range(W):
+        for k in range(e.cores):
+            r1, c = e.rc(k)
+            for p in range(W):
+                for r in range(nrows):
+                    eq(e.obs["dst"][q][k][p, r], e.init["src"][p][e.core(r, c)][q, r1],
+                       f"rank {q} core {k} slot {(p, r)}")
+
+
+def all_reduce(e: Env) -> None:
+    import ml_dtypes
+    W = e.world
+    for q in range(W):
+        for k in range(e.cores):
+            acc = e.init["src"][0][k].astype(ml_dtypes.bfloat16)
+            for p in range(1, W):  # in rank order, rounded per addition
+                acc = (acc + e.init["src"][p][k].astype(ml_dtypes.bfloat16)).astype(
+                    ml_dtypes.bfloat16)
+            eq(e.obs["dst"][q][k], acc.astype(np.float64), f"rank {q} core {k}")
+
+
+def all_to_allv_rank(e: Env) -> None:
+    W = e.world
+    for q in range(W):
+        for k in range(e.cores):
+            for p in range(W):
+                if e.init["send_counts"][p][k][q] > 0:  # a slot not sent is not defined
+                    eq(e.obs["dst"][q][k][p], e.init["src"][p][k][q],
+                       f"rank {q} core {k} slot {p}")
+
+
+def all_to_allv_row(e: Env) -> None:
+    W, nrows = e.world, MESH[0]
+    for q in range(W):
+        for k in range(e.cores):
+            r1, c = e.rc(k)
+            for p in range(W):
+                for r in range(nrows):
+                    sk = e.core(r, c)
+                    if e.init["send_counts"][p][sk][q, r1] > 0:
+                        eq(e.obs["dst"][q][k][p, r], e.init["src"][p][sk][q, r1],
+                           f"rank {q} core {k} slot {(p, r)}")
+
+
+def dram_cross_row(e: Env) -> None:
+    # routes [[0, rank + 1, 1]]: row 0 of each column sends its A shard to B on row 1 of
+    # the next rank; B's row-0 shards keep their input
+    A, B0, W = e.before["A"], e.before["B"], e.world
+    for q in range(W):
+        eq(e.tensors["B"][q][:16], B0[:16], f"B rank {q} rows 0-15")
+        eq(e.tensors["B"][q][16:], A[:16], f"B rank {q} rows 16-31")
+
+
+def signal_kinds(e: Env) -> None:
+    W = e.world
+    for q in range(W):
+        for k in range(e.cores):
+            eq(e.obs["dst"][q][k], e.init["src"][(q - 1) % W][k], f"dst rank {q} core {k}")
+        eq(e.tensors["B"][q], e.init["src"][(q - 1) % W][0], f"B rank {q}")
+
+
+def scope_matrix(e: Env) -> None:
+    W, A = e.world, e.before["A"]
+    for q in range(W):
+        p = (q - 1) % W
+        for k in range(e.cores):
+            eq(e.obs["shared_dst0"][q][k], e.init["shared_src"][p][k], f"rank {q} core {k}")
+            eq(e.obs["shared_dst1"][q][k], A[0:32], f"rank {q} core {k}")
+        eq(e.tensors["B"][q][0:32], e.init["shared_src"][p][0], f"B rank {q}")
+        eq(e.tensors["B"][q][32:64], A[32:64], f"B rank {q}")
+
+
+def rank_guarded(e: Env) -> None:
+    # only rank 1's row-0 cores send, to row 1 of rank 2 (the rest of dst is not defined)
+    for c in range(MESH[1]):
+        eq(e.obs["dst"][2][e.core(1, c)], e.init["src"][1][e.core(0, c)], f"rank 2 col {c}")
+
+
+def local_routes(e: Env) -> None:
+    # the local copy, then the on-chip put from the row above overwrites it
+    for q in range(e.world):
+        for k in range(e.cores):
+            r, c = e.rc(k)
+            eq(e.obs["dst"][q][k], e.init["src"][q][e.core((r - 1) % MESH[0], c)],
+               f"rank {q} core {k}")
+
+
+def runs(e: Env) -> None:
+    """Nothing to compare (signals only): it must run, without deadlock or race."""
+
+
+def _same_over_cores(shape: tuple) -> Callable:
+    """A seed equal on every core of a rank (a core-replicated output is written from it)."""
+    def f(rank: int, core: int, rng: Any) -> np.ndarray:
+        return np.random.default_rng(1000 + rank).integers(-8, 9, shape).astype(np.float32)
+    return f
+
+
+CASES = [
+    Case("rsram_cross_row", "show_dist_tir", "rsram_cross_row_kernel_factory",
+         seeds={"src": "rand"}, observe=["dst"],
+         check=ring_copy([("src", "dst", slice(None))], src_row=lambda r: (r - 1) % MESH[0]),
+         why="a put to the next rank's next row (routed on the source chip)"),
+    Case("signal_list_wait_all", "show_dist_tir", "signal_list_wait_all_kernel_factory",
+         seeds={"src0": "rand", "src1": "rand"}, observe=["dst"],
+         check=ring_copy([("src0", "dst", slice(0, 32)), ("src1", "dst", slice(32, 64))]),
+         why="two puts into regions of one buffer, a SignalList, wait_all"),
+    Case("dram_cross_row", "show_dist_tir", "dram_cross_row_kernel_factory",
+         tensors={"A": (32, 32), "B": (32, 32)}, check=dram_cross_row,
+         why="routed_put between DRAM shards, row 0 to row 1 of the next rank"),
+    Case("local_rank_routes", "show_dist_tir", "local_rank_routes_kernel_factory",
+         seeds={"src": "rand"}, observe=["dst"], check=local_routes,
+         why="puts to one's own rank: a local copy, then an on-chip put to the next row "
+             "(synchronous, in program order, as the upstream lowers them)"),
+    Case("signal_kind_generation", "show_dist_tir", "signal_kind_generation_kernel_factory",
+         seeds={"src": _same_over_cores((32,))}, observe=["dst"],
+         tensors={"B": (32,)}, check=signal_kinds,
+         why="the six signal kinds, three puts into RSRAM and three into DRAM"),
+    Case("p2p_scope_matrix", "show_dist_tir", "p2p_scope_matrix_kernel_factory",
+         seeds={"shared_src": _same_over_cores((32,))},
+         observe=["shared_dst0", "shared_dst1"], tensors={"A": (64,), "B": (64,)},
+         check=scope_matrix, why="RSRAM/DRAM sources and destinations, all four pairs"),
+    Case("rank_guarded_routed_put", "show_dist_tir", "rank_guarded_routed_put_kernel_factory",
+         seeds={"src": "rand"}, observe=["dst"], check=rank_guarded,
+         why="routed_put with src_rank=1"),
+    Case("signal_only_sync", "show_dist_tir", "signal_only_sync_kernel_factory", check=runs,
+         why="put_signal, barrier_arrive and their waits"),
+    Case("manual_sender_wait", "show_dist_tir", "manual_sender_wait_kernel_factory",
+         seeds={"src": "rand",
+                "send_counts": lambda r, k, rng: np.array(
+                    [1 if p == (r + 1) % 4 else 0 for p in range(4)], np.float32),
+                "recv_counts": lambda r, k, rng: np.array(
+                    [1 if p == (r - 1) % 4 else 0 for p in range(4)], np.float32)},
+         observe=["dst"], check=ring_copy([("src", "dst", slice(None))]),
+         why="manual expectations per sender (VALUE signals), puts under a count test; "
+             "counts seeded as a ring"),
+    Case("manual_signal_wave", "show_dist_tir", "manual_signal_wave_kernel_factory",
+         seeds={"src": "rand"}, observe=["dst"], check=ring_copy([("src", "dst", slice(None))]),
+         why="20 manual VALUE signals in waves of 8 (the same src each time)"),
+    Case("collective_all_gather", "show_dist_tir", "collective_all_gather_kernel_factory",
+         seeds={"src": "rand"}, observe=["dst_new_axis", "dst_axis0", "dst_last_axis"],
+         check=all_gather_check, why="all_gather with axis None, 0 and -1"),
+    Case("collective_all_gather_wait_any", "show_dist_tir",
+         "collective_all_gather_wait_any_kernel_factory",
+         seeds={"src": "rand"}, observe=["dst"], check=gather_new_axis,
+         why="all_gather's completion drained by wait_any"),
+    Case("collective_all_to_all_rank", "show_dist_tir",
+         "collective_all_to_all_rank_kernel_factory",
+         seeds={"src": "rand"}, observe=["dst"], check=all_to_all_rank,
+         why="all_to_all over ranks"),
+    Case("collective_all_to_all_row", "show_dist_tir", "collective_all_to_all_row_kernel_factory",
+         world=2, seeds={"src": "rand"}, observe=["dst"], check=all_to_all_row,
+         why="all_to_all over (rank, row) endpoints (world 2, as upstream)"),
+    Case("collective_all_reduce", "show_dist_tir", "collective_all_reduce_kernel_factory",
+         seeds={"src": "rand"}, observe=["dst"], check=all_reduce,
+         why="all_reduce sum in bfloat16, in rank order"),
+    Case("collective_all_to_allv_rank", "show_dist_tir",
+         "collective_all_to_allv_rank_kernel_factory",
+         seeds={"src": "rand", **{k: None for k in ("send_counts", "recv_counts")}},
+         observe=["dst"], check=all_to_allv_rank,
+         why="all_to_allv over ranks, completion drained by wait_any"),
+    Case("collective_all_to_allv_wait_all", "show_dist_tir",
+         "collective_all_to_allv_wait_all_kernel_factory",
+         seeds={"src": "rand", **{k: None for k in ("send_counts", "recv_counts")}},
+         observe=["dst"], check=all_to_allv_rank, why="all_to_allv, wait_all"),
+    Case("collective_all_to_allv_single_signal", "show_dist_tir",
+         "collective_all_to_allv_single_signal_kernel_factory",
+         seeds={"src": "rand", **{k: None for k in ("send_counts", "recv_counts")}},
+         observe=["dst"], check=all_to_allv_rank, why="all_to_allv with one INC signal"),
+    Case("collective_all_to_allv_row", "show_dist_tir", "collective_all_to_allv_row_kernel_factory",
+         world=2,
+         seeds={"src": "rand", **{k: None for k in ("send_counts", "recv_counts")}},
+         observe=["dst"], check=all_to_allv_row,
+         why="all_to_allv over (rank, row) endpoints, wait_any (world 2)"),
+    Case("dist_barrier", "show_dist_tir", "dist_barrier_kernel_factory", check=runs,
+         why="barrier"),
+]
+
+
+def _counts(name: str, W: int, rows: int | None) -> Callable:
+    """Send/receive counts of an all_to_allv: rank r sends to r + 1 and r + 2 (every
+    row), so each receiver knows its senders."""
+    def f(r: int, core: int, rng: Any) -> np.ndarray:
+        if name == "send_counts":
+            v = np.array([1 if (p - r) % W in (1, 2) else 0 for p in range(W)], np.float32)
+        else:
+            v = np.array([1 if (r - p) % W in (1, 2) else 0 for p in range(W)], np.float32)
+        return v if rows is None else np.repeat(v[:, None], rows, axis=1)
+    return f
+
+
+def _alloc_shape(func: Any, name: str) -> tuple:
+    from tvm import tirx
+    found: list = []
+
+    def visit(n: Any) -> None:
+        if isinstance(n, tirx.SBlock):
+            found.extend(b for b in n.alloc_buffers if str(b.name) == name)
+
+    tirx.stmt_functor.post_order_visit(func.body, visit)
+    return tuple(int(s) for s in found[0].shape), str(found[0].dtype)
+
+
+def _np(t: torch.Tensor) -> np.ndarray:
+    return t.float().numpy().astype(np.float64) if t.is_floating_point() else \
+        t.numpy().astype(np.float64)
+
+
+def run_case(case: Case) -> Env:
+    tm.enable(mesh=MESH)
+    mod = harness.load(case.module)
+    func = getattr(mod, case.factory).get_tir(world_size=case.world)
+    seeds = list(case.seeds)
+    func = harness.observe(harness.seed(func, seeds), list(dict.fromkeys(
+        case.observe + [s for s in seeds if s not in case.observe])))
+    kernel = compile_mesh_kernel(func, check_races=True)
+    W, C = case.world, MESH[0] * MESH[1]
+    rows = MESH[0] if "row" in case.id else None
+    rng = np.random.default_rng(0)
+    per = [[] for _ in range(W)]
+    init: dict = {}
+    obs_names: list = []
+    tensors: dict = {}
+    before: dict = {}
+    for i, p in enumerate(func.params):
+        if str(p.name) == "rank_id":
+            continue
+        buf = func.buffer_map[p]
+        name, dt = str(buf.name), getattr(torch, str(buf.dtype))
+        if name.startswith("INIT_"):
+            b = name[5:]
+            how = case.seeds[b]
+            shape = tuple(int(s) for s in buf.shape)[1:]
+            if how is None:
+                how = _counts(b, W, rows)
+            init[b] = []
+            for r in range(W):
+                if how == "rand":
+                    a = rng.integers(-8, 9, (C,) + shape).astype(np.float32)
+                else:
+                    a = np.stack([np.asarray(how(r, k, rng), np.float32).reshape(shape)
+                                  for k in range(C)])
+                init[b].append(a.astype(np.float64))
+                per[r].append(torch.from_numpy(a).to(dt))
+        elif name.startswith("OBS_"):
+            obs_names.append(name[4:])
+            for r in range(W):
+                per[r].append(torch.zeros(tuple(int(s) for s in buf.shape), dtype=dt))
+        else:
+            shape = case.tensors[name]
+            a = rng.integers(-8, 9, shape).astype(np.float32)
+            before[name] = a.astype(np.float64)
+            tensors[name] = len(per[0])
+            for r in range(W):
+                per[r].append(torch.from_numpy(a.copy()).to(dt))
+    kernel.run_ranks(per)
+    base = len(per[0]) - len(obs_names)
+    obs = {n: [_np(per[r][base + j]) for r in range(W)] for j, n in enumerate(obs_names)}
+    outs = {n: [_np(per[r][j]) for r in range(W)] for n, j in tensors.items()}
+    return Env(W, init, obs, outs, before)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_corpus_kernel(case):
+    if case.refused:
+        with pytest.raises(ValueError, match=case.refused):
+            run_case(case)
+        return
+    case.check(run_case(case))
+
+
+def test_the_docs_table_is_this_corpus():
+    doc = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "tdist.md").read_text()
+    rows = re.findall(r"^\| `(\w+)` \| (runs exactly|refused) \|", doc, re.MULTILINE)
+    assert dict(rows) == {c.id: ("refused" if c.refused else "runs exactly") for c in CASES}
