@@ -35,6 +35,8 @@ sys.modules[_spec.name] = harness  # (dataclasses look their module up there)
 _spec.loader.exec_module(harness)
 as_np, load, make_inputs, observe = harness.as_np, harness.load, harness.make_inputs, \
     harness.observe
+references = harness.load("references")
+gemm, rnd = references.gemm, references.rnd
 from meshtensor.tilelang import compile_mesh_kernel  # noqa: E402
 from meshtensor.tilelang import tilelang_mesh as tm  # noqa: E402
 
@@ -424,6 +426,66 @@ CASES += [
 for _c in CASES[-14:]:
     _c.module = "fork_legalize_gemm"
 
+
+
+# -- the older fork's newest branch (dev/codegen): its tests' and examples' kernels -------------
+FORK_NEW = "wanghz18/Tilelang-Mesh@52fed911"
+
+
+def _fn(id_, module, path, build, **kw):
+    return Case(f"fork_{id_}", f"{FORK_NEW} {path}", module, build, **kw)
+
+
+def check_unchanged(inp, obs, out):
+    """A kernel without T.Kernel runs nothing on the cores: every tensor is as it was."""
+    for (name, got), want in zip(out.items(), inp.arrays):
+        np.testing.assert_array_equal(got, want, name)
+
+
+def check_gemm_f16(inp, obs, out):
+    """C = A @ B accumulated in float32, stored as float16 (one core runs every block)."""
+    want = gemm(np.zeros((128, 128), np.float32), inp.arrays[0], inp.arrays[1])
+    np.testing.assert_array_equal(out["C"], rnd(want, "float16"))
+
+
+def check_roundtrip(inp, obs, out):
+    """Every core copies the replicated A into its RSRAM and back out to its B."""
+    np.testing.assert_array_equal(out["B"], inp.arrays[0])
+
+
+ALLREDUCE = "testing/python/ops/test_tilelang_ops_sunmmio_allreduce.py::allreduce_kernel"
+MESH_TENSOR = ("testing/python/language/test_tilelang_language_sunmmio_mesh_tensor.py::"
+               "test_mesh_tensor_in_kernel")
+
+
+def _allreduce(direction, cores):
+    return _fn(f"allreduce_{direction}", "fork_allreduce", ALLREDUCE,
+               lambda m: m.allreduce_kernel(direction)["main"],
+               refused=rf"T.comm.all_reduce \(comm op #0\) involves cores \[{cores}",
+               why="T.Kernel(1) on 16 cores: one program, yet an all_reduce over cores that "
+                   "run no block (on the chip the op never completes)")
+
+
+CASES += [
+    _allreduce("all", r"\(0, 1\), \(0, 2\), \(0, 3\), \(1, 0\)"),
+    _allreduce("h", r"\(0, 1\), \(0, 2\), \(0, 3\)\]"),
+    _allreduce("v", r"\(1, 0\), \(2, 0\), \(3, 0\)\]"),
+    _fn("mesh_tensor_in_kernel", "fork_mesh_tensor_kernel", MESH_TENSOR,
+        lambda m: m.test_mesh_tensor_in_kernel(), mesh=(2, 2),
+        shapes={"A": (128, 128), "B": (128, 128), "C": (128, 128)}, check=check_unchanged),
+    _fn("target_binding", "fork_target_binding",
+        "testing/python/utils/test_target.py::test_sunmmio_target_binding",
+        lambda m: m.test_sunmmio_target_binding(), shapes={"A": (1024, 1024)},
+        check=check_unchanged),
+    _fn("example_gemm_with_mesh_tensor", "fork_example_gemm_mesh_tensor",
+        "examples/gemm/example_gemm_with_mesh_tensor.py::matmul",
+        lambda m: m.matmul(128, 128, 128, 32, 32, 32), mesh=(1, 1),
+        shapes={"A": (128, 128), "B": (128, 128), "C": (128, 128)}, check=check_gemm_f16),
+    _fn("layout_transform_roundtrip", "fork_layout_roundtrip",
+        "testing/python/target/test_sunmmio_codegen_layout_transform_opt_validate.py::"
+        "layout_transform_roundtrip_kernel", lambda m: m.layout_transform_roundtrip_kernel(),
+        shapes={"A": (128, 128), "B": (128, 128)}, check=check_roundtrip),
+]
 
 # -- the runner --------------------------------------------------------------------------------
 def run_case(case: Case, seed: int = 0) -> None:
