@@ -487,6 +487,57 @@ CASES += [
         shapes={"A": (128, 128), "B": (128, 128)}, check=check_roundtrip),
 ]
 
+
+COMM_DEV = "testing/python/language/test_tilelang_language_comm.py::"
+LAYOUT_T = "testing/python/transform/test_tilelang_transform_sunmmio_layout_transform.py::"
+
+
+def check_copied(inp, obs, out):
+    """Block 0 (core 0) copies the replicated A through RSRAM to B; the idle cores'
+    copies are not the result."""
+    np.testing.assert_array_equal(out["B"], inp.arrays[0])
+
+
+def check_reduce_f16(inp, obs, out):
+    """Out = A summed over its last axis, float16, from 0 one element at a time."""
+    a = inp.arrays[0]
+    want = references.row_sum(a.reshape(-1, a.shape[2]), "float16").reshape(a.shape[:2])
+    np.testing.assert_array_equal(out["Out"], want)
+
+
+def _dyn_core(name, direction):
+    return _fn(f"comm_{name}", "fork_comm_dev", f"{COMM_DEV}test_comm_{name}",
+               lambda m: getattr(m, f"test_comm_{name}")(),
+               refused=r"cores \(0, 0\) and \(0, 1\) both broadcast to \[\(0, 0\), "
+                       rf"\(0, 1\), \(0, 2\), \(0, 3\){direction}",
+               why="every block broadcasts from its own core: two senders to one "
+                   "destination in one op (the chip defines no winner)")
+
+
+CASES += [
+    _fn("comm_buffer_like_region_python_api", "fork_comm_dev",
+        f"{COMM_DEV}test_comm_buffer_like_region_python_api",
+        lambda m: m.test_comm_buffer_like_region_python_api(),
+        refused=r"involves cores \[\(0, 1\), \(0, 2\), \(0, 3\)\], which run no block of "
+                r"the launch grid \(1,\)",
+        why="T.Kernel(1) on 16 cores: one program, yet comm ops over a row whose other "
+            "cores run no block (on the chip the ops never complete)"),
+    _dyn_core("dynamic_core_python_api", r"\] in one"),
+    _dyn_core("dynamic_core_lower", r", \(1, 0\)"),
+    _fn("layout_transform_mismatched_copy", "fork_layout_transform",
+        f"{LAYOUT_T}mismatched_copy_kernel", lambda m: m.mismatched_copy_kernel()["main"],
+        shapes={"A": (128, 128), "B": (128, 128)}, check=check_copied),
+    _fn("layout_transform_zz_dram", "fork_layout_transform", f"{LAYOUT_T}zz_dram_kernel",
+        lambda m: m.zz_dram_kernel()["main"], shapes={"A": (128, 128), "B": (128, 128)},
+        check=check_copied),
+    _fn("layout_transform_matched_copy", "fork_layout_transform",
+        f"{LAYOUT_T}matched_copy_kernel", lambda m: m.matched_copy_kernel()["main"],
+        shapes={"A": (128, 128)}, check=check_unchanged),
+    _fn("layout_transform_zz_dram_reduce", "fork_layout_transform",
+        f"{LAYOUT_T}zz_dram_reduce_kernel", lambda m: m.zz_dram_reduce_kernel()["main"],
+        shapes={"A": (3, 256, 256), "Out": (3, 256)}, check=check_reduce_f16),
+]
+
 # -- the runner --------------------------------------------------------------------------------
 def run_case(case: Case, seed: int = 0) -> None:
     tm.enable(mesh=case.mesh, compat=case.compat)
