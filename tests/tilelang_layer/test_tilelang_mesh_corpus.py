@@ -538,17 +538,52 @@ CASES += [
         shapes={"A": (3, 256, 256), "Out": (3, 256)}, check=check_reduce_f16),
 ]
 
+
+GLOBAL_LAYOUT = "testing/python/transform/test_tilelang_transform_sunmmio_global_layout_utils.py::"
+DYNAMIC = "testing/python/target/test_sunmmio_codegen_base_dynamic_opt_validate.py::"
+NO_CLEAR = "T.gemm accumulates into C_shared, which nothing writes first"
+GL_SHAPES = {"A": (64, 64), "B": (64, 64), "C": (64, 64)}
+DYN_SHAPES = {"A": (128, 32), "B": (32, 128), "C": (128, 128)}
+
+CASES += [
+    _fn("global_layout_populated", "fork_global_layout",
+        f"{GLOBAL_LAYOUT}test_global_buffer_layout_populated_for_sunmmio",
+        lambda m: m.test_global_buffer_layout_populated_for_sunmmio(), mesh=(2, 2),
+        shapes=GL_SHAPES, undefined=NO_CLEAR),
+    _fn("global_layout_row_major_values", "fork_global_layout",
+        f"{GLOBAL_LAYOUT}test_row_major_global_layout_values",
+        lambda m: m.test_row_major_global_layout_values(), mesh=(2, 2), shapes=GL_SHAPES,
+        undefined=NO_CLEAR),
+    _fn("global_layout_dynamic_shape", "fork_global_layout",
+        f"{GLOBAL_LAYOUT}test_dynamic_shape_global_buffer_layout",
+        lambda m: m.test_dynamic_shape_global_buffer_layout(), mesh=(2, 2), shapes=GL_SHAPES,
+        refused=r"T.MeshTensor output 'C' .* is replicated, but the copies of cores \(0, 0\) "
+                r"and \(0, 1\) disagree",
+        why="C is replicated on the 2x2 mesh, yet each core writes only its own block's "
+            "tile of its copy: the copies differ, so C has no one value"),
+    _fn("dynamic_allocate_copy_mma", "fork_dynamic",
+        f"{DYNAMIC}dynamic_allocate_copy_mma_kernel",
+        lambda m: m.dynamic_allocate_copy_mma_kernel(), shapes=DYN_SHAPES, undefined=NO_CLEAR),
+    _fn("dynamic_zz_allocate_copy_mma", "fork_dynamic",
+        f"{DYNAMIC}dynamic_zz_allocate_copy_mma_kernel",
+        lambda m: m.dynamic_zz_allocate_copy_mma_kernel(), shapes=DYN_SHAPES,
+        undefined=NO_CLEAR),
+]
+
 # -- the runner --------------------------------------------------------------------------------
 def run_case(case: Case, seed: int = 0) -> None:
     tm.enable(mesh=case.mesh, compat=case.compat)
     try:
         mod = load(case.module)
         if case.refused is not None:
+            # refused when it compiles, or at the call (a replicated output whose
+            # copies the cores write differently)
             with pytest.raises(ValueError, match=case.refused):
                 func = case.build(mod)
                 if case.observe:
                     func = observe(func, case.observe)
-                compile_mesh_kernel(func, compile_flags=FLAGS)
+                kernel = compile_mesh_kernel(func, compile_flags=FLAGS)
+                kernel(*make_inputs(func, case.shapes, np.random.default_rng(seed)).tensors)
             return
         func = case.build(mod)
         if case.observe:
