@@ -570,6 +570,40 @@ CASES += [
         undefined=NO_CLEAR),
 ]
 
+
+def check_causal_attention(inp, obs, out):
+    """The GQA example with groups=1: core (r, c) holds batch r, head c; each 64-row
+    query tile attends causally to the key blocks up to its own (attention_tile), the
+    output rounded to bfloat16."""
+    q, k, v = (rnd(x, "bfloat16") for x in inp.arrays[:3])
+    nb, seq, nh, dim = q.shape
+    scale = (1.0 / dim) ** 0.5 * 1.44269504
+    want = np.zeros(q.shape, np.float32)
+    rows = np.arange(64)[:, None]
+    for b in range(nb):
+        for h in range(nh):
+            for bx in range(seq // 64):
+                def scores(kk, b=b, h=h, bx=bx):
+                    mask = np.where(bx * 64 + rows >= kk * 64 + rows.T, 0, -np.inf)
+                    return gemm(mask.astype(np.float32), q[b, bx * 64:bx * 64 + 64, h],
+                                k[b, kk * 64:kk * 64 + 64, h].T)
+                o, _, _ = references.attention_tile(
+                    scores, lambda kk, b=b, h=h: v[b, kk * 64:kk * 64 + 64, h], bx + 1, scale)
+                want[b, bx * 64:bx * 64 + 64, h] = rnd(o, "bfloat16")
+    np.testing.assert_array_equal(out["Output"], want)
+
+
+QKV = {n: (4, 128, 4, 64) for n in ("Q", "K", "V", "Output")}
+CASES += [
+    _fn("example_sunmmio_gemm_dev", "fork_example_gemm",
+        "examples/gemm/sunmmio_example_gemm.py::matmul_persistent",
+        lambda m: m.matmul_persistent(256, 256, 256, 32, 32, 32, 2),
+        shapes={"A": (256, 256), "B": (256, 256), "C": (256, 256)}, check=check_gemm),
+    _fn("example_gqa_fwd_bhsd", "fork_examples",
+        "examples/flash_attention/sunmmio_example_gqa_fwd_bhsd.py::flashattn",
+        lambda m: m.flashattn(4, 4, 128, 64), shapes=QKV, check=check_causal_attention),
+]
+
 # -- the runner --------------------------------------------------------------------------------
 def run_case(case: Case, seed: int = 0) -> None:
     tm.enable(mesh=case.mesh, compat=case.compat)
