@@ -604,6 +604,77 @@ CASES += [
         lambda m: m.flashattn(4, 4, 128, 64), shapes=QKV, check=check_causal_attention),
 ]
 
+
+def _cross_tiles(a, b, c0, step):
+    """The fork's cross_mesh_dim=0 GEMMs at 128^3, 32^3 tiles on 2x2: each core holds
+    32 rows of A, B and C; block (bx, by) runs on core bx and only by = 0 names a tile
+    inside the core's shard (the others read zeros and write nothing), and only its
+    first K tile is inside B's 32 rows. Core c's tile (0, c) of C is step(A_c's tile,
+    B_c's tiles); the rest of C is as the caller gave it."""
+    want = c0.copy()
+    for c in range(4):
+        rows = slice(32 * c, 32 * c + 32)
+        at = [references.tile(a[rows], (0, 32 * k), (32, 32)) for k in range(4)]
+        bt = [references.tile(b[rows], (32 * k, 32 * c), (32, 32)) for k in range(4)]
+        want[rows, 32 * c:32 * c + 32] = step(at, bt)
+    return want
+
+
+def _plain(at, bt):
+    acc = np.zeros((32, 32), np.float32)
+    for x, y in zip(at, bt):
+        acc = gemm(acc, x, y)
+    return acc
+
+
+def _aliased(at, bt):
+    """T.gemm(A, B, C); T.gemm(C, B, C); T.gemm(A, C, C): each reads its operands
+    before it writes C, in C's dtype."""
+    acc = np.zeros((32, 32), np.float32)
+    for x, y in zip(at, bt):
+        acc = gemm(acc, x, y)
+        acc = gemm(acc, acc, y)
+        acc = gemm(acc, x, acc)
+    return acc
+
+
+def cross_check(step):
+    def check(inp, obs, out):
+        np.testing.assert_array_equal(out["C"], _cross_tiles(*inp.arrays[:3], step))
+    return check
+
+
+def check_sliced_conflict(inp, obs, out):
+    """Block 0 (core 0): the T.gemms that write A_shared and B_shared (in float16, from
+    operands read first); C_shared accumulates from memory nothing wrote (not compared)."""
+    a, b = (rnd(x[0:32, 0:32], "float16") for x in inp.arrays[:2])
+    b2 = b.copy()
+    b2[0:16, 0:16] = gemm(b[0:16, 0:16], a[0:16, 0:16], b[0:16, 4:20], "float16")
+    a2 = a.copy()
+    a2[0:16, 0:16] = gemm(a[0:16, 0:16], a[0:16, 0:16], b2[0:16, 4:20], "float16")
+    np.testing.assert_array_equal(obs["A_shared"][0], a2)
+    np.testing.assert_array_equal(obs["B_shared"][0], b2)
+
+
+SRAM = "testing/python/transform/test_tilelang_transform_sunmmio_infer_sram_scope.py::"
+S128 = {"A": (128, 128), "B": (128, 128), "C": (128, 128)}
+CASES += [
+    _fn("pipeline_pass_matmul", "fork_pipeline_pass",
+        "testing/python/transform/test_tilelang_transform_sunmmio_pipeline.py::matmul",
+        lambda m: m.matmul(128, 128, 128, 32, 32, 32, 2), mesh=(2, 2), shapes=S128,
+        check=cross_check(_plain)),
+    _fn("sram_scope_matmul", "fork_sram_scope", f"{SRAM}matmul",
+        lambda m: m.matmul(128, 128, 128, 32, 32, 32), mesh=(2, 2), shapes=S128,
+        check=cross_check(_plain)),
+    _fn("sram_scope_auto_insert_copy_matmul", "fork_sram_scope",
+        f"{SRAM}auto_insert_copy_matmul",
+        lambda m: m.auto_insert_copy_matmul(128, 128, 128, 32, 32, 32), mesh=(2, 2),
+        shapes=S128, check=cross_check(_aliased)),
+    _fn("sram_scope_sliced_conflict_matmul", "fork_sram_scope",
+        f"{SRAM}sliced_conflict_matmul", lambda m: m.sliced_conflict_matmul(), mesh=(2, 2),
+        observe=["A_shared", "B_shared"], shapes=S128, check=check_sliced_conflict),
+]
+
 # -- the runner --------------------------------------------------------------------------------
 def run_case(case: Case, seed: int = 0) -> None:
     tm.enable(mesh=case.mesh, compat=case.compat)
