@@ -675,6 +675,170 @@ CASES += [
         observe=["A_shared", "B_shared"], shapes=S128, check=check_sliced_conflict),
 ]
 
+
+def check_datapath_copy(inp, obs, out):
+    """cross_mesh_dim=0 on 2x2: core c holds C's rows 32c..32c+31; block (bx, by) runs
+    on core bx + 2 by. Each K step copies the 64x64 tile at (64 by, 64 ko) of the shard
+    (zeros past its 32 rows) into the SRAMs and back to C (C is as it was), then two
+    sub-tiles of C_shared over A_shared and B_shared; observed after the last step."""
+    c = inp.arrays[0]
+    np.testing.assert_array_equal(out["C"], c)
+    for b in range(4):
+        t = references.tile(c[32 * b:32 * b + 32], (b // 2 * 64, 64), (64, 64))
+        a_t, b_t = t.copy(), t.copy()
+        a_t[24:40, 8:40] = t[8:24, 16:48]
+        b_t[40:64, 0:8] = t[8:32, 48:56]
+        np.testing.assert_array_equal(obs["D_shared"][b], t)
+        np.testing.assert_array_equal(obs["A_shared"][b], a_t)
+        np.testing.assert_array_equal(obs["B_shared"][b], b_t)
+
+
+def check_offset_region(inp, obs, out):
+    """Each core (x=1, y=0 on 4x4: a 128x128 shard) copies, for by, bx in 8x8, the 32x32
+    region its index expressions name from A through A_rsram to B; the part of a
+    region past the shard is neither read nor written."""
+    a, want = inp.arrays[0], inp.arrays[1].copy()
+    for core in range(16):
+        r, c = divmod(core, 4)
+        sa, sb = (x[128 * r:128 * r + 128, 128 * c:128 * c + 128] for x in (a, want))
+        for by in range(8):
+            for bx in range(8):
+                s, mod = bx + by, ((bx + by) * 3 + 1) // 2 % 7
+                lt, le = bx < by + 2, by <= bx + 1
+                row_cond = (lt and le) or (bx != by and not (lt and le))
+                col_cond = bx > by - 1 or by >= bx - 1
+                rd = (min(mod, 7) if bx == by else min(mod + 1, 7)) if row_cond \
+                    else max(bx - by, 0)
+                cd = (s * 5) % 11 if col_cond else min(by + 3, 7)
+                r0, c0 = by * 64 + 8 + rd, bx * 64 + 8 + cd
+                sb[r0:r0 + 32, c0:c0 + 32] = sa[r0:r0 + 32, c0:c0 + 32]
+    np.testing.assert_array_equal(out["B"], want)
+
+
+def check_summa_cyclic(inp, obs, out):
+    """The dev/codegen SUMMA: K tile k comes from column (row) k % 4 of the mesh; its
+    T.gemm(..., transpose_B=True) multiplies by the square B panel transposed:
+    C_ij = sum_k A_ik @ B_kj^T (32x32 blocks)."""
+    a, b = inp.arrays[:2]
+    blk = lambda x, i, j: x[32 * i:32 * i + 32, 32 * j:32 * j + 32]  # noqa: E731
+    want = np.block([[sum(blk(a, i, k) @ blk(b, k, j).T for k in range(4)) for j in range(4)]
+                     for i in range(4)])
+    np.testing.assert_array_equal(out["C"], want)
+
+
+def check_mma3(inp, obs, out):
+    """M = N = K = 16 on 4x4: 4x4 shards. The single persistent tile runs on every core
+    (decision 145); only the first 128x32 / 32x128 tiles meet the shard, so core c's C
+    is its A @ B in float16 (the other two T.gemms add zero products)."""
+    a, b = inp.arrays[:2]
+    want = np.zeros((16, 16), np.float32)
+    for core in range(16):
+        s = (slice(4 * (core // 4), 4 * (core // 4) + 4), slice(4 * (core % 4), 4 * (core % 4) + 4))
+        want[s] = gemm(np.zeros((4, 4), np.float32), a[s], b[s], "float16")
+    np.testing.assert_array_equal(out["C"], want)
+
+
+COPY_EXPR = "testing/python/target/test_sunmmio_codegen_allocate_copy_expr_opt_validate.py::"
+CASES += [
+    _fn("datapath_copy", "fork_datapath_copy",
+        "testing/python/ops/test_tilelang_ops_sunmmio_datapath.py::copy",
+        lambda m: m.copy(128, 64, 64, 64)["main"], mesh=(2, 2), shapes={"C": (128, 128)},
+        observe=["A_shared", "B_shared", "D_shared"], check=check_datapath_copy),
+    _fn("copy_expr_basic_allocate_copy_mma", "fork_copy_expr",
+        f"{COPY_EXPR}basic_allocate_copy_mma_kernel",
+        lambda m: m.basic_allocate_copy_mma_kernel(),
+        shapes={"A": (32, 32), "B": (32, 32), "C": (32, 32)}, undefined=NO_CLEAR),
+    _fn("copy_expr_allocate_dma_copy_plus", "fork_copy_expr",
+        f"{COPY_EXPR}allocate_dma_copy_kernel_plus",
+        lambda m: m.allocate_dma_copy_kernel_plus(),
+        shapes={"A": (512, 256), "C": (512, 512)}, undefined=NO_CLEAR),
+    _fn("copy_expr_offset_region_copy_plus", "fork_copy_expr",
+        f"{COPY_EXPR}offset_region_copy_kernel_plus",
+        lambda m: m.offset_region_copy_kernel_plus(),
+        shapes={"A": (512, 512), "B": (512, 512)}, check=check_offset_region),
+    _fn("matmul_persistent_opt_validate", "fork_matmul_opt_validate",
+        "testing/python/target/test_sunmmio_codegen_matmul_persistent_opt_validate.py::"
+        "matmul_persistent_kernel", lambda m: m.matmul_persistent_kernel(), shapes=S128,
+        check=check_gemm),
+    _fn("codegen_gemm_matmul_persistent", "fork_codegen_gemm",
+        "testing/python/target/test_sunmmio_codegen_gemm.py::matmul_persistent_kernel",
+        lambda m: m.matmul_persistent_kernel(), shapes=S128, check=check_gemm),
+    _fn("codegen_summa", "fork_codegen_summa",
+        "testing/python/target/test_sunmmio_codegen_summa_opt_validate.py::summa_matmul",
+        lambda m: m.summa_matmul(), shapes=S128, check=check_summa_cyclic),
+    _fn("compile_pipeline_summa", "fork_cp_summa",
+        "testing/python/compile_pipeline/test_summa.py::summa_matmul",
+        lambda m: m.summa_matmul(128, 128, 128, 32, 32, 32), shapes=S128,
+        undefined="both broadcasts are from core (0, 0): a core outside row 0 gets no A "
+                  "tile, one outside column 0 no B tile, and T.gemm reads them"),
+    _fn("compile_pipeline_mma_3times", "fork_cp_mma3",
+        "testing/python/compile_pipeline/test_mma_3times.py::kernel_mma_3times_single_thread",
+        lambda m: m.kernel_mma_3times_single_thread(),
+        shapes={"A": (16, 16), "B": (16, 16), "C": (16, 16)}, check=check_mma3),
+]
+
+
+LAYOUT_INF = "testing/python/transform/test_tilelang_transform_sunmmio_layout_inference.py::"
+
+
+def _idle_comm(name, op, grid, why):
+    return _fn(f"layout_inference_{name}", "fork_layout_inference", f"{LAYOUT_INF}{name}_kernel",
+               lambda m: m.__dict__[f"{name}_kernel"]()["main"],
+               refused=rf"T.comm.{op} \(comm op #0\) involves cores \[.*\], which run no "
+                       rf"block of the launch grid \({grid}\)",
+               why=why)
+
+
+FEW = ("T.Kernel(2, 2) on 16 cores: 4 programs, yet a comm op over cores that run no "
+       "block (on the chip the op never completes)")
+ONE = ("T.Kernel(1) on 16 cores: one program, yet a comm op over cores that run no block "
+       "(on the chip the op never completes)")
+CASES += [
+    _idle_comm("broadcast_zz", "broadcast", "2, 2", FEW),
+    _idle_comm("broadcast_zn", "broadcast", "1,", ONE),
+    _idle_comm("broadcast_from_global_to_rsram", "broadcast", "1,", ONE),
+    _idle_comm("put_zz", "put", "2, 2", FEW),
+    _idle_comm("allgather_zz", "all_gather", "2, 2", FEW),
+    _idle_comm("allgather_row_major", "all_gather", "1,", ONE),
+    _idle_comm("broadcast_mismatched_layouts", "broadcast", "1,", ONE),
+    _fn("layout_inference_matmul_persistent", "fork_layout_inference",
+        f"{LAYOUT_INF}matmul_persistent",
+        lambda m: m.matmul_persistent(128, 128, 128, 32, 32, 32, 2)["main"], shapes=S128,
+        check=check_gemm),
+]
+
+
+def check_row_broadcast(inp, obs, out):
+    """T.Kernel(4): row 0's cores; each gets core (0, 0)'s tile A[0:32, 0:32] and writes
+    it to its 32 columns of B's first rows; the rest of B is as it was."""
+    a, want = inp.arrays[0], inp.arrays[1].copy()
+    for bx in range(4):
+        want[0:32, 32 * bx:32 * bx + 32] = a[0:32, 0:32]
+    np.testing.assert_array_equal(out["B"], want)
+
+
+def _cs(name, **kw):
+    return _fn(f"comm_sync_{name}", "fork_comm_sync", f"{COMM_SYNC}{name}_kernel",
+               lambda m: getattr(m, f"{name}_kernel")(), **kw)
+
+
+COMM_SYNC = "testing/python/target/test_sunmmio_codegen_comm_sync_kernels_opt_validate.py::"
+GRID4 = ("T.Kernel(4) on 16 cores: row 0 runs, yet the comm op involves cores that run no "
+         "block (on the chip it never completes)")
+CASES += [
+    _cs("comm_broadcast", check=check_row_broadcast),
+    _cs("comm_put", refused=r"T.comm.put \(comm op #0\) involves cores \[\(1, 2\), "
+        r"\(2, 2\), \(2, 3\)\], which run no block of the launch grid \(4,\)", why=GRID4),
+    _cs("comm_all_gather", refused=r"T.comm.all_gather \(comm op #0\) involves cores "
+        r"\[\(1, 0\).*\], which run no block of the launch grid \(4,\)", why=GRID4),
+    _cs("sync_if_broadcast", refused=r"T.comm.broadcast \(comm op #0\) is under `if .*bx == "
+        r"0`, which holds on some cores of its group",
+        why="a row broadcast under `if bx == 0`: the row's other cores never take part (on "
+            "the chip the op never completes)"),
+    _cs("sync_loop_broadcast", undefined="the first broadcast sends C_shared, which nothing "
+        "writes first"),
+]
+
 # -- the runner --------------------------------------------------------------------------------
 def run_case(case: Case, seed: int = 0) -> None:
     tm.enable(mesh=case.mesh, compat=case.compat)

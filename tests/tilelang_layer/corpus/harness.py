@@ -129,7 +129,9 @@ def make_inputs(func: tirx.PrimFunc, global_shapes: dict, rng: np.random.Generat
             arrays.append(None)
         else:
             a = rng.integers(lo, hi, shape).astype(np.float32)
-            t = torch.from_numpy(a).to(dt)
+            # a copy: a float32 tensor from_numpy would share a's memory, and the
+            # reference would read what the kernel wrote
+            t = torch.from_numpy(a.copy()).to(dt)
             arrays.append(a)
         tensors.append(t)
     return Inputs(arrays, tensors, obs)
