@@ -839,6 +839,14 @@ CASES += [
         "writes first"),
 ]
 
+
+CASES += [
+    _fn("flash_attention_gqa_fwd_bhsd_opt_validate", "fork_gqa",
+        "testing/python/target/test_sunmmio_codegen_flash_attention_gqa_fwd_bhsd_opt_validate.py"
+        "::flashattn_gqa_fwd_bhsd", lambda m: m.flashattn_gqa_fwd_bhsd(4, 4, 128, 64),
+        shapes=QKV, check=check_causal_attention),
+]
+
 # -- the runner --------------------------------------------------------------------------------
 def run_case(case: Case, seed: int = 0) -> None:
     tm.enable(mesh=case.mesh, compat=case.compat)
