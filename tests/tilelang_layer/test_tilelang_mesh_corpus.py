@@ -35,6 +35,8 @@ sys.modules[_spec.name] = harness  # (dataclasses look their module up there)
 _spec.loader.exec_module(harness)
 as_np, load, make_inputs, observe = harness.as_np, harness.load, harness.make_inputs, \
     harness.observe
+references = harness.load("references")
+gemm, rnd = references.gemm, references.rnd
 from meshtensor.tilelang import compile_mesh_kernel  # noqa: E402
 from meshtensor.tilelang import tilelang_mesh as tm  # noqa: E402
 
@@ -230,9 +232,10 @@ CASES += [
           check=check_put_from_dram),
     _fork("datapath_allgather_from_dram", f"{DATAPATH}::allgather_dram_to_asram",
           lambda m: m.allgather_dram_to_asram(32, 32)["main"],
-          refused=r"the launch grid \(1, 1\) has 1 blocks for the 16 cores",
-          why="T.Kernel(1, 1) on 16 cores: one program, yet an all_gather over a row; "
-              "SUNMMIO's T.Kernel takes only T.Kernel() or T.Kernel(T.mesh_ncores())"),
+          refused=r"involves cores \[\(0, 1\), \(0, 2\), \(0, 3\)\], which run no block of "
+                  r"the launch grid \(1, 1\)",
+          why="T.Kernel(1, 1) on 16 cores: one program, yet an all_gather over a row whose "
+              "other cores run no block (on the chip the op never completes)"),
     _fork("example_sunmmio_gemm", "examples/gemm/sunmmio_example_gemm.py::matmul_persistent",
           lambda m: m.matmul_persistent(256, 256, 256, 32, 32, 16, 2),
           shapes={"A": (256, 256), "B": (256, 256), "C": (256, 256)}, check=check_gemm),
@@ -296,9 +299,10 @@ CASES += [
     Case("upstream_comm_buffer_like_region_python_api",
          f"{UP_COMM}::test_comm_buffer_like_region_python_api", "upstream_kernels",
          lambda m: m.comm_buffer_like_region_python_api(),
-         refused=r"the launch grid \(1,\) has 1 blocks for the 16 cores",
-         why="T.Kernel(1) on 16 cores: one program, yet comm ops over a row; SUNMMIO's "
-             "T.Kernel takes only T.Kernel() or T.Kernel(T.mesh_ncores())"),
+         refused=r"involves cores \[\(0, 1\), \(0, 2\), \(0, 3\)\], which run no block of "
+                 r"the launch grid \(1,\)",
+         why="T.Kernel(1) on 16 cores: one program, yet comm ops over a row whose other "
+             "cores run no block (on the chip the ops never complete)"),
     Case("upstream_summa_opt_validate",
          "SUNMMIO/Tilelang@3cb93397 testing/python/sunmmio/codegen/test_summa_opt_validate.py"
          "::summa_matmul", "upstream_kernels", lambda m: m.summa_matmul_opt_validate(),
@@ -423,17 +427,440 @@ for _c in CASES[-14:]:
     _c.module = "fork_legalize_gemm"
 
 
+
+# -- the older fork's newest branch (dev/codegen): its tests' and examples' kernels -------------
+FORK_NEW = "wanghz18/Tilelang-Mesh@52fed911"
+
+
+def _fn(id_, module, path, build, **kw):
+    return Case(f"fork_{id_}", f"{FORK_NEW} {path}", module, build, **kw)
+
+
+def check_unchanged(inp, obs, out):
+    """A kernel without T.Kernel runs nothing on the cores: every tensor is as it was."""
+    for (name, got), want in zip(out.items(), inp.arrays):
+        np.testing.assert_array_equal(got, want, name)
+
+
+def check_gemm_f16(inp, obs, out):
+    """C = A @ B accumulated in float32, stored as float16 (one core runs every block)."""
+    want = gemm(np.zeros((128, 128), np.float32), inp.arrays[0], inp.arrays[1])
+    np.testing.assert_array_equal(out["C"], rnd(want, "float16"))
+
+
+def check_roundtrip(inp, obs, out):
+    """Every core copies the replicated A into its RSRAM and back out to its B."""
+    np.testing.assert_array_equal(out["B"], inp.arrays[0])
+
+
+ALLREDUCE = "testing/python/ops/test_tilelang_ops_sunmmio_allreduce.py::allreduce_kernel"
+MESH_TENSOR = ("testing/python/language/test_tilelang_language_sunmmio_mesh_tensor.py::"
+               "test_mesh_tensor_in_kernel")
+
+
+def _allreduce(direction, cores):
+    return _fn(f"allreduce_{direction}", "fork_allreduce", ALLREDUCE,
+               lambda m: m.allreduce_kernel(direction)["main"],
+               refused=rf"T.comm.all_reduce \(comm op #0\) involves cores \[{cores}",
+               why="T.Kernel(1) on 16 cores: one program, yet an all_reduce over cores that "
+                   "run no block (on the chip the op never completes)")
+
+
+CASES += [
+    _allreduce("all", r"\(0, 1\), \(0, 2\), \(0, 3\), \(1, 0\)"),
+    _allreduce("h", r"\(0, 1\), \(0, 2\), \(0, 3\)\]"),
+    _allreduce("v", r"\(1, 0\), \(2, 0\), \(3, 0\)\]"),
+    _fn("mesh_tensor_in_kernel", "fork_mesh_tensor_kernel", MESH_TENSOR,
+        lambda m: m.test_mesh_tensor_in_kernel(), mesh=(2, 2),
+        shapes={"A": (128, 128), "B": (128, 128), "C": (128, 128)}, check=check_unchanged),
+    _fn("target_binding", "fork_target_binding",
+        "testing/python/utils/test_target.py::test_sunmmio_target_binding",
+        lambda m: m.test_sunmmio_target_binding(), shapes={"A": (1024, 1024)},
+        check=check_unchanged),
+    _fn("example_gemm_with_mesh_tensor", "fork_example_gemm_mesh_tensor",
+        "examples/gemm/example_gemm_with_mesh_tensor.py::matmul",
+        lambda m: m.matmul(128, 128, 128, 32, 32, 32), mesh=(1, 1),
+        shapes={"A": (128, 128), "B": (128, 128), "C": (128, 128)}, check=check_gemm_f16),
+    _fn("layout_transform_roundtrip", "fork_layout_roundtrip",
+        "testing/python/target/test_sunmmio_codegen_layout_transform_opt_validate.py::"
+        "layout_transform_roundtrip_kernel", lambda m: m.layout_transform_roundtrip_kernel(),
+        shapes={"A": (128, 128), "B": (128, 128)}, check=check_roundtrip),
+]
+
+
+COMM_DEV = "testing/python/language/test_tilelang_language_comm.py::"
+LAYOUT_T = "testing/python/transform/test_tilelang_transform_sunmmio_layout_transform.py::"
+
+
+def check_copied(inp, obs, out):
+    """Block 0 (core 0) copies the replicated A through RSRAM to B; the idle cores'
+    copies are not the result."""
+    np.testing.assert_array_equal(out["B"], inp.arrays[0])
+
+
+def check_reduce_f16(inp, obs, out):
+    """Out = A summed over its last axis, float16, from 0 one element at a time."""
+    a = inp.arrays[0]
+    want = references.row_sum(a.reshape(-1, a.shape[2]), "float16").reshape(a.shape[:2])
+    np.testing.assert_array_equal(out["Out"], want)
+
+
+def _dyn_core(name, direction):
+    return _fn(f"comm_{name}", "fork_comm_dev", f"{COMM_DEV}test_comm_{name}",
+               lambda m: getattr(m, f"test_comm_{name}")(),
+               refused=r"cores \(0, 0\) and \(0, 1\) both broadcast to \[\(0, 0\), "
+                       rf"\(0, 1\), \(0, 2\), \(0, 3\){direction}",
+               why="every block broadcasts from its own core: two senders to one "
+                   "destination in one op (the chip defines no winner)")
+
+
+CASES += [
+    _fn("comm_buffer_like_region_python_api", "fork_comm_dev",
+        f"{COMM_DEV}test_comm_buffer_like_region_python_api",
+        lambda m: m.test_comm_buffer_like_region_python_api(),
+        refused=r"involves cores \[\(0, 1\), \(0, 2\), \(0, 3\)\], which run no block of "
+                r"the launch grid \(1,\)",
+        why="T.Kernel(1) on 16 cores: one program, yet comm ops over a row whose other "
+            "cores run no block (on the chip the ops never complete)"),
+    _dyn_core("dynamic_core_python_api", r"\] in one"),
+    _dyn_core("dynamic_core_lower", r", \(1, 0\)"),
+    _fn("layout_transform_mismatched_copy", "fork_layout_transform",
+        f"{LAYOUT_T}mismatched_copy_kernel", lambda m: m.mismatched_copy_kernel()["main"],
+        shapes={"A": (128, 128), "B": (128, 128)}, check=check_copied),
+    _fn("layout_transform_zz_dram", "fork_layout_transform", f"{LAYOUT_T}zz_dram_kernel",
+        lambda m: m.zz_dram_kernel()["main"], shapes={"A": (128, 128), "B": (128, 128)},
+        check=check_copied),
+    _fn("layout_transform_matched_copy", "fork_layout_transform",
+        f"{LAYOUT_T}matched_copy_kernel", lambda m: m.matched_copy_kernel()["main"],
+        shapes={"A": (128, 128)}, check=check_unchanged),
+    _fn("layout_transform_zz_dram_reduce", "fork_layout_transform",
+        f"{LAYOUT_T}zz_dram_reduce_kernel", lambda m: m.zz_dram_reduce_kernel()["main"],
+        shapes={"A": (3, 256, 256), "Out": (3, 256)}, check=check_reduce_f16),
+]
+
+
+GLOBAL_LAYOUT = "testing/python/transform/test_tilelang_transform_sunmmio_global_layout_utils.py::"
+DYNAMIC = "testing/python/target/test_sunmmio_codegen_base_dynamic_opt_validate.py::"
+NO_CLEAR = "T.gemm accumulates into C_shared, which nothing writes first"
+GL_SHAPES = {"A": (64, 64), "B": (64, 64), "C": (64, 64)}
+DYN_SHAPES = {"A": (128, 32), "B": (32, 128), "C": (128, 128)}
+
+CASES += [
+    _fn("global_layout_populated", "fork_global_layout",
+        f"{GLOBAL_LAYOUT}test_global_buffer_layout_populated_for_sunmmio",
+        lambda m: m.test_global_buffer_layout_populated_for_sunmmio(), mesh=(2, 2),
+        shapes=GL_SHAPES, undefined=NO_CLEAR),
+    _fn("global_layout_row_major_values", "fork_global_layout",
+        f"{GLOBAL_LAYOUT}test_row_major_global_layout_values",
+        lambda m: m.test_row_major_global_layout_values(), mesh=(2, 2), shapes=GL_SHAPES,
+        undefined=NO_CLEAR),
+    _fn("global_layout_dynamic_shape", "fork_global_layout",
+        f"{GLOBAL_LAYOUT}test_dynamic_shape_global_buffer_layout",
+        lambda m: m.test_dynamic_shape_global_buffer_layout(), mesh=(2, 2), shapes=GL_SHAPES,
+        refused=r"T.MeshTensor output 'C' .* is replicated, but the copies of cores \(0, 0\) "
+                r"and \(0, 1\) disagree",
+        why="C is replicated on the 2x2 mesh, yet each core writes only its own block's "
+            "tile of its copy: the copies differ, so C has no one value"),
+    _fn("dynamic_allocate_copy_mma", "fork_dynamic",
+        f"{DYNAMIC}dynamic_allocate_copy_mma_kernel",
+        lambda m: m.dynamic_allocate_copy_mma_kernel(), shapes=DYN_SHAPES, undefined=NO_CLEAR),
+    _fn("dynamic_zz_allocate_copy_mma", "fork_dynamic",
+        f"{DYNAMIC}dynamic_zz_allocate_copy_mma_kernel",
+        lambda m: m.dynamic_zz_allocate_copy_mma_kernel(), shapes=DYN_SHAPES,
+        undefined=NO_CLEAR),
+]
+
+
+def check_causal_attention(inp, obs, out):
+    """The GQA example with groups=1: core (r, c) holds batch r, head c; each 64-row
+    query tile attends causally to the key blocks up to its own (attention_tile), the
+    output rounded to bfloat16."""
+    q, k, v = (rnd(x, "bfloat16") for x in inp.arrays[:3])
+    nb, seq, nh, dim = q.shape
+    scale = (1.0 / dim) ** 0.5 * 1.44269504
+    want = np.zeros(q.shape, np.float32)
+    rows = np.arange(64)[:, None]
+    for b in range(nb):
+        for h in range(nh):
+            for bx in range(seq // 64):
+                def scores(kk, b=b, h=h, bx=bx):
+                    mask = np.where(bx * 64 + rows >= kk * 64 + rows.T, 0, -np.inf)
+                    return gemm(mask.astype(np.float32), q[b, bx * 64:bx * 64 + 64, h],
+                                k[b, kk * 64:kk * 64 + 64, h].T)
+                o, _, _ = references.attention_tile(
+                    scores, lambda kk, b=b, h=h: v[b, kk * 64:kk * 64 + 64, h], bx + 1, scale)
+                want[b, bx * 64:bx * 64 + 64, h] = rnd(o, "bfloat16")
+    np.testing.assert_array_equal(out["Output"], want)
+
+
+QKV = {n: (4, 128, 4, 64) for n in ("Q", "K", "V", "Output")}
+CASES += [
+    _fn("example_sunmmio_gemm_dev", "fork_example_gemm",
+        "examples/gemm/sunmmio_example_gemm.py::matmul_persistent",
+        lambda m: m.matmul_persistent(256, 256, 256, 32, 32, 32, 2),
+        shapes={"A": (256, 256), "B": (256, 256), "C": (256, 256)}, check=check_gemm),
+    _fn("example_gqa_fwd_bhsd", "fork_examples",
+        "examples/flash_attention/sunmmio_example_gqa_fwd_bhsd.py::flashattn",
+        lambda m: m.flashattn(4, 4, 128, 64), shapes=QKV, check=check_causal_attention),
+]
+
+
+def _cross_tiles(a, b, c0, step):
+    """The fork's cross_mesh_dim=0 GEMMs at 128^3, 32^3 tiles on 2x2: each core holds
+    32 rows of A, B and C; block (bx, by) runs on core bx and only by = 0 names a tile
+    inside the core's shard (the others read zeros and write nothing), and only its
+    first K tile is inside B's 32 rows. Core c's tile (0, c) of C is step(A_c's tile,
+    B_c's tiles); the rest of C is as the caller gave it."""
+    want = c0.copy()
+    for c in range(4):
+        rows = slice(32 * c, 32 * c + 32)
+        at = [references.tile(a[rows], (0, 32 * k), (32, 32)) for k in range(4)]
+        bt = [references.tile(b[rows], (32 * k, 32 * c), (32, 32)) for k in range(4)]
+        want[rows, 32 * c:32 * c + 32] = step(at, bt)
+    return want
+
+
+def _plain(at, bt):
+    acc = np.zeros((32, 32), np.float32)
+    for x, y in zip(at, bt):
+        acc = gemm(acc, x, y)
+    return acc
+
+
+def _aliased(at, bt):
+    """T.gemm(A, B, C); T.gemm(C, B, C); T.gemm(A, C, C): each reads its operands
+    before it writes C, in C's dtype."""
+    acc = np.zeros((32, 32), np.float32)
+    for x, y in zip(at, bt):
+        acc = gemm(acc, x, y)
+        acc = gemm(acc, acc, y)
+        acc = gemm(acc, x, acc)
+    return acc
+
+
+def cross_check(step):
+    def check(inp, obs, out):
+        np.testing.assert_array_equal(out["C"], _cross_tiles(*inp.arrays[:3], step))
+    return check
+
+
+def check_sliced_conflict(inp, obs, out):
+    """Block 0 (core 0): the T.gemms that write A_shared and B_shared (in float16, from
+    operands read first); C_shared accumulates from memory nothing wrote (not compared)."""
+    a, b = (rnd(x[0:32, 0:32], "float16") for x in inp.arrays[:2])
+    b2 = b.copy()
+    b2[0:16, 0:16] = gemm(b[0:16, 0:16], a[0:16, 0:16], b[0:16, 4:20], "float16")
+    a2 = a.copy()
+    a2[0:16, 0:16] = gemm(a[0:16, 0:16], a[0:16, 0:16], b2[0:16, 4:20], "float16")
+    np.testing.assert_array_equal(obs["A_shared"][0], a2)
+    np.testing.assert_array_equal(obs["B_shared"][0], b2)
+
+
+SRAM = "testing/python/transform/test_tilelang_transform_sunmmio_infer_sram_scope.py::"
+S128 = {"A": (128, 128), "B": (128, 128), "C": (128, 128)}
+CASES += [
+    _fn("pipeline_pass_matmul", "fork_pipeline_pass",
+        "testing/python/transform/test_tilelang_transform_sunmmio_pipeline.py::matmul",
+        lambda m: m.matmul(128, 128, 128, 32, 32, 32, 2), mesh=(2, 2), shapes=S128,
+        check=cross_check(_plain)),
+    _fn("sram_scope_matmul", "fork_sram_scope", f"{SRAM}matmul",
+        lambda m: m.matmul(128, 128, 128, 32, 32, 32), mesh=(2, 2), shapes=S128,
+        check=cross_check(_plain)),
+    _fn("sram_scope_auto_insert_copy_matmul", "fork_sram_scope",
+        f"{SRAM}auto_insert_copy_matmul",
+        lambda m: m.auto_insert_copy_matmul(128, 128, 128, 32, 32, 32), mesh=(2, 2),
+        shapes=S128, check=cross_check(_aliased)),
+    _fn("sram_scope_sliced_conflict_matmul", "fork_sram_scope",
+        f"{SRAM}sliced_conflict_matmul", lambda m: m.sliced_conflict_matmul(), mesh=(2, 2),
+        observe=["A_shared", "B_shared"], shapes=S128, check=check_sliced_conflict),
+]
+
+
+def check_datapath_copy(inp, obs, out):
+    """cross_mesh_dim=0 on 2x2: core c holds C's rows 32c..32c+31; block (bx, by) runs
+    on core bx + 2 by. Each K step copies the 64x64 tile at (64 by, 64 ko) of the shard
+    (zeros past its 32 rows) into the SRAMs and back to C (C is as it was), then two
+    sub-tiles of C_shared over A_shared and B_shared; observed after the last step."""
+    c = inp.arrays[0]
+    np.testing.assert_array_equal(out["C"], c)
+    for b in range(4):
+        t = references.tile(c[32 * b:32 * b + 32], (b // 2 * 64, 64), (64, 64))
+        a_t, b_t = t.copy(), t.copy()
+        a_t[24:40, 8:40] = t[8:24, 16:48]
+        b_t[40:64, 0:8] = t[8:32, 48:56]
+        np.testing.assert_array_equal(obs["D_shared"][b], t)
+        np.testing.assert_array_equal(obs["A_shared"][b], a_t)
+        np.testing.assert_array_equal(obs["B_shared"][b], b_t)
+
+
+def check_offset_region(inp, obs, out):
+    """Each core (x=1, y=0 on 4x4: a 128x128 shard) copies, for by, bx in 8x8, the 32x32
+    region its index expressions name from A through A_rsram to B; the part of a
+    region past the shard is neither read nor written."""
+    a, want = inp.arrays[0], inp.arrays[1].copy()
+    for core in range(16):
+        r, c = divmod(core, 4)
+        sa, sb = (x[128 * r:128 * r + 128, 128 * c:128 * c + 128] for x in (a, want))
+        for by in range(8):
+            for bx in range(8):
+                s, mod = bx + by, ((bx + by) * 3 + 1) // 2 % 7
+                lt, le = bx < by + 2, by <= bx + 1
+                row_cond = (lt and le) or (bx != by and not (lt and le))
+                col_cond = bx > by - 1 or by >= bx - 1
+                rd = (min(mod, 7) if bx == by else min(mod + 1, 7)) if row_cond \
+                    else max(bx - by, 0)
+                cd = (s * 5) % 11 if col_cond else min(by + 3, 7)
+                r0, c0 = by * 64 + 8 + rd, bx * 64 + 8 + cd
+                sb[r0:r0 + 32, c0:c0 + 32] = sa[r0:r0 + 32, c0:c0 + 32]
+    np.testing.assert_array_equal(out["B"], want)
+
+
+def check_summa_cyclic(inp, obs, out):
+    """The dev/codegen SUMMA: K tile k comes from column (row) k % 4 of the mesh; its
+    T.gemm(..., transpose_B=True) multiplies by the square B panel transposed:
+    C_ij = sum_k A_ik @ B_kj^T (32x32 blocks)."""
+    a, b = inp.arrays[:2]
+    blk = lambda x, i, j: x[32 * i:32 * i + 32, 32 * j:32 * j + 32]  # noqa: E731
+    want = np.block([[sum(blk(a, i, k) @ blk(b, k, j).T for k in range(4)) for j in range(4)]
+                     for i in range(4)])
+    np.testing.assert_array_equal(out["C"], want)
+
+
+def check_mma3(inp, obs, out):
+    """M = N = K = 16 on 4x4: 4x4 shards. The single persistent tile runs on every core
+    (decision 145); only the first 128x32 / 32x128 tiles meet the shard, so core c's C
+    is its A @ B in float16 (the other two T.gemms add zero products)."""
+    a, b = inp.arrays[:2]
+    want = np.zeros((16, 16), np.float32)
+    for core in range(16):
+        s = (slice(4 * (core // 4), 4 * (core // 4) + 4), slice(4 * (core % 4), 4 * (core % 4) + 4))
+        want[s] = gemm(np.zeros((4, 4), np.float32), a[s], b[s], "float16")
+    np.testing.assert_array_equal(out["C"], want)
+
+
+COPY_EXPR = "testing/python/target/test_sunmmio_codegen_allocate_copy_expr_opt_validate.py::"
+CASES += [
+    _fn("datapath_copy", "fork_datapath_copy",
+        "testing/python/ops/test_tilelang_ops_sunmmio_datapath.py::copy",
+        lambda m: m.copy(128, 64, 64, 64)["main"], mesh=(2, 2), shapes={"C": (128, 128)},
+        observe=["A_shared", "B_shared", "D_shared"], check=check_datapath_copy),
+    _fn("copy_expr_basic_allocate_copy_mma", "fork_copy_expr",
+        f"{COPY_EXPR}basic_allocate_copy_mma_kernel",
+        lambda m: m.basic_allocate_copy_mma_kernel(),
+        shapes={"A": (32, 32), "B": (32, 32), "C": (32, 32)}, undefined=NO_CLEAR),
+    _fn("copy_expr_allocate_dma_copy_plus", "fork_copy_expr",
+        f"{COPY_EXPR}allocate_dma_copy_kernel_plus",
+        lambda m: m.allocate_dma_copy_kernel_plus(),
+        shapes={"A": (512, 256), "C": (512, 512)}, undefined=NO_CLEAR),
+    _fn("copy_expr_offset_region_copy_plus", "fork_copy_expr",
+        f"{COPY_EXPR}offset_region_copy_kernel_plus",
+        lambda m: m.offset_region_copy_kernel_plus(),
+        shapes={"A": (512, 512), "B": (512, 512)}, check=check_offset_region),
+    _fn("matmul_persistent_opt_validate", "fork_matmul_opt_validate",
+        "testing/python/target/test_sunmmio_codegen_matmul_persistent_opt_validate.py::"
+        "matmul_persistent_kernel", lambda m: m.matmul_persistent_kernel(), shapes=S128,
+        check=check_gemm),
+    _fn("codegen_gemm_matmul_persistent", "fork_codegen_gemm",
+        "testing/python/target/test_sunmmio_codegen_gemm.py::matmul_persistent_kernel",
+        lambda m: m.matmul_persistent_kernel(), shapes=S128, check=check_gemm),
+    _fn("codegen_summa", "fork_codegen_summa",
+        "testing/python/target/test_sunmmio_codegen_summa_opt_validate.py::summa_matmul",
+        lambda m: m.summa_matmul(), shapes=S128, check=check_summa_cyclic),
+    _fn("compile_pipeline_summa", "fork_cp_summa",
+        "testing/python/compile_pipeline/test_summa.py::summa_matmul",
+        lambda m: m.summa_matmul(128, 128, 128, 32, 32, 32), shapes=S128,
+        undefined="both broadcasts are from core (0, 0): a core outside row 0 gets no A "
+                  "tile, one outside column 0 no B tile, and T.gemm reads them"),
+    _fn("compile_pipeline_mma_3times", "fork_cp_mma3",
+        "testing/python/compile_pipeline/test_mma_3times.py::kernel_mma_3times_single_thread",
+        lambda m: m.kernel_mma_3times_single_thread(),
+        shapes={"A": (16, 16), "B": (16, 16), "C": (16, 16)}, check=check_mma3),
+]
+
+
+LAYOUT_INF = "testing/python/transform/test_tilelang_transform_sunmmio_layout_inference.py::"
+
+
+def _idle_comm(name, op, grid, why):
+    return _fn(f"layout_inference_{name}", "fork_layout_inference", f"{LAYOUT_INF}{name}_kernel",
+               lambda m: m.__dict__[f"{name}_kernel"]()["main"],
+               refused=rf"T.comm.{op} \(comm op #0\) involves cores \[.*\], which run no "
+                       rf"block of the launch grid \({grid}\)",
+               why=why)
+
+
+FEW = ("T.Kernel(2, 2) on 16 cores: 4 programs, yet a comm op over cores that run no "
+       "block (on the chip the op never completes)")
+ONE = ("T.Kernel(1) on 16 cores: one program, yet a comm op over cores that run no block "
+       "(on the chip the op never completes)")
+CASES += [
+    _idle_comm("broadcast_zz", "broadcast", "2, 2", FEW),
+    _idle_comm("broadcast_zn", "broadcast", "1,", ONE),
+    _idle_comm("broadcast_from_global_to_rsram", "broadcast", "1,", ONE),
+    _idle_comm("put_zz", "put", "2, 2", FEW),
+    _idle_comm("allgather_zz", "all_gather", "2, 2", FEW),
+    _idle_comm("allgather_row_major", "all_gather", "1,", ONE),
+    _idle_comm("broadcast_mismatched_layouts", "broadcast", "1,", ONE),
+    _fn("layout_inference_matmul_persistent", "fork_layout_inference",
+        f"{LAYOUT_INF}matmul_persistent",
+        lambda m: m.matmul_persistent(128, 128, 128, 32, 32, 32, 2)["main"], shapes=S128,
+        check=check_gemm),
+]
+
+
+def check_row_broadcast(inp, obs, out):
+    """T.Kernel(4): row 0's cores; each gets core (0, 0)'s tile A[0:32, 0:32] and writes
+    it to its 32 columns of B's first rows; the rest of B is as it was."""
+    a, want = inp.arrays[0], inp.arrays[1].copy()
+    for bx in range(4):
+        want[0:32, 32 * bx:32 * bx + 32] = a[0:32, 0:32]
+    np.testing.assert_array_equal(out["B"], want)
+
+
+def _cs(name, **kw):
+    return _fn(f"comm_sync_{name}", "fork_comm_sync", f"{COMM_SYNC}{name}_kernel",
+               lambda m: getattr(m, f"{name}_kernel")(), **kw)
+
+
+COMM_SYNC = "testing/python/target/test_sunmmio_codegen_comm_sync_kernels_opt_validate.py::"
+GRID4 = ("T.Kernel(4) on 16 cores: row 0 runs, yet the comm op involves cores that run no "
+         "block (on the chip it never completes)")
+CASES += [
+    _cs("comm_broadcast", check=check_row_broadcast),
+    _cs("comm_put", refused=r"T.comm.put \(comm op #0\) involves cores \[\(1, 2\), "
+        r"\(2, 2\), \(2, 3\)\], which run no block of the launch grid \(4,\)", why=GRID4),
+    _cs("comm_all_gather", refused=r"T.comm.all_gather \(comm op #0\) involves cores "
+        r"\[\(1, 0\).*\], which run no block of the launch grid \(4,\)", why=GRID4),
+    _cs("sync_if_broadcast", refused=r"T.comm.broadcast \(comm op #0\) is under `if .*bx == "
+        r"0`, which holds on some cores of its group",
+        why="a row broadcast under `if bx == 0`: the row's other cores never take part (on "
+            "the chip the op never completes)"),
+    _cs("sync_loop_broadcast", undefined="the first broadcast sends C_shared, which nothing "
+        "writes first"),
+]
+
+
+CASES += [
+    _fn("flash_attention_gqa_fwd_bhsd_opt_validate", "fork_gqa",
+        "testing/python/target/test_sunmmio_codegen_flash_attention_gqa_fwd_bhsd_opt_validate.py"
+        "::flashattn_gqa_fwd_bhsd", lambda m: m.flashattn_gqa_fwd_bhsd(4, 4, 128, 64),
+        shapes=QKV, check=check_causal_attention),
+]
+
 # -- the runner --------------------------------------------------------------------------------
 def run_case(case: Case, seed: int = 0) -> None:
     tm.enable(mesh=case.mesh, compat=case.compat)
     try:
         mod = load(case.module)
         if case.refused is not None:
+            # refused when it compiles, or at the call (a replicated output whose
+            # copies the cores write differently)
             with pytest.raises(ValueError, match=case.refused):
                 func = case.build(mod)
                 if case.observe:
                     func = observe(func, case.observe)
-                compile_mesh_kernel(func, compile_flags=FLAGS)
+                kernel = compile_mesh_kernel(func, compile_flags=FLAGS)
+                kernel(*make_inputs(func, case.shapes, np.random.default_rng(seed)).tensors)
             return
         func = case.build(mod)
         if case.observe:

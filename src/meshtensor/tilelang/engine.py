@@ -20,6 +20,7 @@ from .c_header import header_flags
 from .ir.comm_op import find_comm_ops
 from .ir.launch import Launch
 from .ir.memory import Memory
+from .ir.mesh_param import bind_symbols
 from .ir.scope import find_calls
 from .logs import quiet_tilelang
 from .pass_config import DEFAULT, MeshPassConfig
@@ -27,7 +28,7 @@ from .transform.lower_comm import WORKSPACE_ATTR, lower_mesh_comm
 from .transform.narrow_float import FORMATS, legalize_narrow_floats, narrow_dtypes
 from .transform.select_min_max import select_min_max
 from .transform.shared_scope import one_dynamic_shared
-from .transform.tilelang_mesh import prepare_tilelang_mesh
+from .transform.tilelang_mesh import SIZE_PARAMS, prepare_tilelang_mesh
 from .transform.protect_indices import protect_folded_indices
 from .transform.race_check import HEADER, RaceShadow, add_shadow_param
 from .transform.spmdize import SPMDIZED_ATTR
@@ -102,12 +103,16 @@ class MeshKernel:
             raise ValueError(f"MeshKernel: the kernel takes {n} positional arguments (global "
                              f"tensors for its T.MeshTensor parameters), got {len(args)}"
                              f"{' and keywords ' + str(sorted(kwargs)) if kwargs else ''}")
+        # symbolic sizes (T.dynamic) are read from the global tensors: the records for
+        # this call's sizes, and the values the kernel takes after its own arguments
+        tensors, sizes = bind_symbols(self.mesh_tensors, args,
+                                      self.lowered.attrs.get(SIZE_PARAMS, ()))
         stacks = {}
-        for i, p, _ in self.mesh_tensors:
+        for i, p, _ in tensors:
             p.check(args[i], i)
             stacks[i] = p.scatter(args[i])
-        out = self._run(*[stacks.get(i, a) for i, a in enumerate(args)])
-        for i, p, written in self.mesh_tensors:
+        out = self._run(*[stacks.get(i, a) for i, a in enumerate(args)], *sizes)
+        for i, p, written in tensors:
             if written:
                 p.gather(stacks[i], args[i])
         return out

@@ -120,7 +120,8 @@ def make_inputs(func: tirx.PrimFunc, global_shapes: dict, rng: np.random.Generat
     for p in func.params:
         buf = func.buffer_map[p]
         name = str(buf.name)
-        shape = tuple(global_shapes.get(name, [int(s) for s in buf.shape]))
+        shape = tuple(global_shapes[name] if name in global_shapes
+                      else [int(s) for s in buf.shape])
         dt = torch_dtype(str(buf.dtype))
         if name.startswith("OBS_"):
             t = torch.zeros(shape, dtype=dt)
@@ -128,7 +129,9 @@ def make_inputs(func: tirx.PrimFunc, global_shapes: dict, rng: np.random.Generat
             arrays.append(None)
         else:
             a = rng.integers(lo, hi, shape).astype(np.float32)
-            t = torch.from_numpy(a).to(dt)
+            # a copy: a float32 tensor from_numpy would share a's memory, and the
+            # reference would read what the kernel wrote
+            t = torch.from_numpy(a.copy()).to(dt)
             arrays.append(a)
         tensors.append(t)
     return Inputs(arrays, tensors, obs)

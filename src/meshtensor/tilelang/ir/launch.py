@@ -33,7 +33,8 @@ from tvm import arith, ir, tirx
 from ...mesh import Mesh
 from .expr import static_int
 
-__all__ = ["Launch", "row_major", "unravel", "BLOCK_TAGS", "upstream_launch", "launch_grid"]
+__all__ = ["Launch", "row_major", "unravel", "BLOCK_TAGS", "upstream_launch",
+           "upstream_launch_guard", "launch_grid"]
 
 BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 
@@ -186,16 +187,14 @@ class Launch:
         return any(var.same_as(v) for v in self.vars)
 
 
-def upstream_launch(func: tirx.PrimFunc, mesh: Mesh, where: str, has_comm: bool = False
-                    ) -> tirx.PrimFunc:
+def upstream_launch(func: tirx.PrimFunc, mesh: Mesh, where: str) -> tirx.PrimFunc:
     """A SUNMMIO kernel's launch as one program per core (a 1-D launch of
     ``mesh.size``), binding its block indices as the upstream does: block ``b = bx + gx
     * (by + gy * bz)`` runs on core ``b``; with more blocks than cores, core ``c`` runs
     blocks ``c, c + n, ...`` in a loop (a guard skips the last wave's missing blocks);
-    with fewer, the cores past the grid run nothing. ``has_comm``: the kernel holds comm
-    ops, which every core must reach equally often, so a grid that leaves some cores
-    with fewer blocks is a ``ValueError`` (the chip cannot run it either). A kernel
-    already launched as one program per core comes back unchanged.
+    with fewer, the cores past the grid run nothing (:func:`upstream_launch_guard` also
+    returns the condition under which a core runs a block, which its comm ops must
+    respect). A kernel already launched as one program per core comes back unchanged.
 
     >>> import tilelang
     >>> import tilelang.language as T
@@ -208,55 +207,76 @@ def upstream_launch(func: tirx.PrimFunc, mesh: Mesh, where: str, has_comm: bool 
     >>> [str(lp.extent) for lp in _block_loops(f)]
     ['8']
     """
+    return upstream_launch_guard(func, mesh, where)[0]
+
+
+def upstream_launch_guard(func: tirx.PrimFunc, mesh: Mesh, where: str
+                          ) -> tuple[tirx.PrimFunc, tirx.PrimExpr | None]:
+    """:func:`upstream_launch`, and the condition under which a core runs a block
+    (``None`` when every core runs one in every wave): cores past the grid, or past
+    the last wave's blocks, run nothing there, and a comm op they would take part in
+    cannot run (the chip's cores run only their own blocks).
+
+    >>> import tilelang
+    >>> import tilelang.language as T
+    >>> from meshtensor import Mesh
+    >>> @T.prim_func
+    ... def k():
+    ...     with T.Kernel(3, threads=1) as bx:
+    ...         T.evaluate(bx)
+    >>> str(upstream_launch_guard(k, Mesh({"row": 2, "col": 2}), "example")[1])
+    'cid < 3'
+    """
     loops = _block_loops(func)
     if not loops:
-        return func
+        return func, None
     tags = [lp.thread_binding.thread_tag for lp in loops]
     if len(set(tags)) != len(tags):
         raise ValueError(f"{where}: the kernel launches blocks more than once ({tags}); a "
                          f"mesh kernel is one T.Kernel")
-    extents = [static_int(lp.extent) for lp in loops]
-    if None in extents:
-        raise ValueError(f"{where}: the launch grid {[str(lp.extent) for lp in loops]} is "
-                         f"symbolic; SUNMMIO's chip runs T.Kernel() (one program per core) "
-                         f"or a grid of a known number of blocks")
+    static = [static_int(lp.extent) for lp in loops]
+    symbolic = None in static
+    # a symbolic grid (a size the kernel reads from its tensors) runs as a loop of
+    # ceil(blocks / cores) waves on every core, each block under the guard
+    extents: list = [lp.extent if s is None else s for lp, s in zip(loops, static)]
     n = mesh.size
     order = sorted(range(len(loops)), key=lambda i: tags[i])
     grid = [extents[i] for i in order]
-    total = int(np.prod(grid, dtype=np.int64))
-    if len(loops) == 1 and total == n:
-        return func
-    if has_comm and total % n:
-        raise ValueError(f"{where}: the launch grid {tuple(grid)} has {total} blocks for the "
-                         f"{n} cores of the mesh {mesh.as_dict}, so cores run different "
-                         f"numbers of blocks and its comm ops, which every core must reach "
-                         f"equally often, cannot run (on the chip either); launch T.Kernel() "
-                         f"(one program per core) or a multiple of {n} blocks")
+    if symbolic:
+        total: Any = grid[0]
+        for g in grid[1:]:
+            total = total * g
+    else:
+        total = int(np.prod(grid, dtype=np.int64))
+        if len(loops) == 1 and total == n:
+            return func, None
     outer = loops[order[0]] if tags[order[0]] == "blockIdx.x" else loops[0]
     first = loops[0]  # the outermost block loop: the nest is replaced from here
     inner = loops[-1].body
     cid = tirx.Var("cid", "int32")
-    waves = -(-total // n)
+    waves: Any = tirx.floordiv(total + (n - 1), n) if symbolic else -(-total // n)
     w = tirx.Var("w", "int32")
-    b: Any = cid if waves == 1 else w * n + cid
+    b: Any = w * n + cid if symbolic or waves > 1 else cid
     binds = []
     rest: Any = b
     for i, lp in zip(order, (loops[i] for i in order)):
         size = extents[i]
-        if size == total:
+        if len(loops) == 1 or not symbolic and size == total:
             value = rest
         else:
             value = tirx.floormod(rest, size)
         binds.append(tirx.Bind(lp.loop_var, value if value.dtype == lp.loop_var.dtype
                                else tirx.Cast(lp.loop_var.dtype, value)))
         rest = tirx.floordiv(rest, size)
+    guard = b < total if symbolic or total % n or total < n else None
+
     def wrap(body: Any) -> Any:
         body = tirx.SeqStmt(binds + [body])
-        if total % n or total < n:
-            body = tirx.IfThenElse(b < total, body, None)
-        if waves > 1:
-            body = tirx.For(w, tirx.IntImm("int32", 0), tirx.IntImm("int32", waves),
-                            tirx.ForKind.SERIAL, body)
+        if guard is not None:
+            body = tirx.IfThenElse(guard, body, None)
+        if symbolic or waves > 1:
+            ext = waves if symbolic else tirx.IntImm("int32", waves)
+            body = tirx.For(w, tirx.IntImm("int32", 0), ext, tirx.ForKind.SERIAL, body)
         return body
 
     # the block indices are bound inside TileLang's root block, where the kernel's code
@@ -285,7 +305,7 @@ def upstream_launch(func: tirx.PrimFunc, mesh: Mesh, where: str, has_comm: bool 
         return new_loop if node.same_as(first) else None
 
     out = tirx.stmt_functor.ir_transform(func.body, None, post, ["tirx.For"])
-    return tirx.PrimFunc(func.params, out, func.ret_type, func.buffer_map, func.attrs)
+    return tirx.PrimFunc(func.params, out, func.ret_type, func.buffer_map, func.attrs), guard
 
 
 def launch_grid(func: tirx.PrimFunc | tirx.Stmt) -> list[int | None]:

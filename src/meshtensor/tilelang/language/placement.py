@@ -30,6 +30,7 @@ import numpy as np
 
 from ...mesh import Mesh, _is_int
 from ...sharding import Sharding
+from ..ir.mesh_param import SPLITS, balanced_bounds, split_sharding
 
 __all__ = ["Placement", "Shard", "Replicate", "S", "R", "MeshReplicationType",
            "MeshShardingPolicy", "PlacementSpec", "replicated", "full_replicated",
@@ -37,21 +38,6 @@ __all__ = ["Placement", "Shard", "Replicate", "S", "R", "MeshReplicationType",
            "balanced_bounds", "SPLITS", "namespace"]
 
 AXES = ("row", "col")
-#: how uneven sizes split: the upstream's balanced rule, or the older fork's ceil blocks
-SPLITS = ("balanced", "ceil")
-
-
-def balanced_bounds(n: int, k: int) -> np.ndarray:
-    """The ``k + 1`` boundaries of the balanced split of ``n`` into ``k`` parts: the
-    first ``n % k`` parts get ``n // k + 1`` elements, the others ``n // k``.
-
-    >>> balanced_bounds(10, 4).tolist()
-    [0, 3, 6, 8, 10]
-    """
-    base, rem = divmod(int(n), int(k))
-    counts = np.full(k, base, dtype=np.int64)
-    counts[:rem] += 1
-    return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -130,43 +116,23 @@ class Placement:
             split[self.col].append(AXES[1])
         return split
 
-    def local_shape(self, mesh: Mesh, shape: Sequence[int]) -> tuple[int, ...]:
+    def local_shape(self, mesh: Mesh, shape: Sequence[Any]) -> tuple[Any, ...]:
         """Each core's slot (the shape its buffer has): every split dim ceil-divided by
-        the number of its parts (the same under both split rules)."""
+        the number of its parts (the same under both split rules); a symbolic size
+        gives a TIR expression."""
         out = list(shape)
         for d, axes in enumerate(self.split_axes(len(shape))):
             k = int(np.prod([mesh.shape[AXES.index(a)] for a in axes], dtype=np.int64))
-            out[d] = -(-int(shape[d]) // k) if axes else int(shape[d])
+            n = int(shape[d]) if _is_int(shape[d]) else shape[d]
+            out[d] = _ceildiv(n, k) if axes else n
         return tuple(out)
 
     def sharding(self, mesh: Mesh, shape: Sequence[int], split: str = "balanced"
                  ) -> Sharding:
         """The :class:`Sharding` of a tensor of ``shape`` on ``mesh`` (axes ``row``,
         ``col``) under split rule ``split`` (:data:`SPLITS`)."""
-        if split not in SPLITS:
-            raise ValueError(f"placement: split must be one of {list(SPLITS)}, got {split!r}")
-        rank = len(shape)
-        self.check(rank)
-        axes = self.split_axes(rank)
-        if split == "ceil" or all(not a for a in axes):
-            return Sharding(mesh, axes)   # the ceil rule (and x == y as one line)
-        offsets: list[int] = []
-        nrows, ncols = mesh.shape
-        for d, names in enumerate(axes):
-            if not names:
-                continue
-            n = int(shape[d])
-            if len(names) == 1:
-                bounds = balanced_bounds(n, mesh.shape[AXES.index(names[0])])
-            elif self.line:
-                bounds = balanced_bounds(n, nrows * ncols)
-            else:  # rows first, then each row's part over the columns
-                rows = balanced_bounds(n, nrows)
-                parts = [rows[r] + balanced_bounds(int(rows[r + 1] - rows[r]), ncols)[:-1]
-                         for r in range(nrows)]
-                bounds = np.concatenate(parts + [[n]])
-            offsets.extend(int(b) for b in bounds)
-        return Sharding(mesh, axes, sharded_dims_offsets=offsets)
+        self.check(len(shape))
+        return split_sharding(mesh, shape, self.split_axes(len(shape)), self.line, split)
 
     def local_extent(self, mesh: Mesh, shape: Sequence[Any], core: Any,
                      split: str = "balanced") -> tuple[Any, ...]:

@@ -51,6 +51,7 @@ from tilelang.language.utils import region as _tl_region
 from tvm import arith, tirx
 
 from ...mesh import Mesh, _is_int
+from ...sharding import Sharding
 from ...reduction import REDUCTIONS, kinds
 from ..ir.comm_op import encode
 from ..ir.expr import static_int
@@ -231,9 +232,19 @@ class MeshTensorType:
         return self.rank_spec.rank_shape(self.global_shape, self.world)
 
     def param(self, name: str) -> MeshParam:
+        axes = self.placement.split_axes(len(self.global_shape))
+        if any(isinstance(d, tirx.Var) for d in self.global_shape):
+            # placed when the kernel runs (MeshParam.bind, from the caller's tensors)
+            return MeshParam(name, tuple(d.name if isinstance(d, tirx.Var) else int(d)
+                                         for d in self.global_shape),
+                             Sharding(self.mesh, axes), self.dtype, self.layout, self.policy,
+                             tuple(static_int(d) if static_int(d) is not None else str(d)
+                                   for d in self.local_shape), self.rank_placement,
+                             split=self.split, line=self.placement.line)
         sharding = self.placement.sharding(self.mesh, self.global_shape, self.split)
         return MeshParam(name, self.global_shape, sharding, self.dtype, self.layout,
-                         self.policy, self.local_shape, self.rank_placement)
+                         self.policy, self.local_shape, self.rank_placement,
+                         split=self.split, line=self.placement.line)
 
     def get_local_extent(self, cid: Any = None, rank_id: Any = None) -> tuple[Any, ...]:
         """The valid extent on linear core ``cid`` (the running core when ``None``):
@@ -340,13 +351,7 @@ def MeshTensor(shape: Any, placement: Any = None, device_mesh_config: Any = None
         raise TypeError(f"T.MeshTensor: sharding_policy must be a T.MeshShardingPolicy or "
                         f"a T.placement value, got {type(placement).__name__}")
     dims = shape if isinstance(shape, (tuple, list)) else (shape,)
-    static = tuple(static_int(n) for n in dims)
-    if None in static or any(n < 0 for n in static):  # type: ignore[operator]
-        raise ValueError(f"T.MeshTensor: shape {tuple(str(n) for n in dims)} must be "
-                         f"non-negative ints; symbolic T.MeshTensor shapes are not "
-                         f"supported by the emulator (the chip splits a symbolic tensor "
-                         f"when it runs; here the caller's tensor is split on the host): "
-                         f"build the kernel for the size you call it with")
+    static = tuple(_mesh_dim(n, dims) for n in dims)
     if isinstance(placement, MeshShardingPolicy):
         placement.check(len(static))
     place, text = as_placement(placement)
@@ -362,6 +367,21 @@ def MeshTensor(shape: Any, placement: Any = None, device_mesh_config: Any = None
                           None if layout is None else str(layout),
                           None if rank_placement is None else repr(rank_placement), _split(),
                           rank_placement, _dist.current_world())
+
+
+def _mesh_dim(n: Any, dims: Sequence[Any]) -> int | tirx.Var:
+    """A dim of a ``T.MeshTensor``: a non-negative int, or a symbolic size (a
+    ``T.dynamic`` variable) the kernel binds from the caller's tensor when it runs."""
+    s = static_int(n)
+    if s is not None and not isinstance(n, bool) and s >= 0:
+        return s
+    if isinstance(n, tirx.Var) and str(n.dtype).startswith("int"):
+        return n
+    raise ValueError(f"T.MeshTensor: shape {tuple(str(d) for d in dims)}: dim {n} must be a "
+                     f"non-negative int or a symbolic size itself (T.dynamic('m')), which "
+                     f"the kernel reads from the caller's tensor; an expression of sizes "
+                     f"({n}) cannot be read back from a tensor's shape: name the size it "
+                     f"is and pass that")
 
 
 def _building_params() -> dict:
@@ -1161,7 +1181,41 @@ def enable(mesh: Any = (4, 4), compat: str | None = None) -> Mesh:
     import tilelang.layout as layout
     _install(driver, {"get_sunmmio_device_mesh_config": get_sunmmio_device_mesh_config})
     _install(layout, dict(LAYOUT_MAKERS, make_tileview=make_tileview))
+    _install_modules()
     return m
+
+
+#: the fork's modules a kernel file imports names from, and what each holds here
+FORK_MODULES = {
+    "tilelang.language.mesh_tensor": ("MeshTensor", "MeshShardingPolicy",
+                                      "MeshReplicationType", "get_local_extent",
+                                      "get_rank_extent"),
+    "tilelang.layout.sunmmio_layouts": tuple(LAYOUT_MAKERS) + ("make_tileview",),
+}
+
+
+def _install_modules() -> None:
+    """The fork's modules where TileLang has none of that name, so a kernel file's
+    ``from tilelang.language.mesh_tensor import MeshShardingPolicy`` parses unchanged."""
+    import importlib.util
+    import sys
+    import types
+
+    names = dict(_ours(), **LAYOUT_MAKERS, make_tileview=make_tileview)
+    for mod_name, held in FORK_MODULES.items():
+        if mod_name in sys.modules:
+            continue
+        try:
+            if importlib.util.find_spec(mod_name) is not None:
+                continue  # TileLang's own module of that name wins
+        except ModuleNotFoundError:
+            pass
+        mod = types.ModuleType(mod_name, f"SUNMMIO's {mod_name}, as meshtensor emulates it")
+        for n in held:
+            setattr(mod, n, names[n])
+        sys.modules[mod_name] = mod
+        parent, _, leaf = mod_name.rpartition(".")
+        setattr(sys.modules[parent], leaf, mod)
 
 
 def _install_hook() -> None:

@@ -46,7 +46,7 @@ import tvm
 from tvm import ir, tirx
 
 __all__ = ["FORMATS", "NarrowFloat", "narrow_dtypes", "legalize_narrow_floats",
-           "LegalizeNarrowFloats", "UNSUPPORTED_NARROW"]
+           "LegalizeNarrowFloats", "UNSUPPORTED_NARROW", "f32_const", "exact_float_constants"]
 
 WHERE = "LegalizeNarrowFloats"
 
@@ -164,6 +164,26 @@ def f32_const(value: float, lanes: int = 1) -> tirx.PrimExpr:
     else:
         out = tirx.const(float(v32), "float32")
     return out if lanes == 1 else tirx.Broadcast(out, lanes)
+
+
+def exact_float_constants(stmt: tirx.Stmt) -> tirx.Stmt:
+    """``stmt`` with every ``float32`` constant written so that the C code reads back
+    the float the kernel names (:func:`f32_const`): ``x * 0.18033688`` (a softmax
+    scale) reached C as ``x * 1.803369e-01f``, another float, and the kernel computed
+    with a constant one unit in the last place away from its own.
+
+    >>> import tilelang
+    >>> x = tirx.Var("x", "float32")
+    >>> str(exact_float_constants(tirx.Evaluate(x * tirx.const(2.0 ** -16, "float32"))).value)
+    'x * T.reinterpret("float32", T.uint32(931135488))'
+    """
+    def post(n: Any) -> Any:
+        if isinstance(n, tirx.FloatImm) and str(n.dtype) == "float32":
+            out = f32_const(float(n.value))
+            return None if isinstance(out, tirx.FloatImm) else out
+        return None
+
+    return tirx.stmt_functor.ir_transform(stmt, None, post, ["ir.FloatImm"])
 
 
 # -- the conversions, as TIR expressions ------------------------------------------------
@@ -307,7 +327,12 @@ def narrow_dtypes(func: tirx.PrimFunc) -> set[str]:
 def _half_cast(n: Any) -> bool:
     """A conversion to or from ``float16``: TileLang's C vector type has no constructor
     from a vector of another element type (``vec_type<half, 4>(float4)`` does not
-    compile), so such a loop stays scalar."""
+    compile), so such a loop stays scalar. A non-finite ``float16`` constant counts:
+    TVM prints it as a ``float`` expression (``INFINITY * (half)-1``)."""
+    if isinstance(n, tirx.FloatImm) and _scalar(n.dtype) == "float16":
+        return not np.isfinite(n.value)
+    if isinstance(n, tirx.Call) and getattr(n.op, "name", None) == "tl.infinity":
+        return _scalar(n.dtype) == "float16"
     return isinstance(n, tirx.Cast) and "float16" in (_scalar(n.dtype), _scalar(n.value.dtype)) \
         and _scalar(n.dtype) != _scalar(n.value.dtype)
 

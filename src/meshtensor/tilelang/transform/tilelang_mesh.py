@@ -36,14 +36,18 @@ from ...mesh import Mesh
 from ..ir.comm_op import DISPLAY, CommOp, encode, find_comm_ops, is_comm_call
 from ..ir.evaluate import iteration_space, region_box
 from ..ir.expr import static_int
-from ..ir.launch import Launch, upstream_launch
+from ..ir.launch import Launch, launch_grid, upstream_launch_guard
 from ..ir.mesh_param import MeshParam, mesh_params
 from ..ir.scope import find_calls, region_of
+from .narrow_float import exact_float_constants
 
 __all__ = ["PrepareTilelangMesh", "prepare_tilelang_mesh", "PreparedKernel",
-           "is_tilelang_mesh_kernel"]
+           "is_tilelang_mesh_kernel", "SIZE_PARAMS"]
 
 WHERE = "PrepareTilelangMesh"
+#: the function attribute naming the symbolic sizes the kernel takes as scalar
+#: parameters after its own (see :func:`_size_params`)
+SIZE_PARAMS = "meshtensor.size_params"
 # operands (by position) that stock TileLang's CPU lowering wants in local memory
 _LOCAL_OPERANDS = {"tl.tileop.fill": (0,), "tl.tileop.gemm": (2,),
                    "tl.tileop.reduce": (0, 1)}
@@ -318,6 +322,12 @@ class _Guards:
         """``stmt`` under ``cond``, with each comm op in it run by every core."""
         if stmt is None:
             return []
+        if isinstance(stmt, tirx.Bind) and not _reads_memory(stmt.value):
+            # a name for a value (the launch's block indices): the statements after it
+            # use it, under the condition or hoisted out of it
+            if self.core_dependent(stmt.value):
+                self.core_vars.add(stmt.var)
+            return [stmt]
         if not _contains_tm(stmt):
             return [tirx.IfThenElse(cond, stmt, None)]
         if isinstance(stmt, tirx.SeqStmt):
@@ -364,7 +374,29 @@ class _Guards:
         return [save, stmt, restore]
 
 
-def _uniform_conditions(func: tirx.PrimFunc, launch: Launch) -> tirx.PrimFunc:
+@dataclass(frozen=True)
+class _Idle:
+    """The launch's guard: the condition under which a core runs a block (cores past a
+    grid smaller than the mesh, or past the last wave's blocks, run none), and the
+    grid, for the message."""
+
+    cond: Any
+    grid: tuple
+    cores: int
+
+    def why(self, o: CommOp, off: list, mesh: Mesh) -> str:
+        total = int(np.prod(self.grid))
+        return (f"{WHERE}: {o.name} involves cores {[mesh.multi_index(c) for c in off]}, "
+                f"which run no block of the launch grid {self.grid} there ({total} "
+                f"block{'s' if total != 1 else ''} "
+                f"on {self.cores} cores: core c runs blocks c, c + {self.cores}, ...); a "
+                f"core takes part only in its own blocks' comm ops, on the chip too, so the "
+                f"op cannot complete: launch T.Kernel() (one program per core), or a grid "
+                f"whose blocks cover every core of each group the op involves")
+
+
+def _uniform_conditions(func: tirx.PrimFunc, launch: Launch, idle: _Idle | None
+                        ) -> tirx.PrimFunc:
     ops = [o for o in find_comm_ops(func)]
     if not any(o.scope for o in ops):
         return func
@@ -378,7 +410,7 @@ def _uniform_conditions(func: tirx.PrimFunc, launch: Launch) -> tirx.PrimFunc:
     for o in find_comm_ops(out):
         cond = next((c for call, c in g.guards.items() if call.same_as(o.call)), None)
         if cond is not None:
-            _check_guard(o, cond, launch)
+            _check_guard(o, cond, launch, idle)
     return out
 
 
@@ -415,13 +447,15 @@ def _groups(o: CommOp, mesh: Mesh, space: Any) -> list:
     return out
 
 
-def _check_guard(o: CommOp, cond: Any, launch: Launch) -> None:
+def _check_guard(o: CommOp, cond: Any, launch: Launch, idle: _Idle | None = None) -> None:
     """The chip's rule for a comm op under a condition: every core of each group the op
     involves where the condition holds also meets it; and the cores that skip it name
     only transfers the others name (the emulator runs the op on every core)."""
     mesh = launch.mesh
     space = iteration_space(o, launch, o.name)
     active = np.asarray(space.value(cond)).astype(bool)
+    running = (np.broadcast_to(np.asarray(space.value(idle.cond)).astype(bool), active.shape)
+               if idle is not None else np.ones_like(active))
     loops = [it.loop_var for it in o.scope if isinstance(it, tirx.For)
              and not launch.is_launch_var(it.loop_var)]
     keys = (np.stack([np.broadcast_to(space.env[v], (space.size,)) for v in loops], axis=1)
@@ -435,6 +469,9 @@ def _check_guard(o: CommOp, cond: Any, launch: Launch) -> None:
         named = {groups[p] for p in pts if active[p]}
         for grp in named:
             off = sorted(grp - on)
+            asleep = sorted({int(space.core[p]) for p in pts if not running[p]} & set(off))
+            if asleep:
+                raise ValueError(idle.why(o, asleep, mesh))
             if off:
                 raise ValueError(
                     f"{WHERE}: {o.name} is under `if {cond}`, which holds on some cores of "
@@ -505,13 +542,65 @@ def _stack_params(func: tirx.PrimFunc, stmt: tirx.Stmt, params: dict[int, MeshPa
     return out, new_params, new_map, flags
 
 
+# -- 2b. T.gemm's operands as SUNMMIO's MMA reads them ---------------------------------------
+def _gemm_operands(stmt: tirx.Stmt) -> tirx.Stmt:
+    """SUNMMIO's MMA reads its ``A`` and ``B`` operands (from their SRAMs) before it
+    writes ``C``, and multiplies in the accumulator's dtype: an operand in ``C``'s
+    buffer (``T.gemm(C_s, B_s, C_s)``: the fork's scope inference stages it through a
+    copy) is read from a copy made just before the op, and an operand whose dtype is
+    not the other's (``float32`` ``A``, ``float16`` ``B``) is converted to the
+    accumulator's dtype first (exactly: each value of the narrower dtype is one of the
+    wider). Stock TileLang reads an aliased operand while it writes and refuses mixed
+    dtypes."""
+    new_bufs: list = []
+
+    def stage(reg: Any, dtype: str, name: str) -> tuple:
+        ext = [static_int(e) for e in reg.extents]
+        if None in ext:
+            raise ValueError(f"{WHERE}: T.gemm operand {reg.buffer.name!r} has a symbolic "
+                             f"region {list(map(str, reg.extents))}; a staged operand needs "
+                             f"a static one")
+        buf = tirx.decl_buffer(ext, dtype, f"{reg.buffer.name}_{name}{len(new_bufs)}",
+                               scope="local")
+        new_bufs.append(buf)
+        ranges = [ir.Range.from_min_extent(st, e) for st, e in zip(reg.starts, ext)]
+        copy = tirx.Evaluate(T.copy(tirx.BufferRegion(reg.buffer, ranges), buf))
+        return copy, _tl_region(tirx.BufferLoad(buf, [tirx.IntImm("int32", 0)] * len(ext)),
+                                "r", *ext)
+
+    def post(n: Any) -> Any:
+        if not (isinstance(n, tirx.Evaluate) and isinstance(n.value, tirx.Call)
+                and getattr(n.value.op, "name", None) == "tl.tileop.gemm"):
+            return None
+        call = n.value
+        a, b, c = (region_of(call.args[i]) for i in range(3))
+        mixed = str(a.buffer.dtype) != str(b.buffer.dtype)
+        acc = str(c.buffer.dtype)
+        args, pre = list(call.args), []
+        for i, reg in ((0, a), (1, b)):
+            alias = reg.buffer.data.same_as(c.buffer.data)
+            convert = mixed and str(reg.buffer.dtype) != acc
+            if alias or convert:
+                copy, args[i] = stage(reg, acc if convert else str(reg.buffer.dtype),
+                                      "acc" if convert else "read")
+                pre.append(copy)
+        if not pre:
+            return None
+        return tirx.SeqStmt(pre + [tirx.Evaluate(tirx.Call(call.dtype, call.op, args,
+                                                           call.annotations))])
+
+    out = tirx.stmt_functor.ir_transform(stmt, None, post, ["tirx.Evaluate"])
+    return _add_allocs(out, new_bufs) if new_bufs else out
+
+
 # -- 3. on-chip buffers in scopes the C backend takes ------------------------------------------
 def _core_private(stmt: tirx.Stmt) -> tirx.Stmt:
     local: set = set()
     for f in find_calls(stmt, lambda c: getattr(c.op, "name", None) in _LOCAL_OPERANDS):
         for pos in _LOCAL_OPERANDS[f.call.op.name]:
             buf = region_of(f.call.args[pos]).buffer
-            if buf.scope().startswith("shared"):
+            if buf.scope().startswith("shared") or buf.scope() in ("local.fragment",
+                                                                    "local.var"):
                 local.add(buf.data)
     allocs: list = []
 
@@ -528,6 +617,77 @@ def _core_private(stmt: tirx.Stmt) -> tirx.Stmt:
             bmap[b.data] = tirx.decl_buffer(b.shape, str(b.dtype), str(b.name), scope=want,
                                             strides=b.strides or None)
     return _rebuffer(stmt, bmap, {})
+
+
+def _zeroed(stmt: tirx.Stmt) -> tirx.Stmt:
+    """Every buffer the kernel allocates starts zeroed on every core, before its first
+    block. The chip's memory holds whatever it held: a kernel that reads memory
+    nothing wrote (an accumulator never cleared) has no defined result there; here it
+    runs, and gives the same values on every core and every run (so the copies of a
+    replicated output agree, as they would for any one memory state)."""
+    done: list = []
+
+    def zero(buf: tirx.Buffer) -> tirx.Stmt:
+        idx = [tirx.Var(f"z{d}", "int32") for d in range(len(buf.shape))]
+        body: Any = tirx.BufferStore(buf, tirx.const(0, str(buf.dtype)), idx)
+        for v, n in reversed(list(zip(idx, buf.shape))):
+            body = tirx.For(v, tirx.IntImm("int32", 0), n, tirx.ForKind.SERIAL, body)
+        return body
+
+    def post(n: Any) -> Any:
+        if done or n.name_hint != "tilelang_root" or not n.alloc_buffers:
+            return None
+        done.append(n)
+        body = tirx.SeqStmt([zero(b) for b in n.alloc_buffers] + [n.body])
+        return tirx.SBlock(n.iter_vars, n.reads, n.writes, n.name_hint, body, n.init,
+                           n.alloc_buffers, n.match_buffers, n.annotations)
+
+    return tirx.stmt_functor.ir_transform(stmt, None, post, ["tirx.SBlock"])
+
+
+def _size_params(func: tirx.PrimFunc, params: dict[int, MeshParam], new_map: dict
+                 ) -> list:
+    """The symbolic sizes of ``T.MeshTensor`` shapes that no parameter has as a dim of
+    its own (a split dim is ``(m + 3) // 4`` in the per-core stack, which TileLang
+    cannot read ``m`` back from): scalar parameters after the kernel's own, sorted by
+    name, which ``MeshKernel`` fills from the caller's tensors. A size that is a dim
+    TileLang reads itself, as for any symbolic shape."""
+    sizes: dict = {}
+    for i in params:
+        for dim in func.buffer_map[func.params[i]].shape:
+            for v in _data_vars(dim):
+                sizes.setdefault(v.name, v)
+    bare = {d.name for b in new_map.values() for d in b.shape if isinstance(d, tirx.Var)}
+    return [sizes[k] for k in sorted(sizes) if k not in bare
+            and not any(v.same_as(sizes[k]) for v in func.params)]
+
+
+def _without_launch(func: tirx.PrimFunc, params: dict[int, MeshParam], mesh: Mesh
+                    ) -> PreparedKernel:
+    """A kernel with no ``T.Kernel`` runs nothing on the cores (its body is host code,
+    which here may only name its parameters' shapes): its ``T.MeshTensor`` parameters
+    still take the per-core stacks the caller's tensors are split into."""
+    work: list = []
+
+    def visit(n: Any) -> None:
+        if isinstance(n, (tirx.BufferLoad, tirx.BufferStore, tirx.Call)):
+            work.append(n)
+
+    tirx.stmt_functor.post_order_visit(func.body, visit)
+    if work:
+        raise ValueError(f"{WHERE}: the kernel has no T.Kernel, so its statements are host "
+                         f"code, which SUNMMIO's chip does not run (here: {work[0]}); put "
+                         f"them in `with T.Kernel() as cid:` (one program per core)")
+    new_params, new_map = list(func.params), dict(func.buffer_map)
+    for i in params:
+        old = func.buffer_map[func.params[i]]
+        new = tirx.decl_buffer((mesh.size,) + tuple(old.shape), str(old.dtype), str(old.name))
+        handle = tirx.Var(f"{old.name}_cores", "handle")
+        del new_map[func.params[i]]
+        new_params[i] = handle
+        new_map[handle] = new
+    out = tirx.PrimFunc(new_params, func.body, func.ret_type, new_map, func.attrs)
+    return PreparedKernel(out, tuple((i, p, False) for i, p in params.items()), mesh)
 
 
 def prepare_tilelang_mesh(func: tirx.PrimFunc) -> PreparedKernel:
@@ -552,24 +712,43 @@ def prepare_tilelang_mesh(func: tirx.PrimFunc) -> PreparedKernel:
                          f"different meshes {sorted(str(m) for m in meshes)}; one kernel runs "
                          f"on one mesh (tm.enable(mesh=...) and each device_mesh_config)")
     mesh = meshes.pop()
-    func = upstream_launch(_upstream_persistent(func), mesh, WHERE, bool(ops))
+    grid = tuple(launch_grid(func))
+    if not grid and mesh.size > 1:
+        return _without_launch(func, params, mesh)
+    if None in grid and ops:
+        raise ValueError(f"{WHERE}: the launch grid of a kernel with comm ops is symbolic "
+                         f"({ops[0].name} first); which cores run a block, and so which "
+                         f"take part in each op, must be known when the ops are compiled "
+                         f"(on the chip too): launch T.Kernel() (one program per core) and "
+                         f"loop over the blocks in the kernel")
+    func, guard = upstream_launch_guard(_upstream_persistent(func), mesh, WHERE)
+    idle = None if guard is None else _Idle(guard, grid, mesh.size)
     launch = Launch.of(func, mesh, WHERE)
-    func = _uniform_conditions(func, launch)
+    func = _uniform_conditions(func, launch, idle)
     ops = find_comm_ops(func)
     by_buffer = {func.buffer_map[func.params[i]]: p for i, p in params.items()}
     globals_ = {b.data: b for i, v in enumerate(func.params)
                 if (b := func.buffer_map.get(v)) is not None and i not in params}
     body = _stage_sources(func.body, ops, by_buffer, launch, globals_)
     body, new_params, new_map, written = _stack_params(func, body, params, launch)
+    body = _gemm_operands(body)
     body = _core_private(body)
-    out = tirx.PrimFunc(new_params, body, func.ret_type, new_map, func.attrs)
+    body = _zeroed(body)
+    body = exact_float_constants(body)
+    sizes = _size_params(func, params, new_map)
+    out = tirx.PrimFunc(new_params + sizes, body, func.ret_type, new_map, func.attrs)
+    if sizes:
+        out = out.with_attr(SIZE_PARAMS, [v.name for v in sizes])
     record = {p.name: {"global_shape": list(p.global_shape), "split_axes": p.sharding.spec(),
                        "policy": p.policy, "layout": p.layout or ""}
               for p in params.values()}
     if record:
         out = out.with_attr("tilelang_mesh_tensors", record)
-    return PreparedKernel(out, tuple((i, p, w) for (i, p), w in zip(params.items(), written)),
-                          mesh)
+    total = int(np.prod(grid)) if grid and None not in grid else mesh.size  # (symbolic:
+    # every core's copy counts; a replicated output is written alike or refused)
+    running = tuple(range(total)) if total < mesh.size else None
+    return PreparedKernel(out, tuple((i, p.run_by(running), w)
+                                     for (i, p), w in zip(params.items(), written)), mesh)
 
 
 def PrepareTilelangMesh():  # noqa: N802 (TVM naming)
