@@ -44,6 +44,7 @@ from ...mesh import Mesh
 from ..ir.dist_op import DistOp, SignalRef, decode, find_dist_ops, is_dist_call
 from ..ir.evaluate import static_int
 from ..ir.launch import Launch
+from ..ir.names import DIST_RANK_ATTR
 from ..ir.scope import Cond, CopyRegion, Let, WhileLoop, find_calls, itemsize
 from ..language.dist import SIGNAL_KINDS, is_rank_var, rank_var_facts
 
@@ -945,7 +946,7 @@ class _Lowering:
         body = tirx.stmt_functor.substitute(body, {old: plain})
         params[self.rank_param] = plain
         func = tirx.PrimFunc(params, body, self.func.ret_type, self.func.buffer_map,
-                             self.func.attrs)
+                             self.func.attrs).with_attr(DIST_RANK_ATTR, True)
         prog = DistProgram(self.world, self.mesh_shape, self.rank_param, tuple(self.sites),
                            tuple(sorted(self.buffers.values(), key=lambda b: b.id)),
                            dict(self.plans), dict(self.completions), self.nslots)

@@ -38,6 +38,7 @@ from ..ir.evaluate import iteration_space, region_box
 from ..ir.expr import static_int
 from ..ir.launch import Launch, launch_grid, upstream_launch_guard
 from ..ir.mesh_param import MeshParam, mesh_params
+from ..ir.names import DIST_RANK_ATTR
 from ..ir.scope import find_calls, region_of
 from .narrow_float import exact_float_constants
 
@@ -733,7 +734,10 @@ def prepare_tilelang_mesh(func: tirx.PrimFunc) -> PreparedKernel:
     body, new_params, new_map, written = _stack_params(func, body, params, launch)
     body = _gemm_operands(body)
     body = _core_private(body)
-    body = _zeroed(body)
+    if not (func.attrs and DIST_RANK_ATTR in func.attrs):
+        # not a T.dist rank's program: another rank's put may land in a buffer before
+        # this core's program starts, and zeroing it then would race with the put
+        body = _zeroed(body)
     body = exact_float_constants(body)
     sizes = _size_params(func, params, new_map)
     out = tirx.PrimFunc(new_params + sizes, body, func.ret_type, new_map, func.attrs)
