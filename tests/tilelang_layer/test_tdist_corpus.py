@@ -53,7 +53,9 @@ class Case:
     ``(rank, core) -> array``); ``observe``: buffers read back; ``tensors``: parameter
     name -> global shape (a MeshTensor); ``check(env)`` compares with NumPy.
     ``refused``: the error (a regex) where the upstream gives no defined result;
-    ``why``: the table's note."""
+    ``why``: the table's note. ``kwargs``: ``get_tir``'s arguments (beside the
+    world); ``error``: the refusal's type; ``rank_inputs``: each rank its own values of the MeshTensors
+    (``env.before[name][rank]``), not one copy."""
 
     id: str
     module: str
@@ -66,6 +68,9 @@ class Case:
     refused: str | None = None
     why: str = ""
     source: str = SHOW
+    kwargs: dict = field(default_factory=dict)
+    rank_inputs: bool = False
+    error: type = ValueError
 
 
 @dataclass
@@ -226,6 +231,28 @@ def local_routes(e: Env) -> None:
                f"rank {q} core {k}")
 
 
+def tensor_ring(src: str, dst: str) -> Callable:
+    """``dst`` on rank q = ``src`` of rank q - 1 (every core moves its own block)."""
+    def check(e: Env) -> None:
+        for q in range(e.world):
+            eq(e.tensors[dst][q], e.before[src][(q - 1) % e.world], f"{dst} rank {q}")
+    return check
+
+
+def full_shard_block(a: np.ndarray, core: int) -> np.ndarray:
+    """Core ``core``'s block of ``a`` under ``full_shard(0, 1)`` (rows over mesh rows,
+    columns over mesh columns)."""
+    (r, c), (h, w) = divmod(core, MESH[1]), (a.shape[0] // MESH[0], a.shape[1] // MESH[1])
+    return a[r * h:(r + 1) * h, c * w:(c + 1) * w]
+
+
+def dram_to_rsram(e: Env) -> None:
+    for q in range(e.world):
+        for k in range(e.cores):
+            eq(e.obs["dst"][q][k], full_shard_block(e.before["A"][(q - 1) % e.world], k),
+               f"dst rank {q} core {k}")
+
+
 def runs(e: Env) -> None:
     """Nothing to compare (signals only): it must run, without deadlock or race."""
 
@@ -317,6 +344,98 @@ CASES = [
          why="barrier"),
 ]
 
+P2P = "inter_rank/test_dist_p2p.py @6642f434"
+BARRIER = "inter_rank/test_dist_barrier.py @5dbb28cb"
+GATHER = "inter_rank/test_dist_collective_allgather.py @592789f1"
+ONE_RANK = "world_size=1 disables Rank communication"
+NEVER_SUBMITTED = "deadlock: every rank is blocked"
+# the upstream's earlier API (592789f1): a put left at once; under the current one
+# (6642f434) a put waits in the core's queue for a T.dist.submit() the kernel lacks
+EARLIER_API = "earlier API: no T.dist.submit(), so its puts never leave (below)"
+_AB = {"A": (32, 32), "B": (32, 32)}
+CASES += [
+    Case("p2p_minimal_put", "dist_p2p", "minimal_put_kernel_factory", source=P2P,
+         kwargs={"M": 32, "N": 32}, tensors=_AB, rank_inputs=True,
+         check=tensor_ring("A", "B"),
+         why="DRAM shard -> RSRAM, put to the next rank, wait_signal, wait, RSRAM -> DRAM"),
+    Case("p2p_wait_signal_global_acquire", "dist_p2p",
+         "wait_signal_global_acquire_kernel_factory", source=P2P,
+         kwargs={"M": 32, "N": 32}, tensors=_AB, rank_inputs=True,
+         check=tensor_ring("A", "B"),
+         why="an unrelated copy between submit and wait_signal; the source never drained"),
+    Case("p2p_dram_to_dram", "dist_p2p", "dram_to_dram_kernel_factory", source=P2P,
+         tensors=_AB, rank_inputs=True, check=tensor_ring("A", "B"),
+         why="a put from a DRAM shard into the next rank's DRAM shard"),
+    Case("p2p_dram_to_rsram", "dist_p2p", "dram_to_rsram_kernel_factory", source=P2P,
+         tensors={"A": (32, 32)}, rank_inputs=True, observe=["dst"], check=dram_to_rsram,
+         why="a put from a DRAM shard into the next rank's RSRAM"),
+    Case("p2p_minimal_put_world1", "dist_p2p", "minimal_put_kernel_factory", source=P2P,
+         world=1, kwargs={"M": 32, "N": 32}, tensors=_AB, refused=ONE_RANK,
+         why="world 1: the upstream refuses communication in a one-rank kernel"),
+    Case("barrier_auto", "dist_barrier", "barrier_kernel_factory", source=BARRIER,
+         check=runs, why="barrier with its internal INC signal (group=None spelled out)"),
+    Case("barrier_dram_inc", "dist_barrier", "barrier_kernel_factory", source=BARRIER,
+         kwargs={"explicit": True, "signal_kind": "DRAM_FLAGREG_INC"}, check=runs,
+         why="barrier on an explicit DRAM INC signal"),
+    Case("barrier_repeated", "dist_barrier", "repeated_barrier_kernel_factory",
+         source=BARRIER, check=runs, why="two barriers on one signal (two epochs)"),
+    Case("barrier_world1", "dist_barrier", "barrier_kernel_factory", source=BARRIER,
+         world=1, refused=ONE_RANK, why="world 1: the upstream requires world_size > 1"),
+    Case("barrier_group", "dist_barrier", "barrier_kernel_factory", source=BARRIER,
+         kwargs={"group": (0, 1)}, refused="group is reserved",
+         why="a group: reserved upstream (its NotImplementedError)"),
+    Case("barrier_value_signal", "dist_barrier", "barrier_kernel_factory", source=BARRIER,
+         kwargs={"explicit": True, "signal_kind": "SRAM_FLAGREG_VALUE"},
+         refused="automatic or INC flagreg signal",
+         why="a VALUE signal: the upstream requires an INC one"),
+]
+for _id, _kw in (("allgather_axis_none", {}), ("allgather_axis0", {"axis": 0}),
+                 ("allgather_axis_last", {"axis": -1})):
+    CASES.append(Case(_id, "dist_collective_allgather", "allgather_kernel_factory",
+                      source=GATHER, kwargs=_kw, seeds={"src": "rand"},
+                      refused=NEVER_SUBMITTED, why=EARLIER_API))
+CASES += [
+    Case("allgather_scope_combinations", "dist_collective_allgather",
+         "allgather_scope_combinations_kernel_factory", source=GATHER, world=2,
+         seeds={"src": "rand"}, tensors={"A": (32, 32), "B": (2, 32, 32)},
+         refused=NEVER_SUBMITTED, why=EARLIER_API + " (world 2, as upstream)"),
+    Case("allgather_repeated_signal", "dist_collective_allgather",
+         "repeated_allgather_signal_kernel_factory", source=GATHER, seeds={"src": "rand"},
+         refused=NEVER_SUBMITTED, why=EARLIER_API),
+    Case("allgather_signal_group_member", "dist_collective_allgather",
+         "allgather_signal_group_member_kernel_factory", source=GATHER,
+         kwargs={"signal_kind": "SRAM_FLAGREG_INC"}, seeds={"src": "rand"},
+         refused=NEVER_SUBMITTED, why=EARLIER_API),
+    Case("allgather_auto_group_member", "dist_collective_allgather",
+         "allgather_signal_group_member_kernel_factory", source=GATHER,
+         seeds={"src": "rand"}, refused=NEVER_SUBMITTED,
+         why="the upstream refused an automatic SignalList member then; the current API "
+             "takes it, and the puts are never submitted (as above)"),
+    Case("allgather_world1", "dist_collective_allgather", "allgather_kernel_factory",
+         source=GATHER, world=1, refused=ONE_RANK,
+         why="world 1: the upstream requires world_size > 1"),
+    Case("allgather_group", "dist_collective_allgather", "allgather_kernel_factory",
+         source=GATHER, kwargs={"group": (0, 1)}, refused="group is reserved",
+         why="a group: reserved upstream (its NotImplementedError)"),
+    Case("allgather_axis1", "dist_collective_allgather", "allgather_kernel_factory",
+         source=GATHER, kwargs={"axis": 1}, refused="only supports axis=None, axis=0",
+         why="axis 1: the upstream takes None, 0 or -1"),
+    Case("allgather_value_signal", "dist_collective_allgather", "allgather_kernel_factory",
+         source=GATHER, kwargs={"signal_kind": "SRAM_FLAGREG_VALUE"},
+         refused="automatic or INC flagreg signal",
+         why="a VALUE signal: the upstream requires an automatic or INC one"),
+    Case("allgather_invalid_shape", "dist_collective_allgather",
+         "invalid_allgather_shape_kernel_factory", source=GATHER,
+         refused="destination shape must be", why="a destination of the wrong shape"),
+    Case("allgather_mismatched_dtype", "dist_collective_allgather",
+         "mismatched_allgather_dtype_kernel_factory", source=GATHER, error=TypeError,
+         refused="dtypes must match", why="float32 destination, bfloat16 source (TypeError)"),
+    Case("allgather_overlapping", "dist_collective_allgather",
+         "overlapping_allgather_kernel_factory", source=GATHER,
+         refused="overlapping source and destination",
+         why="the source a region of the destination"),
+]
+
 
 def _counts(name: str, W: int, rows: int | None) -> Callable:
     """Send/receive counts of an all_to_allv: rank r sends to r + 1 and r + 2 (every
@@ -350,7 +469,9 @@ def _np(t: torch.Tensor) -> np.ndarray:
 def run_case(case: Case) -> Env:
     tm.enable(mesh=MESH)
     mod = harness.load(case.module)
-    func = getattr(mod, case.factory).get_tir(world_size=case.world)
+    kw = {k: getattr(T.dist.SignalKind, v) if k == "signal_kind" else v
+          for k, v in case.kwargs.items()}
+    func = getattr(mod, case.factory).get_tir(world_size=case.world, **kw)
     seeds = list(case.seeds)
     func = harness.observe(harness.seed(func, seeds), list(dict.fromkeys(
         case.observe + [s for s in seeds if s not in case.observe])))
@@ -392,8 +513,11 @@ def run_case(case: Case) -> Env:
             a = rng.integers(-8, 9, shape).astype(np.float32)
             before[name] = a.astype(np.float64)
             tensors[name] = len(per[0])
+            if case.rank_inputs:
+                a = rng.integers(-8, 9, (W,) + tuple(shape)).astype(np.float32)
+                before[name] = [x.astype(np.float64) for x in a]
             for r in range(W):
-                per[r].append(torch.from_numpy(a.copy()).to(dt))
+                per[r].append(torch.from_numpy((a[r] if case.rank_inputs else a).copy()).to(dt))
     kernel.run_ranks(per)
     base = len(per[0]) - len(obs_names)
     obs = {n: [_np(per[r][base + j]) for r in range(W)] for j, n in enumerate(obs_names)}
@@ -404,7 +528,7 @@ def run_case(case: Case) -> Env:
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_corpus_kernel(case):
     if case.refused:
-        with pytest.raises(ValueError, match=case.refused):
+        with pytest.raises(case.error, match=case.refused):
             run_case(case)
         return
     case.check(run_case(case))
