@@ -253,6 +253,12 @@ def dram_to_rsram(e: Env) -> None:
                f"dst rank {q} core {k}")
 
 
+def local_copy(e: Env) -> None:
+    for q in range(e.world):
+        for k in range(e.cores):
+            eq(e.obs["dst"][q][k], e.init["src"][q][k], f"dst rank {q} core {k}")
+
+
 def runs(e: Env) -> None:
     """Nothing to compare (signals only): it must run, without deadlock or race."""
 
@@ -434,6 +440,42 @@ CASES += [
          "overlapping_allgather_kernel_factory", source=GATHER,
          refused="overlapping source and destination",
          why="the source a region of the destination"),
+]
+
+
+SUBMIT = "inter_rank/test_dist_submit.py @27830dcb"
+_R32 = {"A": (32,), "B": (32,)}
+CASES += [
+    Case("submit_explicit_batch", "dist_submit", "explicit_batch_kernel_factory",
+         source=SUBMIT, tensors={"A": (64,), "B": (64,)}, rank_inputs=True,
+         check=tensor_ring("A", "B"),
+         why="two puts of core-replicated DRAM halves in one batch, wait_all"),
+    Case("submit_sugar", "dist_submit", "submit_sugar_kernel_factory", source=SUBMIT,
+         tensors=_R32, rank_inputs=True, check=tensor_ring("A", "B"),
+         why="put(..., submit=True)"),
+    Case("submit_collective", "dist_submit", "collective_submit_kernel_factory",
+         source=SUBMIT, seeds={"src": "rand"}, observe=["dst"], check=gather_new_axis,
+         why="all_gather(..., submit=True)"),
+    Case("submit_barrier_arrive", "dist_submit", "barrier_arrive_submit_kernel_factory",
+         source=SUBMIT, check=runs, why="barrier_arrive(..., submit=True), wait_signal"),
+    Case("submit_missing", "dist_submit", "missing_submit_kernel_factory", source=SUBMIT,
+         tensors=_R32, refused="never submitted",
+         why="a put never submitted: the upstream rejects it (send queue not submitted)"),
+    Case("submit_nonempty_sugar", "dist_submit", "nonempty_sugar_kernel_factory",
+         source=SUBMIT, tensors=_R32, refused="requires an empty send queue",
+         why="submit=True behind a queued put: the upstream rejects it"),
+    Case("submit_local_empty", "dist_submit", "local_empty_submit_kernel_factory",
+         source=SUBMIT, seeds={"src": "rand"}, observe=["dst"], check=local_copy,
+         why="a put to one's own rank (a local copy), then an empty submit"),
+    Case("submit_cross_iteration", "dist_submit", "cross_iteration_submit_kernel_factory",
+         source=SUBMIT, seeds={"src": "rand"}, observe=["dst"],
+         check=ring_copy([("src", "dst", slice(None))]),
+         why="submit and wait at a loop's top, the put at its bottom (automatic expects)"),
+    Case("submit_cross_iteration_while", "dist_submit",
+         "cross_iteration_while_submit_kernel_factory", source=SUBMIT,
+         seeds={"src": "rand"}, observe=["dst"],
+         check=ring_copy([("src", "dst", slice(None))]),
+         why="the same in a while loop, manual expects of 0 then 1"),
 ]
 
 
