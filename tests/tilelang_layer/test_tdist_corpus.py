@@ -259,6 +259,23 @@ def local_copy(e: Env) -> None:
             eq(e.obs["dst"][q][k], e.init["src"][q][k], f"dst rank {q} core {k}")
 
 
+def multi_signal(e: Env) -> None:
+    W = e.world
+    for q in range(W):
+        eq(e.tensors["B"][q], e.before["A"][(q - 1) % W], f"B rank {q}")
+        for k in range(e.cores):
+            want = full_shard_block(e.before["A"][(q - 1) % W], k)
+            for d in ("sram_dst_0", "sram_dst_1"):
+                eq(e.obs[d][q][k], want, f"{d} rank {q} core {k}")
+
+
+def from_rank0(e: Env) -> None:
+    # rank 0 sends to ranks 1 and 2; dst of ranks 0 and 3 is not defined
+    for q in (1, 2):
+        for k in range(e.cores):
+            eq(e.obs["dst"][q][k], e.init["src"][0][k], f"dst rank {q} core {k}")
+
+
 def runs(e: Env) -> None:
     """Nothing to compare (signals only): it must run, without deadlock or race."""
 
@@ -476,6 +493,34 @@ CASES += [
          seeds={"src": "rand"}, observe=["dst"],
          check=ring_copy([("src", "dst", slice(None))]),
          why="the same in a while loop, manual expects of 0 then 1"),
+]
+
+
+STATE = "inter_rank/test_dist_signal_state.py @27830dcb"
+_RING = ring_copy([("src", "dst", slice(None))])
+CASES += [
+    Case("state_explicit_memory_signal", "dist_signal_state",
+         "explicit_memory_signal_kernel_factory", source=STATE, seeds={"src": "rand"},
+         observe=["dst"], check=_RING, why="a ring put on an SRAM_MEMORY signal"),
+    Case("state_reused_signal", "dist_signal_state", "reused_signal_kernel_factory",
+         source=STATE, seeds={"src": "rand"}, observe=["dst"], check=_RING,
+         why="one VALUE signal reused by a put and a wait in each of two iterations"),
+    Case("state_two_puts_two_waits", "dist_signal_state",
+         "two_puts_two_waits_kernel_factory", source=STATE, seeds={"src": "rand"},
+         observe=["dst"], check=_RING,
+         why="two puts of one source into one destination on a VALUE signal, two waits"),
+    Case("state_multi_signal", "dist_signal_state", "multi_signal_kernel_factory",
+         source=STATE, kwargs={"M": 32, "N": 32}, tensors=_AB, rank_inputs=True,
+         observe=["sram_dst_0", "sram_dst_1"], check=multi_signal,
+         why="four signals (SRAM INC twice, SRAM VALUE, DRAM INC, DRAM_MEMORY), five puts"),
+    Case("state_multi_destination_value", "dist_signal_state",
+         "multi_destination_value_kernel_factory", source=STATE, seeds={"src": "rand"},
+         observe=["dst"], check=from_rank0,
+         why="rank 0 puts to ranks 1 and 2 on a VALUE signal; every rank waits"),
+    Case("state_multi_destination_memory", "dist_signal_state",
+         "multi_destination_value_kernel_factory", source=STATE,
+         kwargs={"signal_kind": "SRAM_MEMORY"}, seeds={"src": "rand"}, observe=["dst"],
+         check=from_rank0, why="the same on an SRAM_MEMORY signal"),
 ]
 
 
