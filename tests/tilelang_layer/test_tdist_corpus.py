@@ -618,6 +618,63 @@ CASES += [
          why="the same, expect='auto' (TypeError, as upstream)"),
 ]
 
+COMPLETION = "inter_rank/test_dist_completion.py @27830dcb"
+# no kernel of test_dist_completion.py sends to its manual lists: deltas seeded 0
+_ZERO2 = {"expected_deltas": lambda r, k, rng: np.zeros(2, np.float32)}
+CASES += [
+    Case(f"completion_manual_{kind.lower()}", "dist_completion",
+         "manual_completion_kernel_factory", source=COMPLETION,
+         kwargs={"signal_kind": kind}, seeds=_ZERO2, check=runs,
+         why=f"has_pending / wait_any over a manual {kind} completion (deltas seeded 0)")
+    for kind in ("SRAM_FLAGREG_INC", "DRAM_FLAGREG_INC", "SRAM_FLAGREG_VALUE",
+                 "DRAM_FLAGREG_VALUE", "SRAM_MEMORY", "DRAM_MEMORY")]
+CASES += [
+    Case("completion_manual_waits_for_nobody", "dist_completion",
+         "manual_completion_kernel_factory", source=COMPLETION,
+         kwargs={"signal_kind": "SRAM_FLAGREG_INC"},
+         seeds={"expected_deltas": lambda r, k, rng: np.ones(2, np.float32)},
+         refused="deadlock: every rank is blocked",
+         why="the same with deltas seeded 1: nobody sends, every rank waits for ever"),
+    Case("completion_auto", "dist_completion", "auto_completion_kernel_factory",
+         source=COMPLETION, seeds={"src": "rand"}, observe=["dst"],
+         check=ring_copy([("src", "dst", slice(None))]),
+         why="an automatic completion over two members, one of them put to"),
+    Case("completion_auto_after_loop", "dist_completion",
+         "auto_completion_after_loop_kernel_factory", source=COMPLETION,
+         seeds={"src": "rand"}, observe=["dst"],
+         check=ring_copy([("src", "dst", slice(None))]),
+         why="the same with the put in a loop's first iteration"),
+    Case("completion_repeated", "dist_completion",
+         "repeated_manual_completion_kernel_factory", source=COMPLETION, seeds=_ZERO2,
+         check=runs, why="two manual completions on one list, the first never observed"),
+    Case("completion_repeated_drained", "dist_completion",
+         "repeated_manual_completion_kernel_factory", source=COMPLETION,
+         kwargs={"drain_first": True}, seeds=_ZERO2, check=runs,
+         why="the same, the first drained by wait_all"),
+    Case("completion_repeated_observed", "dist_completion",
+         "repeated_manual_completion_kernel_factory", source=COMPLETION,
+         kwargs={"observe_first": True}, seeds=_ZERO2,
+         refused="must be drained",
+         gap="the upstream refuses a completion observed (has_pending, wait_any) and "
+             "not drained before the next on its list; we check drains at run time only, "
+             "and with nothing pending the run is defined",
+         why="the first observed by wait_any, not drained: the upstream refuses it; we "
+             "run it"),
+    Case("completion_loop", "dist_completion", "loop_manual_completion_kernel_factory",
+         source=COMPLETION, seeds=_ZERO2, check=runs,
+         why="a manual completion per iteration, never observed"),
+    Case("completion_loop_drained", "dist_completion",
+         "loop_manual_completion_kernel_factory", source=COMPLETION,
+         kwargs={"drain_each": True}, seeds=_ZERO2, check=runs,
+         why="the same, drained in each iteration"),
+    Case("completion_loop_observed", "dist_completion",
+         "loop_manual_completion_kernel_factory", source=COMPLETION,
+         kwargs={"observe_each": True}, seeds=_ZERO2, refused="drained in that iteration",
+         gap="the upstream refuses a completion observed in an iteration and not drained "
+             "in it; we check drains at run time only",
+         why="observed in each iteration, not drained: the upstream refuses it; we run it"),
+]
+
 
 def _counts(name: str, W: int, rows: int | None) -> Callable:
     """Send/receive counts of an all_to_allv: rank r sends to r + 1 and r + 2 (every
