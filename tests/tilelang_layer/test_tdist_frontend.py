@@ -70,6 +70,7 @@ def test_every_op_emits_one_record():
         T.dist.put(n["src"], n["dst"][n["rank"], 0:8], (n["rank"] + 1) % 4, signal=s,
                    submit=True)
         T.dist.wait_signal(s)
+        T.dist.wait_signal(s, dst=n["dst"])  # the upstream's earlier spelling (decision 176)
         T.dist.routed_put(n["src"], n["dst"][0, 0:8], [[0, 1, 1]], signal=s)
         T.dist.put_signal(s, 1)
         T.dist.submit()
@@ -80,7 +81,8 @@ def test_every_op_emits_one_record():
         T.dist.wait_all(c)
         T.dist.wait_all(sl)
     names = [o.op for o in ops(build(body))]
-    assert names == ["signal_decl", "signal_decl", "put", "wait_signal", "routed_put",
+    assert names == ["signal_decl", "signal_decl", "put", "wait_signal", "wait_signal",
+                     "routed_put",
                      "put_signal", "submit", "wait_send", "signal_decl", "barrier",
                      "barrier_arrive", "all_gather", "wait_all", "wait_all"]
 
@@ -135,6 +137,8 @@ def test_record_round_trip():
      "expected_delta requires expect='manual'"),
     (lambda n: T.dist.wait_signal(T.dist.signals(1, expect="manual")[0], expected_delta=-1),
      ValueError, "expected_delta must be non-negative"),
+    (lambda n: T.dist.wait_signal(T.dist.signal(), dst=3), TypeError,
+     "dst must be a buffer or a region"),
     (lambda n: T.dist.wait_all(3), TypeError, "expects a SignalList or DistCompletion"),
     (lambda n: T.dist.wait_signals(T.dist.signals(2), expected_deltas=n["src"]), ValueError,
      "requires a SignalList declared with expect='manual'"),

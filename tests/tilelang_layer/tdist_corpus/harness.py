@@ -84,12 +84,17 @@ def seed(func: tirx.PrimFunc, names: list[str]) -> tirx.PrimFunc:
     for name in names:
         buf = allocs[name]
         shape = [int(s) for s in buf.shape]
-        init = tirx.decl_buffer([ncores] + shape, str(buf.dtype), f"INIT_{name}")
+        # tilelang's C wrapper takes no unsigned parameter: an unsigned buffer is seeded
+        # from int64 values
+        dt = str(buf.dtype)
+        pdt = "int64" if dt.startswith("uint") else dt
+        init = tirx.decl_buffer([ncores] + shape, pdt, f"INIT_{name}")
         handle = tirx.Var(f"INIT_{name}_handle", "handle")
         params.append(handle)
         bmap[handle] = init
         idx = [tirx.Var(f"i{d}", "int32") for d in range(len(shape))]
-        body: Any = tirx.BufferStore(buf, tirx.BufferLoad(init, [lin] + idx), idx)
+        val: Any = tirx.BufferLoad(init, [lin] + idx)
+        body: Any = tirx.BufferStore(buf, val if pdt == dt else tirx.Cast(dt, val), idx)
         for v, n in reversed(list(zip(idx, shape))):
             body = tirx.For(v, tirx.IntImm("int32", 0), tirx.IntImm("int32", n),
                             tirx.ForKind.SERIAL, body)

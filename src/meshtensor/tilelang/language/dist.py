@@ -679,11 +679,15 @@ def wait() -> None:
     _emit("wait_send", "T.dist.wait", {})
 
 
-def wait_signal(signal: Signal, *, expected_delta: Any = None) -> None:
+def wait_signal(signal: Signal, *, expected_delta: Any = None, dst: Any = None) -> None:
     """Wait until ``signal`` reaches its expected value (``expected_delta``, with
-    ``expect="manual"``, first adds to it)."""
+    ``expect="manual"``, first adds to it). ``dst``, a buffer or region, is the
+    upstream's earlier spelling (the region the wait makes visible): checked, and
+    otherwise without effect, since the wait makes every delivery it covers visible."""
     name = "T.dist.wait_signal"
     sig = _check_signal(signal, name)
+    if dst is not None:
+        _operand(name, "dst", dst, "w")
     delta: Any = -1
     if expected_delta is not None:
         if sig.expect is not ExpectMode.MANUAL:
