@@ -847,6 +847,29 @@ CASES += [
         shapes=QKV, check=check_causal_attention),
 ]
 
+def check_fp8_cast(inp, obs, out):
+    """Per row and 128-column group: amax = max(|x|, 1e-4), scale = amax / 448, X_fp8 =
+    clamp(x / scale, -448, 448) stored as float8_e4m3fn, X_amax = scale (float32). The
+    X[32 bx, 128 by] tiles the loops name past a core's 64x256 shard read zeros and
+    write nothing; those inside it cover the shard, so the result is the global cast."""
+    x = inp.arrays[0]
+    g = x.reshape(x.shape[0], -1, 128)
+    scale = np.maximum(np.abs(g).max(axis=2), np.float32(1e-4)) / np.float32(448.0)
+    q = np.clip(g / scale[:, :, None], np.float32(-448.0), np.float32(448.0))
+    np.testing.assert_array_equal(out["X_fp8"], rnd(q.reshape(x.shape), "float8_e4m3fn"))
+    np.testing.assert_array_equal(out["X_amax"], scale)
+
+
+FP8 = "testing/python/target/test_sunmmio_codegen_per_token_cast_to_fp8_opt_validate.py::"
+FP8_SHAPES = {"X": (256, 1024), "X_fp8": (256, 1024), "X_amax": (256, 8)}
+CASES += [
+    _fn(name, "fork_fp8_cast", f"{FP8}{name}",
+        lambda m, name=name: getattr(m, name)(M=256, N=1024), shapes=FP8_SHAPES,
+        check=check_fp8_cast)
+    for name in ("per_token_cast_to_fp8_kernel", "per_token_cast_to_fp8_kernel_rowmajor",
+                 "per_token_cast_to_fp8_transition_kernel")
+]
+
 # -- the runner --------------------------------------------------------------------------------
 def run_case(case: Case, seed: int = 0) -> None:
     tm.enable(mesh=case.mesh, compat=case.compat)
