@@ -870,6 +870,31 @@ CASES += [
                  "per_token_cast_to_fp8_transition_kernel")
 ]
 
+def check_topk(inp, obs, out):
+    """Replicated: every core runs all four 32-row tiles. Per round k: the row's max is
+    gate k, its index the largest column holding it (reduce_max over the columns that
+    hit, -1 elsewhere), and every column holding it becomes -10000 (ties are common:
+    the inputs are small integers)."""
+    x = inp.arrays[0].copy()
+    cols = np.arange(x.shape[1])
+    gates, idx = [], []
+    for _ in range(2):
+        top = x.max(axis=1)
+        hit = x == top[:, None]
+        gates.append(top)
+        idx.append(np.where(hit, cols, -1).max(axis=1))
+        x = np.where(hit, np.float32(-10000.0), x)
+    np.testing.assert_array_equal(out["topk_gates"], np.stack(gates, axis=1))
+    np.testing.assert_array_equal(out["topk_indices"], np.stack(idx, axis=1))
+
+
+TOPK = "testing/python/target/test_sunmmio_codegen_topk_opt_validate.py::"
+CASES += [
+    _fn(name, "fork_topk", f"{TOPK}{name}", lambda m, name=name: getattr(m, name)(),
+        check=check_topk)
+    for name in ("topk_full_kernel", "topk_transition_kernel")
+]
+
 # -- the runner --------------------------------------------------------------------------------
 def run_case(case: Case, seed: int = 0) -> None:
     tm.enable(mesh=case.mesh, compat=case.compat)
