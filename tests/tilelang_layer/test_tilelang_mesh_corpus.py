@@ -895,6 +895,77 @@ CASES += [
     for name in ("topk_full_kernel", "topk_transition_kernel")
 ]
 
+MLA_SCALE = float((64 + 64) ** -0.5 * 1.44269504)
+LOG2E = np.float32(1.44269504)
+
+
+def _mla(inp, start, steps):
+    """The MLA decode tile of each mesh column c (heads 32c..32c+31 of batch 0, which
+    row 0 holds; rows 1-3 hold no batch, and what they compute lands nowhere): key
+    blocks of 64 from ``start``, scores ``q kv^T + q_pe k_pe^T`` (two T.gemms into
+    acc_s), probabilities stored in float16. Returns (acc_o / logsum, logsum, max) per
+    column, stacked over the 128 heads."""
+    q, q_pe, kv, k_pe = (a[0] for a in inp.arrays[:4])
+    kv, k_pe = kv[:, 0], k_pe[:, 0]
+    parts = []
+    for c in range(4):
+        h = slice(32 * c, 32 * c + 32)
+        blk = lambda x, k: x[start + 64 * k:start + 64 * k + 64]  # noqa: E731
+
+        def scores(k, h=h):
+            s_ = gemm(np.zeros((32, 64), np.float32), q[h], blk(kv, k).T)
+            return gemm(s_, q_pe[h], blk(k_pe, k).T)
+        parts.append(references.attention_tile(scores, lambda k: blk(kv, k), steps,
+                                                MLA_SCALE, "float16"))
+    return [np.concatenate(x) for x in zip(*parts)]
+
+
+def check_mla_no_split(inp, obs, out):
+    """Output = the decode over all 128 keys, stored in float16."""
+    o, _, _ = _mla(inp, 0, 2)
+    np.testing.assert_array_equal(out["Output"][0], rnd(o, "float16"))
+
+
+def check_mla_split(inp, obs, out):
+    """Split bz of 2 attends to keys 64 bz..64 bz+63; its Output_partial is that tile's
+    output in float16, its glse log2(logsum) + max * scale (logf, then * 1.44269504)."""
+    for bz in range(2):
+        o, logsum, smax = _mla(inp, 64 * bz, 1)
+        lse = np.float32(references.logf(logsum) * LOG2E) + np.float32(smax * np.float32(
+            MLA_SCALE))
+        np.testing.assert_array_equal(out["Output_partial"][0, :, bz], rnd(o, "float16"))
+        np.testing.assert_array_equal(out["glse"][0, :, bz], lse.astype(np.float32))
+
+
+def check_mla_combine(inp, obs, out):
+    """Per head: lse = log2(sum_k exp2(glse_k - max)) + max, then Output = sum over the
+    splits of Output_partial_k * exp2(glse_k - lse), in float32, stored in float16."""
+    glse, part = inp.arrays[0][0], inp.arrays[1][0]
+    top = glse.max(axis=1)
+    total = np.zeros(glse.shape[0], np.float32)
+    for k in range(glse.shape[1]):
+        total = total + references.exp2f(glse[:, k] - top)
+    lse = (references.logf(total) * LOG2E).astype(np.float32) + top
+    acc = np.zeros(part.shape[::2], np.float32)
+    for k in range(glse.shape[1]):
+        acc = acc + part[:, k] * references.exp2f(glse[:, k] - lse)[:, None]
+    np.testing.assert_array_equal(out["Output"][0], rnd(acc, "float16"))
+
+
+MLA = "testing/python/target/test_sunmmio_codegen_mla_decode_opt_validate.py::"
+MLA_SHAPES = {"Q": (1, 128, 64), "Q_pe": (1, 128, 64), "KV": (1, 128, 1, 64),
+              "K_pe": (1, 128, 1, 64), "Output": (1, 128, 64), "glse": (1, 128, 2),
+              "Output_partial": (1, 128, 2, 64)}
+CASES += [
+    _fn(name, "fork_mla", f"{MLA}{name}", lambda m, name=name: getattr(m, name)(),
+        shapes=MLA_SHAPES, check=check)
+    for name, check in (("mla_decode_no_split", check_mla_no_split),
+                        ("mla_decode_dynamic_length_no_split", check_mla_no_split),
+                        ("mla_decode_split", check_mla_split),
+                        ("mla_decode_split_combine_probe", check_mla_combine),
+                        ("mla_decode_dynamic_kv_zzlayout_probe", check_unchanged))
+]
+
 # -- the runner --------------------------------------------------------------------------------
 def run_case(case: Case, seed: int = 0) -> None:
     tm.enable(mesh=case.mesh, compat=case.compat)
