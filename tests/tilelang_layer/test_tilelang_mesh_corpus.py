@@ -847,6 +847,125 @@ CASES += [
         shapes=QKV, check=check_causal_attention),
 ]
 
+def check_fp8_cast(inp, obs, out):
+    """Per row and 128-column group: amax = max(|x|, 1e-4), scale = amax / 448, X_fp8 =
+    clamp(x / scale, -448, 448) stored as float8_e4m3fn, X_amax = scale (float32). The
+    X[32 bx, 128 by] tiles the loops name past a core's 64x256 shard read zeros and
+    write nothing; those inside it cover the shard, so the result is the global cast."""
+    x = inp.arrays[0]
+    g = x.reshape(x.shape[0], -1, 128)
+    scale = np.maximum(np.abs(g).max(axis=2), np.float32(1e-4)) / np.float32(448.0)
+    q = np.clip(g / scale[:, :, None], np.float32(-448.0), np.float32(448.0))
+    np.testing.assert_array_equal(out["X_fp8"], rnd(q.reshape(x.shape), "float8_e4m3fn"))
+    np.testing.assert_array_equal(out["X_amax"], scale)
+
+
+FP8 = "testing/python/target/test_sunmmio_codegen_per_token_cast_to_fp8_opt_validate.py::"
+FP8_SHAPES = {"X": (256, 1024), "X_fp8": (256, 1024), "X_amax": (256, 8)}
+CASES += [
+    _fn(name, "fork_fp8_cast", f"{FP8}{name}",
+        lambda m, name=name: getattr(m, name)(M=256, N=1024), shapes=FP8_SHAPES,
+        check=check_fp8_cast)
+    for name in ("per_token_cast_to_fp8_kernel", "per_token_cast_to_fp8_kernel_rowmajor",
+                 "per_token_cast_to_fp8_transition_kernel")
+]
+
+def check_topk(inp, obs, out):
+    """Replicated: every core runs all four 32-row tiles. Per round k: the row's max is
+    gate k, its index the largest column holding it (reduce_max over the columns that
+    hit, -1 elsewhere), and every column holding it becomes -10000 (ties are common:
+    the inputs are small integers)."""
+    x = inp.arrays[0].copy()
+    cols = np.arange(x.shape[1])
+    gates, idx = [], []
+    for _ in range(2):
+        top = x.max(axis=1)
+        hit = x == top[:, None]
+        gates.append(top)
+        idx.append(np.where(hit, cols, -1).max(axis=1))
+        x = np.where(hit, np.float32(-10000.0), x)
+    np.testing.assert_array_equal(out["topk_gates"], np.stack(gates, axis=1))
+    np.testing.assert_array_equal(out["topk_indices"], np.stack(idx, axis=1))
+
+
+TOPK = "testing/python/target/test_sunmmio_codegen_topk_opt_validate.py::"
+CASES += [
+    _fn(name, "fork_topk", f"{TOPK}{name}", lambda m, name=name: getattr(m, name)(),
+        check=check_topk)
+    for name in ("topk_full_kernel", "topk_transition_kernel")
+]
+
+MLA_SCALE = float((64 + 64) ** -0.5 * 1.44269504)
+LOG2E = np.float32(1.44269504)
+
+
+def _mla(inp, start, steps):
+    """The MLA decode tile of each mesh column c (heads 32c..32c+31 of batch 0, which
+    row 0 holds; rows 1-3 hold no batch, and what they compute lands nowhere): key
+    blocks of 64 from ``start``, scores ``q kv^T + q_pe k_pe^T`` (two T.gemms into
+    acc_s), probabilities stored in float16. Returns (acc_o / logsum, logsum, max) per
+    column, stacked over the 128 heads."""
+    q, q_pe, kv, k_pe = (a[0] for a in inp.arrays[:4])
+    kv, k_pe = kv[:, 0], k_pe[:, 0]
+    parts = []
+    for c in range(4):
+        h = slice(32 * c, 32 * c + 32)
+        blk = lambda x, k: x[start + 64 * k:start + 64 * k + 64]  # noqa: E731
+
+        def scores(k, h=h):
+            s_ = gemm(np.zeros((32, 64), np.float32), q[h], blk(kv, k).T)
+            return gemm(s_, q_pe[h], blk(k_pe, k).T)
+        parts.append(references.attention_tile(scores, lambda k: blk(kv, k), steps,
+                                                MLA_SCALE, "float16"))
+    return [np.concatenate(x) for x in zip(*parts)]
+
+
+def check_mla_no_split(inp, obs, out):
+    """Output = the decode over all 128 keys, stored in float16."""
+    o, _, _ = _mla(inp, 0, 2)
+    np.testing.assert_array_equal(out["Output"][0], rnd(o, "float16"))
+
+
+def check_mla_split(inp, obs, out):
+    """Split bz of 2 attends to keys 64 bz..64 bz+63; its Output_partial is that tile's
+    output in float16, its glse log2(logsum) + max * scale (logf, then * 1.44269504)."""
+    for bz in range(2):
+        o, logsum, smax = _mla(inp, 64 * bz, 1)
+        lse = np.float32(references.logf(logsum) * LOG2E) + np.float32(smax * np.float32(
+            MLA_SCALE))
+        np.testing.assert_array_equal(out["Output_partial"][0, :, bz], rnd(o, "float16"))
+        np.testing.assert_array_equal(out["glse"][0, :, bz], lse.astype(np.float32))
+
+
+def check_mla_combine(inp, obs, out):
+    """Per head: lse = log2(sum_k exp2(glse_k - max)) + max, then Output = sum over the
+    splits of Output_partial_k * exp2(glse_k - lse), in float32, stored in float16."""
+    glse, part = inp.arrays[0][0], inp.arrays[1][0]
+    top = glse.max(axis=1)
+    total = np.zeros(glse.shape[0], np.float32)
+    for k in range(glse.shape[1]):
+        total = total + references.exp2f(glse[:, k] - top)
+    lse = (references.logf(total) * LOG2E).astype(np.float32) + top
+    acc = np.zeros(part.shape[::2], np.float32)
+    for k in range(glse.shape[1]):
+        acc = acc + part[:, k] * references.exp2f(glse[:, k] - lse)[:, None]
+    np.testing.assert_array_equal(out["Output"][0], rnd(acc, "float16"))
+
+
+MLA = "testing/python/target/test_sunmmio_codegen_mla_decode_opt_validate.py::"
+MLA_SHAPES = {"Q": (1, 128, 64), "Q_pe": (1, 128, 64), "KV": (1, 128, 1, 64),
+              "K_pe": (1, 128, 1, 64), "Output": (1, 128, 64), "glse": (1, 128, 2),
+              "Output_partial": (1, 128, 2, 64)}
+CASES += [
+    _fn(name, "fork_mla", f"{MLA}{name}", lambda m, name=name: getattr(m, name)(),
+        shapes=MLA_SHAPES, check=check)
+    for name, check in (("mla_decode_no_split", check_mla_no_split),
+                        ("mla_decode_dynamic_length_no_split", check_mla_no_split),
+                        ("mla_decode_split", check_mla_split),
+                        ("mla_decode_split_combine_probe", check_mla_combine),
+                        ("mla_decode_dynamic_kv_zzlayout_probe", check_unchanged))
+]
+
 # -- the runner --------------------------------------------------------------------------------
 def run_case(case: Case, seed: int = 0) -> None:
     tm.enable(mesh=case.mesh, compat=case.compat)

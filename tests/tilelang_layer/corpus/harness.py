@@ -138,7 +138,10 @@ def make_inputs(func: tirx.PrimFunc, global_shapes: dict, rng: np.random.Generat
 
 
 def as_np(t: torch.Tensor) -> np.ndarray:
-    return t.float().numpy() if t.dtype in (torch.bfloat16, torch.float16) else t.numpy()
+    """The tensor's values in NumPy: the narrow floating-point kinds (which NumPy does
+    not hold natively) as float32."""
+    narrow = (torch.bfloat16, torch.float16, torch.float8_e4m3fn, torch.float8_e5m2)
+    return t.float().numpy() if t.dtype in narrow else t.numpy()
 
 
 __all__ = ["load", "target", "observe", "make_inputs", "Inputs", "as_np", "ir"]
