@@ -204,8 +204,9 @@ def eval_np(expr: Any, env: dict) -> np.ndarray | int:
     module docstring): ``Div``/``Mod`` truncate toward zero as in C, ``FloorDiv``/
     ``FloorMod`` round down, a narrowing integer cast wraps. Comparisons, ``And``/
     ``Or``/``Not``, ``Select``, ``if_then_else``, ``Let``, integer casts and the bitwise
-    calls (``bitwise_and``/``or``/``xor``, shifts) are understood. Raises ``ValueError`` for a free variable, a division by zero or
-    anything else, and :class:`Overflow` for a value C leaves undefined.
+    calls (``bitwise_and``/``or``/``xor``, shifts) are understood. Raises
+    ``ValueError`` for a free variable, a division by zero or anything else, and
+    :class:`Overflow` for a value C leaves undefined.
 
     >>> import tilelang
     >>> from tvm import tirx
