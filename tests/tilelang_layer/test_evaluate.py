@@ -222,3 +222,11 @@ def test_bitwise_calls_evaluate_as_c_computes_them():
     assert eval_np(tirx.shift_right(i, 2), pts).tolist() == (np.arange(40) >> 2).tolist()
     with pytest.raises(Overflow, match="overflows int32"):
         eval_np(tirx.shift_left(i, 27), pts)
+    # a shift by the operand's width or more is undefined in C (x86 masks the amount)
+    n = tirx.Var("n", "int32")  # a variable amount: TVM refuses a constant one itself
+    with pytest.raises(Overflow, match="by 32 or more"):
+        eval_np(tirx.shift_right(i, n), {i: np.arange(4), n: np.full(4, 40)})
+    # an unsigned right shift is logical
+    w = tirx.Var("w", "uint64")
+    assert eval_np(tirx.shift_right(w, tirx.const(1, "uint64")),
+                   {w: np.array([-(2 ** 63)], dtype=np.int64)}).tolist() == [2 ** 62]

@@ -605,6 +605,7 @@ def test_the_pipeline_is_written_once_and_spmdize_is_a_stage():
     names = [s.name for s in mesh_pipeline()]
     assert names == ["PrepareTilelangMesh", "WrapNarrowingCasts", "CheckRaces",
                      "VerifyMeshTensors", "LowerMeshComm", "SelectMinMax", "OneDynamicShared",
+                     "CMathCalls",
                      "ProtectFoldedIndices"]
     assert [s.name for s in mesh_pipeline(MeshPassConfig(spmdize=True))][0] == "SpmdizeMeshCopies"
     assert "SelectMinMax" not in [s.name for s in mesh_pipeline(target="cuda")]

@@ -71,10 +71,10 @@ def test_a_loop_variable_in_a_folded_index_without_comm_ops(loop):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("where", ["if", "let"])
+@pytest.mark.parametrize("where", ["if", "let", "while"])
 def test_a_folded_index_in_a_condition_or_a_let(where):
-    """A load in an ``if`` condition or a let's value is an index too: the let failed
-    before; a condition is how the checked run reads its shadow record (the fuzzer's
+    """A load in an ``if`` or ``while`` condition or a let's value is an index too: the
+    let and the while failed before; a condition is how the checked run reads its shadow record (the fuzzer's
     reproducer checked_run_folded_store_index: a false race on core -1)."""
     @T.prim_func
     def in_if(X: T.Tensor((6,), "int32"), Y: T.Tensor((6,), "int32")):
@@ -92,8 +92,19 @@ def test_a_folded_index_in_a_condition_or_a_let(where):
                 v = X[((i // 3 + 1) % 2) * 3 + (i % 3 + 1) % 3]
                 Y[i] = v
 
+    @T.prim_func
+    def in_while(X: T.Tensor((6,), "int32"), Y: T.Tensor((6,), "int32")):
+        with T.Kernel(1, threads=1) as bx:
+            C = T.alloc_local((1,), "int32")
+            for i in T.serial(6):
+                C[0] = 0
+                while C[0] < X[((i // 3 + 1) % 2) * 3 + (i % 3 + 1) % 3]:
+                    C[0] = C[0] + 1
+                Y[i] = C[0]
+
     x = np.arange(10, 16, dtype=np.int32)
-    _, y = run(in_if if where == "if" else in_let, x, np.zeros(6, np.int32))
+    k = {"if": in_if, "let": in_let, "while": in_while}[where]
+    _, y = run(k, x, np.zeros(6, np.int32))
     got = x[[folded(i) for i in range(6)]]
     assert y.tolist() == ((got > 12).astype(np.int32) if where == "if" else got).tolist()
 

@@ -373,6 +373,38 @@ def test_memory_nothing_wrote_reads_zero_on_every_core():
         np.testing.assert_array_equal(c.numpy(), a @ a)
 
 
+def test_a_tdist_ranks_program_starts_unzeroed():
+    """The zeroing above is left out of a T.dist rank's program (decision 86): another
+    chip's put may land before a core starts. LowerDist marks the program, and
+    PrepareTilelangMesh reads the mark (a pass that dropped the function's attributes
+    would bring the zeroing back, and with it a race on every put's destination)."""
+    from meshtensor.tilelang.ir.names import DIST_RANK_ATTR
+    from meshtensor.tilelang.transform.lower_dist import lower_dist
+
+    tm.enable(mesh=(2, 2))
+    with tm.world(2):
+        rp = T.dist.placement.shard(0)
+
+        @T.prim_func
+        def k(A: T.MeshTensor((8, 4), T.placement.row_shard(0), T.float32,
+                              rank_placement=rp), rank_id: T.dist.RankId):
+            with T.Kernel() as cid:
+                s = T.alloc_shared((2, 4), T.float32)
+                t = T.alloc_shared((2, 4), T.float32)
+                g = T.dist.signal()
+                T.copy(A, s)
+                T.dist.put(s, t, (rank_id + 1) % 2, signal=g, submit=True)
+                T.dist.wait_signal(g)
+                T.copy(t, A)
+
+    rank_program = lower_dist(k)[0]
+    assert rank_program.attrs[DIST_RANK_ATTR]
+    zeroing = "t[z0, z1] = T.float32(0.0)"  # the put's destination
+    assert zeroing not in prepare_tilelang_mesh(rank_program).func.script()
+    plain = rank_program.without_attr(DIST_RANK_ATTR)
+    assert zeroing in prepare_tilelang_mesh(plain).func.script()
+
+
 @pytest.mark.slow
 def test_a_float_constant_reaches_the_c_code_unchanged():
     """The attention kernels' scale (1 / sqrt(64)) * log2(e) = 0.18033688... as float32:

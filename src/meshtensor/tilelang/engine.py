@@ -27,6 +27,7 @@ from .pass_config import DEFAULT, MeshPassConfig
 from .transform.lower_comm import WORKSPACE_ATTR, lower_mesh_comm
 from .transform.narrow_float import FORMATS, legalize_narrow_floats, narrow_dtypes
 from .transform.select_min_max import select_min_max
+from .transform.c_math import c_math_calls
 from .transform.shared_scope import one_dynamic_shared
 from .transform.tilelang_mesh import SIZE_PARAMS, prepare_tilelang_mesh
 from .transform.protect_indices import protect_folded_indices
@@ -225,7 +226,8 @@ def mesh_pipeline(config: MeshPassConfig = DEFAULT, target: str = "c") -> tuple[
     6. ``LowerMeshComm``: comm ops become supersteps over the cores' buffers;
     7. ``SelectMinMax`` (target ``c``): min/max of loaded values as selects;
     8. ``OneDynamicShared`` (target ``c``): several ``shared.dyn`` buffers as ``shared``;
-    9. ``ProtectFoldedIndices``: indices TileLang would fold wrongly computed first.
+    9. ``CMathCalls`` (target ``c``): math calls in a form its C code prints;
+    10. ``ProtectFoldedIndices``: indices TileLang would fold wrongly computed first.
 
     >>> [s.name for s in mesh_pipeline(MeshPassConfig(spmdize=True))][:3]
     ['SpmdizeMeshCopies', 'PrepareTilelangMesh', 'WrapNarrowingCasts']
@@ -242,6 +244,8 @@ def mesh_pipeline(config: MeshPassConfig = DEFAULT, target: str = "c") -> tuple[
         stages.append(Stage("SelectMinMax", lambda f, b: select_min_max(f, b.config)))
         # one core's shared and shared.dyn memory are the same on the C back end
         stages.append(Stage("OneDynamicShared", lambda f, b: one_dynamic_shared(f)))
+        # TVM's C code generator prints few math intrinsics
+        stages.append(Stage("CMathCalls", lambda f, b: c_math_calls(f)))
     stages.append(Stage("ProtectFoldedIndices",
                         lambda f, b: protect_folded_indices(f, b.config)))
     return tuple(stages)

@@ -164,8 +164,16 @@ def _eval(expr: Any, env: dict) -> Any:
         fn = _BITWISE.get(str(getattr(expr.op, "name", "")).split(".")[-1])
         if fn is not None:
             a, b = (_int64(_eval(x, env)) for x in expr.args)
-            if fn in (np.left_shift, np.right_shift) and np.any((b < 0) | (b >= 64)):
-                raise Overflow(f"shift by {b} in {expr}: C leaves it undefined")
+            t = int_bits(expr.dtype)
+            if fn in (np.left_shift, np.right_shift):
+                bits = t[0] if t else 64
+                if np.any((b < 0) | (b >= bits)):
+                    raise Overflow(f"a shift by {b} in {expr}: C leaves a shift by a "
+                                   f"negative amount or by {bits} or more undefined")
+                if fn is np.right_shift and t is not None and not t[1]:
+                    # unsigned: a logical shift (a uint64 value is held in two's complement)
+                    return (np.asarray(a).astype(np.uint64) >> np.asarray(b).astype(
+                        np.uint64)).astype(np.int64)
             v = fn(a, b)
             return _in_dtype(expr, v) if fn is np.left_shift else v
     if isinstance(expr, tirx.Let):

@@ -12,7 +12,7 @@ runs the cores in a loop, and every ``T.copy`` start is ``start + i`` over its e
 
 This pass is the translation check: for every index of every load, store and tile-op
 region (and every copy start plus its iteration variable), in a statement, an ``if``
-condition or a let's value, it runs the simplifications
+or ``while`` condition or a let's value, it runs the simplifications
 TileLang runs, with the enclosing loops' ranges, and evaluates the source expression
 and each simplified one exactly (:mod:`~meshtensor.tilelang.ir.evaluate`) at every
 point of those ranges, so at every core. Where a simplified value differs anywhere,
@@ -238,6 +238,10 @@ class _Protector:
             return _seq(pre + [tirx.Bind(s.var, value)]) if pre else s
         if isinstance(s, tirx.While):
             body = self.visit(s.body)
+            pre, cond = self._protect_expr(s.condition)
+            if pre:  # the condition runs before every iteration: its cells are refilled
+                again = [x for x in pre if isinstance(x, tirx.BufferStore)]
+                return tirx.SeqStmt(pre + [tirx.While(cond, tirx.SeqStmt([body] + again))])
             return s if body.same_as(s.body) else tirx.While(s.condition, body)
         if isinstance(s, tirx.AttrStmt):
             body = self.visit(s.body)

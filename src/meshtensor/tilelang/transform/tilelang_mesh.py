@@ -735,8 +735,8 @@ def prepare_tilelang_mesh(func: tirx.PrimFunc) -> PreparedKernel:
     body = _gemm_operands(body)
     body = _core_private(body)
     if not (func.attrs and DIST_RANK_ATTR in func.attrs):
-        # not a T.dist rank's program: another rank's put may land in a buffer before
-        # this core's program starts, and zeroing it then would race with the put
+        # a T.dist rank's program is left unzeroed: another rank's put may land in a
+        # buffer before this core's program starts, and zeroing it would race with it
         body = _zeroed(body)
     body = exact_float_constants(body)
     sizes = _size_params(func, params, new_map)

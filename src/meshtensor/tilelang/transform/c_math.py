@@ -1,0 +1,107 @@
+"""``CMathCalls``: the math intrinsics run on the C back end.
+
+TVM's C code generator (TileLang's ``c`` target) prints a math intrinsic (``T.exp``,
+``T.exp2``, ``T.log``, ``T.sqrt``, ``T.tanh``, ``T.abs`` of a float, ...) as the C
+library's function for ``float32`` and ``float64`` scalars only. Three cases stop with
+``InternalError: Unresolved call tirx.exp2`` (stock ``tilelang.compile`` too), and
+this pass writes each in a form it prints, with the same value:
+
+- a ``float16`` call: TileLang's CUDA half intrinsics compute it in float32 and round
+  the result to float16 once, and so does the rewrite (each float16 argument
+  converted to float32, exactly; the call in float32; the result converted back,
+  round to nearest even);
+- ``fabs`` (``T.abs`` of a float), which the generator has no name for: the C
+  library's ``fabsf`` / ``fabs``, which is what it means (``-0.0`` and NaN included);
+- a call in a ``T.Parallel`` or vectorized loop, which TileLang would make a vector
+  call the generator cannot print: the loop runs as the serial loop it means (its
+  iterations are independent, so the order changes no value).
+
+Other calls are left as written. ``bfloat16`` and the float8 kinds are the narrow-float
+lowering's (:mod:`.narrow_float`), which already computes in float32.
+"""
+
+from typing import Any
+
+import tvm
+from tvm import tirx
+
+__all__ = ["CMathCalls", "c_math_calls", "MATH_OPS"]
+
+#: TVM's float intrinsics (what ``T.exp`` and the others build; ``fabs`` is ``T.abs``)
+MATH_OPS = frozenset(f"tirx.{n}" for n in (
+    "exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt",
+    "sin", "cos", "tan", "sinh", "cosh", "tanh", "asin", "acos", "atan", "asinh",
+    "acosh", "atanh", "erf", "sigmoid", "fabs", "floor", "ceil", "round", "trunc",
+    "nearbyint", "pow", "fmod", "atan2", "hypot", "copysign", "nextafter", "ldexp"))
+
+
+def _scalar(dtype: Any) -> str:
+    return str(tvm.runtime.DataType(str(dtype)).with_lanes(1))
+
+
+def _is_math(n: Any) -> bool:
+    return isinstance(n, tirx.Call) and getattr(n.op, "name", None) in MATH_OPS
+
+
+def _fabs(x: tirx.PrimExpr) -> tirx.PrimExpr:
+    name = {"float32": "fabsf", "float64": "fabs"}.get(str(x.dtype))
+    return tirx.call_pure_extern(str(x.dtype), name, x) if name else tirx.abs(x)
+
+
+def _rewrite(call: Any) -> Any:
+    if not _is_math(call):
+        return None
+    half = _scalar(call.dtype) == "float16"
+    if not half and call.op.name != "tirx.fabs":
+        return None
+    args = [tirx.Cast("float32", a) if _scalar(a.dtype) == "float16" else a
+            for a in call.args]
+    dtype = "float32" if half else call.dtype
+    out = _fabs(args[0]) if call.op.name == "tirx.fabs" else tirx.Call(dtype, call.op, args)
+    return tirx.Cast(call.dtype, out) if half else out
+
+
+def _has_math(stmt: tirx.Stmt) -> bool:
+    found: list = []
+    tirx.stmt_functor.post_order_visit(stmt, lambda n: found.append(n) if _is_math(n)
+                                       else None)
+    return bool(found)
+
+
+def _serial(loop: Any) -> Any:
+    if not isinstance(loop, tirx.For) or loop.kind not in (
+            tirx.ForKind.PARALLEL, tirx.ForKind.VECTORIZED) or not _has_math(loop.body):
+        return None
+    return tirx.For(loop.loop_var, loop.min, loop.extent, tirx.ForKind.SERIAL, loop.body,
+                    loop.thread_binding, loop.annotations)
+
+
+def c_math_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    """The function form of :func:`CMathCalls`.
+
+    >>> import tilelang
+    >>> import tilelang.language as T
+    >>> @T.prim_func
+    ... def k(X: T.Tensor((4,), "float16"), Y: T.Tensor((4,), "float32")):
+    ...     with T.Kernel(1, threads=1) as bx:
+    ...         X[0] = T.exp2(X[1])
+    ...         Y[0] = T.abs(Y[1])
+    >>> text = c_math_calls(k).script()
+    >>> 'T.Cast("float16", T.exp2(T.Cast("float32", X[1])))' in text
+    True
+    >>> 'T.call_pure_extern("float32", "fabsf", Y[1])' in text
+    True
+    """
+    body = tirx.stmt_functor.ir_transform(func.body, None, _serial, ["tirx.For"])
+    body = tirx.stmt_functor.ir_transform(body, None, _rewrite, ["tirx.Call"])
+    return func if body.same_as(func.body) else func.with_body(body)
+
+
+def CMathCalls() -> tvm.transform.Pass:  # noqa: N802 (TVM naming)
+    """The ``prim_func_pass`` ``"meshtensor.CMathCalls"`` (module docstring).
+
+    >>> CMathCalls().info.name
+    'meshtensor.CMathCalls'
+    """
+    return tirx.transform.prim_func_pass(lambda f, m, c: c_math_calls(f), opt_level=0,
+                                         name="meshtensor.CMathCalls")

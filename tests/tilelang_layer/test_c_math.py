@@ -1,0 +1,98 @@
+"""``CMathCalls``: math intrinsics that TVM's C code generator cannot print run, with
+the C library's values. Each run below stopped before with ``InternalError:
+Unresolved call tirx.exp2`` (stock ``tilelang.compile`` too): a float16 call, ``T.abs``
+of any float, and a float32 call in a ``T.Parallel`` loop."""
+import ctypes
+import ctypes.util
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tilelang")
+import tilelang  # noqa: E402,F401
+import tilelang.language as T  # noqa: E402
+import torch  # noqa: E402
+import tvm  # noqa: E402
+
+from meshtensor.tilelang import compile_mesh_kernel  # noqa: E402
+from meshtensor.tilelang.transform.c_math import c_math_calls  # noqa: E402
+
+LIBM = ctypes.CDLL(ctypes.util.find_library("m"))
+N = 64
+
+
+def _libm(name: str, x: np.ndarray) -> np.ndarray:
+    """The C library's float32 function at each element (the generated code calls it)."""
+    f = getattr(LIBM, name + "f")
+    f.restype, f.argtypes = ctypes.c_float, [ctypes.c_float]
+    return np.array([f(float(v)) for v in x.astype(np.float32)], dtype=np.float32)
+
+
+def _kernel(op, dtype, loop):
+    fn = getattr(T, op)
+
+    @T.prim_func
+    def k(X: T.Tensor((N,), dtype), Y: T.Tensor((N,), dtype)):
+        with T.Kernel(1, threads=1) as bx:
+            S = T.alloc_shared((N,), dtype, scope="shared")
+            T.copy(X, S)
+            if loop == "parallel":
+                for i in T.Parallel(N):
+                    S[i] = fn(S[i])
+            else:
+                for i in T.serial(N):
+                    S[i] = fn(S[i])
+            T.copy(S, Y)
+    return k
+
+
+CASES = [("exp", "expf"), ("exp2", "exp2f"), ("log", "logf"), ("sqrt", "sqrtf"),
+         ("tanh", "tanhf"), ("abs", "fabsf")]
+
+
+# (a float32 call in a serial loop other than fabs: stock TileLang prints it itself)
+RUNS = [(op, c, dt, loop) for op, c in CASES for dt in ("float16", "float32")
+        for loop in ("serial", "parallel")
+        if not (dt == "float32" and loop == "serial" and op != "abs")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("op,cname,dtype,loop", RUNS, ids=["-".join(r[::2]) + "-" + r[3]
+                                                          for r in RUNS])
+def test_math_calls_run_with_the_c_librarys_values(op, cname, dtype, loop):
+    lo = 0.01 if op in ("log", "sqrt") else -3.0
+    x = np.linspace(lo, 3.0, N).astype(dtype)
+    want = _libm(cname[:-1], x).astype(dtype)  # float16: computed in float32, rounded once
+    y = torch.zeros(N, dtype=getattr(torch, dtype))
+    compile_mesh_kernel(_kernel(op, dtype, loop))(torch.from_numpy(x), y)
+    assert np.array_equal(y.numpy().view(np.uint16 if dtype == "float16" else np.uint32),
+                          want.view(np.uint16 if dtype == "float16" else np.uint32))
+
+
+def test_c_math_calls_before_after():
+    @T.prim_func
+    def before(X: T.Tensor((4,), "float16"), Y: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=1) as bx:
+            for i in T.Parallel(4):
+                Y[i] = T.exp(Y[i])
+            X[0] = T.exp2(X[1])
+            Y[0] = T.abs(Y[1])
+
+    @T.prim_func
+    def after(X: T.Tensor((4,), "float16"), Y: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=1) as bx:
+            for i in T.serial(4):
+                Y[i] = T.exp(Y[i])
+            X[0] = T.Cast("float16", T.exp2(T.Cast("float32", X[1])))
+            Y[0] = T.call_pure_extern("float32", "fabsf", Y[1])
+
+    tvm.ir.assert_structural_equal(c_math_calls(before), after.with_attr("global_symbol", "before"))
+
+
+def test_a_kernel_without_such_calls_is_unchanged():
+    @T.prim_func
+    def k(Y: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=1) as bx:
+            for i in T.Parallel(4):
+                Y[i] = Y[i] * 2.0
+    assert c_math_calls(k).same_as(k)
