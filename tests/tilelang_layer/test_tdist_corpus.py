@@ -56,7 +56,8 @@ class Case:
     ``why``: the table's note. ``kwargs``: ``get_tir``'s arguments (beside the
     world); ``error``: the refusal's type; ``gap``: a kernel with a defined result that
     we refuse (a strict xfail naming what is missing); ``rank_inputs``: each rank its own values of the MeshTensors
-    (``env.before[name][rank]``), not one copy."""
+    (``env.before[name][rank]``), not one copy; ``scalars``: a scalar parameter's value
+    (every rank)."""
 
     id: str
     module: str
@@ -73,6 +74,7 @@ class Case:
     rank_inputs: bool = False
     error: type = ValueError
     gap: str = ""
+    scalars: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -676,6 +678,108 @@ CASES += [
 ]
 
 
+def reduce_ref(op: str, dtype: str = "bfloat16", zero_col0: bool = False,
+               add_col0: bool = False) -> Callable:
+    """``dst`` on every rank = ``op`` over the ranks' ``src`` in rank order 0..W-1, each
+    step rounded to ``dtype``; ``zero_col0``/``add_col0``: the kernel's compute loops
+    (``src[i, 0] = 0`` before, ``dst[i, 0] += 1`` after)."""
+    import ml_dtypes
+    dt = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
+    f = {"sum": np.add, "max": np.maximum, "min": np.minimum}[op]
+
+    def check(e: Env) -> None:
+        for k in range(e.cores):
+            srcs = [e.init["src"][p][k].astype(dt) for p in range(e.world)]
+            if zero_col0:
+                for a in srcs:
+                    a[:, 0] = 0
+            acc = srcs[0]
+            for a in srcs[1:]:
+                acc = f(acc, a).astype(dt)
+            if add_col0:
+                acc[:, 0] += 1
+            for q in range(e.world):
+                eq(e.obs["dst"][q][k], acc.astype(np.float64), f"rank {q} core {k}")
+    return check
+
+
+REDUCE = "inter_rank/test_dist_collective_allreduce.py @27830dcb"
+_AR = "allreduce_kernel_factory"
+ORDER = "depends on the order of arrivals"
+# the upstream refuses all_reduce in any loop (its receive staging is reused across
+# iterations); our checked run refuses the reuse only where it changes a value
+LOOP_GAP = ("all_reduce in a loop: the upstream refuses it whatever the loop; we refuse "
+            "it only where the staging reuse changes a value, and here every iteration "
+            "sends the same src")
+_ARL = "allreduce_loop_boundary_kernel_factory"
+CASES += [
+    Case(f"allreduce_{op}", "dist_collective_allreduce", _AR, source=REDUCE,
+         kwargs={"reduce_type": op}, seeds={"src": "rand"}, observe=["dst"],
+         check=reduce_ref(op.lower()),
+         why=f"all_reduce {op!r} in bfloat16 (gathered, reduced in rank order)")
+    for op in ("sum", "max", "min", "SUM")]
+CASES += [
+    Case("allreduce_compute_loops", "dist_collective_allreduce", _AR, source=REDUCE,
+         kwargs={"compute_loops": True}, seeds={"src": "rand"}, observe=["dst"],
+         check=reduce_ref("sum", zero_col0=True, add_col0=True),
+         why="a local loop writes src before all_reduce, another updates dst after"),
+    Case("allreduce_repeated", "dist_collective_allreduce",
+         "repeated_allreduce_kernel_factory", source=REDUCE, seeds={"src": "rand"},
+         observe=["dst"], check=reduce_ref("max", "float32"),
+         why="sum then max into one dst on two signals (float32): max is left"),
+    Case("allreduce_in_loop", "dist_collective_allreduce", "loop_allreduce_kernel_factory",
+         source=REDUCE, seeds={"src": "rand"}, observe=["dst"],
+         refused=ORDER,
+         why="all_reduce in a loop: the upstream refuses it (its receive staging is "
+             "reused before every rank consumed it); our checked run finds that race"),
+] + [
+    Case(f"allreduce_loop_{kind}", "dist_collective_allreduce", _ARL, source=REDUCE,
+         kwargs={"loop_kind": kind}, scalars={"rounds": 2}, seeds={"src": "rand"},
+         observe=["dst"], refused="all_reduce inside For/While", gap=LOOP_GAP,
+         why=f"all_reduce in a loop ({kind}, 2 iterations), src unchanged: the upstream "
+             "refuses it; we run it")
+    for kind in ("serial", "unroll", "while", "nested", "dynamic")
+] + [
+    Case("allreduce_loop_distinct_members", "dist_collective_allreduce", _ARL,
+         source=REDUCE, kwargs={"distinct_members": True}, scalars={"rounds": 2},
+         seeds={"src": "rand"}, observe=["dst"], refused="receive staging",
+         gap=LOOP_GAP, why="the same with a SignalList member per iteration: the "
+                            "upstream refuses it; we run it"),
+    Case("allreduce_world1", "dist_collective_allreduce", _AR, source=REDUCE, world=1,
+         refused=ONE_RANK, why="world 1: the upstream requires world_size > 1"),
+    Case("allreduce_group", "dist_collective_allreduce", _AR, source=REDUCE,
+         kwargs={"group": (0, 1)}, refused="group is reserved",
+         why="a group: reserved upstream (its NotImplementedError)"),
+    Case("allreduce_dram_signal", "dist_collective_allreduce", _AR, source=REDUCE,
+         kwargs={"signal_kind": "DRAM_FLAGREG_INC"}, refused="requires an SRAM INC signal",
+         why="a DRAM INC signal: the upstream requires an SRAM INC one"),
+    Case("allreduce_value_signal", "dist_collective_allreduce", _AR, source=REDUCE,
+         kwargs={"signal_kind": "SRAM_FLAGREG_VALUE"},
+         refused="automatic or INC flagreg", why="a VALUE signal"),
+    Case("allreduce_manual_expect", "dist_collective_allreduce", _AR, source=REDUCE,
+         kwargs={"expect_mode": "manual"}, refused="cannot use expect='manual'",
+         why="a manual-expect signal"),
+    Case("allreduce_prod", "dist_collective_allreduce", _AR, source=REDUCE,
+         kwargs={"reduce_type": "prod"}, refused="reduce_type must be one of",
+         why="reduce_type 'prod': the upstream takes sum, max, min"),
+    Case("allreduce_reduce_type_int", "dist_collective_allreduce", _AR, source=REDUCE,
+         kwargs={"reduce_type": 0}, error=TypeError, refused="reduce_type must be a string",
+         why="reduce_type 0 (TypeError, as upstream)"),
+    Case("allreduce_mismatched_shape", "dist_collective_allreduce",
+         "mismatched_allreduce_shape_kernel_factory", source=REDUCE,
+         refused="identical shapes", why="dst (4, 7), src (4, 8)"),
+    Case("allreduce_mismatched_dtype", "dist_collective_allreduce",
+         "mismatched_allreduce_dtype_kernel_factory", source=REDUCE, error=TypeError,
+         refused="dtypes must match", why="float32 dst, bfloat16 src (TypeError)"),
+    Case("allreduce_overlapping", "dist_collective_allreduce",
+         "overlapping_allreduce_kernel_factory", source=REDUCE,
+         refused="overlapping source and destination", why="src and dst one buffer"),
+    Case("allreduce_global_source", "dist_collective_allreduce",
+         "global_allreduce_source_kernel_factory", source=REDUCE,
+         tensors={"src": (4, 8)}, refused="source must use RSRAM",
+         why="a DRAM (MeshTensor) source: the upstream requires RSRAM"),
+]
+
 def _counts(name: str, W: int, rows: int | None) -> Callable:
     """Send/receive counts of an all_to_allv: rank r sends to r + 1 and r + 2 (every
     row), so each receiver knows its senders."""
@@ -728,6 +832,10 @@ def run_case(case: Case) -> Env:
     before: dict = {}
     for i, p in enumerate(func.params):
         if str(p.name) == "rank_id":
+            continue
+        if p not in func.buffer_map:
+            for r in range(W):
+                per[r].append(case.scalars[str(p.name)])
             continue
         buf = func.buffer_map[p]
         name, dt = str(buf.name), getattr(torch, str(buf.dtype))
