@@ -780,6 +780,51 @@ CASES += [
          why="a DRAM (MeshTensor) source: the upstream requires RSRAM"),
 ]
 
+A2A = "inter_rank/test_dist_collective_alltoall.py @592789f1"
+_A2A = "alltoall_kernel_factory"
+CASES += [
+    Case("alltoall_rank", "dist_collective_alltoall", _A2A, source=A2A,
+         seeds={"src": "rand"}, refused=NEVER_SUBMITTED, why=EARLIER_API),
+    Case("alltoall_rank_world2", "dist_collective_alltoall", _A2A, source=A2A, world=2,
+         seeds={"src": "rand"}, refused=NEVER_SUBMITTED, why=EARLIER_API + " (world 2)"),
+    Case("alltoall_row", "dist_collective_alltoall", _A2A, source=A2A,
+         kwargs={"domain": "row"}, seeds={"src": "rand"}, refused=NEVER_SUBMITTED,
+         why=EARLIER_API + " (domain 'row')"),
+    Case("alltoall_row_world2", "dist_collective_alltoall", _A2A, source=A2A, world=2,
+         kwargs={"domain": "row"}, seeds={"src": "rand"}, refused=NEVER_SUBMITTED,
+         why=EARLIER_API + " (domain 'row', world 2)"),
+    Case("alltoall_scope_combinations", "dist_collective_alltoall",
+         "alltoall_scope_combinations_kernel_factory", source=A2A, world=2,
+         seeds={"src": "rand"}, tensors={"A": (2, 32, 32), "B": (2, 32, 32)},
+         refused=NEVER_SUBMITTED, why=EARLIER_API + " (world 2, as upstream)"),
+    Case("alltoall_world1", "dist_collective_alltoall", _A2A, source=A2A, world=1,
+         refused=ONE_RANK, why="world 1: the upstream requires world_size > 1"),
+    Case("alltoall_bad_domain", "dist_collective_alltoall", _A2A, source=A2A,
+         kwargs={"domain": "ROW"}, refused="domain must be 'rank' or 'row'",
+         why="domain 'ROW' (the names are lower case)"),
+    Case("alltoall_group", "dist_collective_alltoall", _A2A, source=A2A,
+         kwargs={"group": (0, 1)}, refused="group is reserved",
+         why="a group: reserved upstream (its NotImplementedError)"),
+    Case("alltoall_value_signal", "dist_collective_alltoall", _A2A, source=A2A,
+         kwargs={"signal_kind": "SRAM_FLAGREG_VALUE"},
+         refused="automatic or INC flagreg signal", why="a VALUE signal"),
+    Case("alltoall_rank_extent", "dist_collective_alltoall",
+         "invalid_alltoall_rank_extent_kernel_factory", source=A2A,
+         refused="leading extent 0", why="a leading extent of world + 1"),
+    Case("alltoall_row_extent", "dist_collective_alltoall",
+         "invalid_alltoall_row_extent_kernel_factory", source=A2A,
+         refused="leading extent 1", why="domain 'row' with 3 row slots on 2 mesh rows"),
+    Case("alltoall_mismatched_shape", "dist_collective_alltoall",
+         "mismatched_alltoall_shape_kernel_factory", source=A2A,
+         refused="identical shapes", why="dst (W, 4, 7), src (W, 4, 8)"),
+    Case("alltoall_mismatched_dtype", "dist_collective_alltoall",
+         "mismatched_alltoall_dtype_kernel_factory", source=A2A, error=TypeError,
+         refused="dtypes must match", why="float32 dst, bfloat16 src (TypeError)"),
+    Case("alltoall_overlapping", "dist_collective_alltoall",
+         "overlapping_alltoall_kernel_factory", source=A2A,
+         refused="overlapping source and destination", why="src and dst one buffer"),
+]
+
 def _counts(name: str, W: int, rows: int | None) -> Callable:
     """Send/receive counts of an all_to_allv: rank r sends to r + 1 and r + 2 (every
     row), so each receiver knows its senders."""
