@@ -825,6 +825,63 @@ CASES += [
          refused="overlapping source and destination", why="src and dst one buffer"),
 ]
 
+A2AV = "inter_rank/test_dist_collective_alltoallv.py @0f76f2d1"
+_CNT = {"send_counts": None, "recv_counts": None}
+_SRC_CNT = {"src": "rand", **_CNT}
+CASES += [
+    Case("alltoallv_rank_wait_all", "dist_collective_alltoallv",
+         "alltoallv_rank_kernel_factory", source=A2AV, seeds=_SRC_CNT, observe=["dst"],
+         refused=NEVER_SUBMITTED, why=EARLIER_API + ": over ranks, wait_all"),
+    Case("alltoallv_rank_wait_any", "dist_collective_alltoallv",
+         "alltoallv_rank_kernel_factory", source=A2AV, kwargs={"wait_mode": "any"},
+         seeds=_SRC_CNT, observe=["dst"], refused=NEVER_SUBMITTED,
+         why=EARLIER_API + ": over ranks, has_pending / wait_any"),
+    Case("alltoallv_row_wait_all", "dist_collective_alltoallv",
+         "alltoallv_row_kernel_factory", source=A2AV, world=2, seeds=_SRC_CNT,
+         observe=["dst"], refused=NEVER_SUBMITTED,
+         why=EARLIER_API + ": over (rank, row), wait_all (world 2)"),
+    Case("alltoallv_row_wait_any", "dist_collective_alltoallv",
+         "alltoallv_row_kernel_factory", source=A2AV, world=2, kwargs={"wait_mode": "any"},
+         seeds=_SRC_CNT, observe=["dst"], refused=NEVER_SUBMITTED,
+         why=EARLIER_API + ": over (rank, row), wait_any (world 2)"),
+    Case("alltoallv_single_signal_rank", "dist_collective_alltoallv",
+         "alltoallv_single_signal_rank_kernel_factory", source=A2AV, seeds=_SRC_CNT,
+         observe=["dst"], refused=NEVER_SUBMITTED,
+         why=EARLIER_API + ": one INC signal, wait_signal"),
+    Case("alltoallv_single_signal_row", "dist_collective_alltoallv",
+         "alltoallv_single_signal_row_kernel_factory", source=A2AV, world=2,
+         seeds=_SRC_CNT, observe=["dst"], refused=NEVER_SUBMITTED,
+         why=EARLIER_API + ": one signal, over (rank, row) (world 2)"),
+    Case("alltoallv_single_signal_dram", "dist_collective_alltoallv",
+         "alltoallv_single_signal_dram_kernel_factory", source=A2AV, seeds=_CNT,
+         tensors={"src": (4, 4, 8), "dst": (4, 4, 8)}, rank_inputs=True,
+         refused=NEVER_SUBMITTED,
+         why=EARLIER_API + ": one signal, between DRAM MeshTensors"),
+    Case("alltoallv_inc_group_member", "dist_collective_alltoallv",
+         "alltoallv_inc_group_member_kernel_factory", source=A2AV, seeds=_SRC_CNT,
+         observe=["dst"], refused=NEVER_SUBMITTED,
+         why=EARLIER_API + ": on an INC SignalList member, wait_signal"),
+    Case("alltoallv_repeated", "dist_collective_alltoallv",
+         "repeated_alltoallv_kernel_factory", source=A2AV, seeds=_SRC_CNT,
+         observe=["dst"], refused=NEVER_SUBMITTED,
+         why=EARLIER_API + ": twice on one SignalList, each completion drained by wait_all"),
+    Case("alltoallv_scope_combinations", "dist_collective_alltoallv",
+         "alltoallv_scope_combinations_kernel_factory", source=A2AV, world=2,
+         seeds=_SRC_CNT, tensors={"A": (2, 4, 8), "B": (2, 4, 8)}, rank_inputs=True,
+         observe=["dst"], refused=NEVER_SUBMITTED,
+         why=EARLIER_API + ": RSRAM/DRAM sources and destinations, all four pairs (world 2)"),
+    Case("alltoallv_world1", "dist_collective_alltoallv", "alltoallv_rank_kernel_factory",
+         source=A2AV, world=1, refused=ONE_RANK,
+         why="world 1: the upstream requires world_size > 1"),
+    Case("alltoallv_count_shape", "dist_collective_alltoallv",
+         "invalid_alltoallv_count_shape_kernel_factory", source=A2AV,
+         refused="send_counts shape", why="send_counts (W, 1) for a rank domain"),
+    Case("alltoallv_single_signal_value", "dist_collective_alltoallv",
+         "alltoallv_single_signal_rank_kernel_factory", source=A2AV,
+         kwargs={"signal_kind": "SRAM_FLAGREG_VALUE"}, refused="INC flagreg",
+         why="one VALUE signal: the upstream requires an INC one"),
+]
+
 def _counts(name: str, W: int, rows: int | None) -> Callable:
     """Send/receive counts of an all_to_allv: rank r sends to r + 1 and r + 2 (every
     row), so each receiver knows its senders."""
