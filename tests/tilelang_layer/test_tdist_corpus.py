@@ -57,7 +57,8 @@ class Case:
     world); ``error``: the refusal's type; ``gap``: a kernel with a defined result that
     we refuse (a strict xfail naming what is missing); ``rank_inputs``: each rank its own values of the MeshTensors
     (``env.before[name][rank]``), not one copy; ``scalars``: a scalar parameter's value
-    (every rank)."""
+    (every rank); ``mesh``: the core mesh (the upstream's own where its kernels name rows
+    or cores that :data:`MESH` lacks)."""
 
     id: str
     module: str
@@ -75,6 +76,7 @@ class Case:
     error: type = ValueError
     gap: str = ""
     scalars: dict = field(default_factory=dict)
+    mesh: tuple = MESH
 
 
 @dataclass
@@ -87,18 +89,17 @@ class Env:
     obs: dict
     tensors: dict
     before: dict
+    mesh: tuple = MESH
 
     @property
     def cores(self) -> int:
-        return MESH[0] * MESH[1]
+        return self.mesh[0] * self.mesh[1]
 
-    @staticmethod
-    def rc(core: int) -> tuple[int, int]:
-        return divmod(core, MESH[1])
+    def rc(self, core: int) -> tuple[int, int]:
+        return divmod(core, self.mesh[1])
 
-    @staticmethod
-    def core(r: int, c: int) -> int:
-        return r * MESH[1] + c
+    def core(self, r: int, c: int) -> int:
+        return r * self.mesh[1] + c
 
 
 def eq(got: np.ndarray, want: np.ndarray, what: str) -> None:
@@ -882,6 +883,171 @@ CASES += [
          why="one VALUE signal: the upstream requires an INC one"),
 ]
 
+def routed(src_row: int, dst_row: int, src_ranks: Callable = lambda W: range(W),
+           dst_rank: Callable = lambda p, W: (p + 1) % W, cols: Callable | None = None,
+           sl: tuple = (slice(None), slice(None))) -> Callable:
+    """Row ``src_row`` of rank p (each of ``src_ranks(W)``; columns ``cols(ncols)``,
+    all by default) puts ``src[sl[0]]`` into ``dst[sl[1]]`` of row ``dst_row`` of rank
+    ``dst_rank(p, W)``, same column (the rest of ``dst`` is not defined)."""
+    def check(e: Env) -> None:
+        for p in src_ranks(e.world):
+            q = dst_rank(p, e.world)
+            for c in (cols(e.mesh[1]) if cols else range(e.mesh[1])):
+                eq(e.obs["dst"][q][e.core(dst_row, c)][sl[1]],
+                   e.init["src"][p][e.core(src_row, c)][sl[0]], f"rank {q} col {c}")
+    return check
+
+
+def dram_block(a: np.ndarray, r: int, c: int, mesh: tuple) -> np.ndarray:
+    """Block (r, c) of ``a`` under ``full_shard(0, 1)`` on ``mesh``."""
+    h, w = a.shape[0] // mesh[0], a.shape[1] // mesh[1]
+    return a[r * h:(r + 1) * h, c * w:(c + 1) * w]
+
+
+def dram_rows(dst_of: Callable, src_row: Callable, rank_of: Callable,
+              rsram: bool = False) -> Callable:
+    """DRAM ``B`` (or RSRAM ``dst``) block (r, c) of rank q, for r in ``dst_of(nrows)``,
+    = ``A`` block (src_row(r), c) of rank ``rank_of(q, W)``; other B blocks keep their
+    input."""
+    def check(e: Env) -> None:
+        m = e.mesh
+        for q in range(e.world):
+            A = e.before["A"][rank_of(q, e.world)]
+            for r in range(m[0]):
+                for c in range(m[1]):
+                    if rsram:
+                        if r in dst_of(m[0]):
+                            eq(e.obs["dst"][q][e.core(r, c)],
+                               dram_block(A, src_row(r), c, m), f"dst rank {q} {(r, c)}")
+                        continue
+                    want = (dram_block(A, src_row(r), c, m) if r in dst_of(m[0])
+                            else dram_block(e.before["B"][q], r, c, m))
+                    eq(dram_block(e.tensors["B"][q], r, c, m), want, f"B rank {q} {(r, c)}")
+    return check
+
+
+def dynamic_offset(e: Env) -> None:
+    for q in range(e.world):
+        p = (q - 1) % e.world
+        for k in range(e.cores):
+            sl = slice(p * 32, p * 32 + 32)
+            eq(e.obs["dst"][q][k][sl], e.init["src"][p][k][sl], f"rank {q} core {k}")
+
+
+ROUTING = "inter_rank/test_dist_row_routing.py @6642f434"
+M44 = (4, 4)
+_NEXT_ROW = lambda r: (r - 1) % 4  # noqa: E731  (the source row of row r, 4 rows)
+
+
+def _rr(id: str, factory: str, **kw: Any) -> Case:
+    kw.setdefault("mesh", M44)
+    return Case(id, "dist_row_routing", factory, source=ROUTING, **kw)
+
+
+_S = {"seeds": {"src": "rand"}, "observe": ["dst"]}
+CASES += [
+    _rr("routing_row_shift", "row_shift_kernel_factory", **_S,
+        check=ring_copy([("src", "dst", slice(None))], src_row=_NEXT_ROW),
+        why="a put to the next rank's next row (4x4 mesh), submit, wait_signal, wait"),
+    _rr("routing_explicit_peer_row", "explicit_peer_row_kernel_factory", **_S,
+        check=ring_copy([("src", "dst", slice(None))]),
+        why="dst_row = the core's own row: a direct peer put"),
+    _rr("routing_public_routed_put", "public_routed_put_kernel_factory", **_S,
+        check=routed(1, 2), why="routed_put from row 1 to row 2 of the next rank"),
+    _rr("routing_dynamic_offset", "dynamic_offset_put_kernel_factory", **_S,
+        check=dynamic_offset,
+        why="a same-row put of the region at rank_id * 32 (offsets the sender computes)"),
+    _rr("routing_rank_guarded_routed_put", "rank_guarded_routed_put_kernel_factory",
+        **_S, check=routed(1, 2, lambda W: [0], lambda p, W: 1),
+        why="rank 0's row 1 to rank 1's row 2, under if rank_id == 0; every rank waits"),
+    _rr("routing_rank_guarded_peer_put", "rank_guarded_peer_put_kernel_factory", **_S,
+        check=lambda e: [eq(e.obs["dst"][1][k], e.init["src"][0][k], f"core {k}")
+                         for k in range(e.cores)],
+        why="rank 0 puts to rank 1 under if rank_id == 0; every rank waits"),
+    _rr("routing_column_guarded_routed_put", "column_guarded_routed_put_kernel_factory",
+        **_S, check=routed(1, 2, cols=lambda n: [1]),
+        why="only column 1 sends, row 1 to row 2 of the next rank"),
+    _rr("routing_dram_cross_row", "dram_cross_row_kernel_factory",
+        tensors={"A": (32, 32), "B": (32, 32)}, rank_inputs=True,
+        check=dram_rows(lambda n: [1], lambda r: 0, lambda q, W: (q - 1) % W),
+        why="routed_put between DRAM shards, row 0 to row 1 of the next rank"),
+    _rr("routing_dram_to_rsram_cross_row", "dram_to_rsram_cross_row_kernel_factory",
+        tensors={"A": (32, 32)}, rank_inputs=True, observe=["dst"],
+        check=dram_rows(lambda n: [1], lambda r: 0, lambda q, W: (q - 1) % W, rsram=True),
+        why="routed_put from a DRAM shard to RSRAM, row 0 to row 1 of the next rank"),
+    _rr("routing_explicit_source_rank", "explicit_source_rank_kernel_factory", **_S,
+        check=routed(0, 1, lambda W: [1], lambda p, W: 2),
+        why="routed_put with src_rank=1: rank 1's row 0 to rank 2's row 1"),
+    _rr("routing_local_peer", "local_peer_kernel_factory", **_S, check=local_copy,
+        why="a put to one's own rank, same row: a local copy"),
+    _rr("routing_local_cross_row", "local_cross_row_kernel_factory", **_S,
+        check=lambda e: [eq(e.obs["dst"][q][k],
+                            e.init["src"][q][e.core(_NEXT_ROW(e.rc(k)[0]), e.rc(k)[1])],
+                            f"rank {q} core {k}")
+                         for q in range(e.world) for k in range(e.cores)],
+        why="a put to one's own rank's next row (on-chip)"),
+    _rr("routing_local_dram_cross_row", "local_dram_cross_row_kernel_factory",
+        tensors={"A": (32, 32), "B": (32, 32)}, rank_inputs=True,
+        check=dram_rows(lambda n: range(n), _NEXT_ROW, lambda q, W: q),
+        why="a DRAM shard put to one's own rank's next row"),
+    _rr("routing_multiple_routed_put", "multiple_routed_put_kernel_factory", **_S,
+        check=lambda e: (routed(0, 1, sl=(slice(8, 40), slice(16, 48)))(e),
+                         routed(2, 3, sl=(slice(32, 64), slice(80, 112)))(e)),
+        why="two routed_puts of overlapping source regions (rows 0 to 1, 2 to 3), "
+            "a SignalList, wait_all"),
+]
+CASES += [
+    _rr("routing_dynamic_row", "dynamic_row_kernel_factory", seeds={"src": "rand"},
+        refused="cannot depend on BufferLoad",
+        why="dst_row read from memory: the upstream routes rows at compile time"),
+    _rr("routing_fixed_destination_row", "fixed_destination_row_kernel_factory",
+        seeds={"src": "rand"}, observe=["dst"],
+        refused="region offsets must be compile-time constants",
+        why="every row puts into row 0 at an offset of its own row: the upstream "
+            "requires constant offsets for a cross-row put"),
+    _rr("routing_static_row_minus1", "invalid_static_row_kernel_factory",
+        kwargs={"dst_row": -1}, refused="dst_row -1 is outside",
+        why="dst_row -1"),
+    _rr("routing_static_row_4", "invalid_static_row_kernel_factory",
+        kwargs={"dst_row": 4}, refused="dst_row 4 is outside",
+        why="dst_row 4 on a 4-row mesh"),
+    _rr("routing_cross_row_loop", "cross_row_loop_kernel_factory", seeds={"src": "rand"},
+        observe=["dst"], refused="Cross-row T.dist.put inside loops",
+        why="a cross-row put in a for loop: its relay staging would be reused (refused "
+            "upstream)"),
+    _rr("routing_cross_row_while", "cross_row_while_kernel_factory",
+        seeds={"src": "rand"}, observe=["dst"],
+        refused="Cross-row T.dist.put inside a while loop",
+        why="the same in a while loop, manual expects, submit=True"),
+    _rr("routing_cross_row_while_routed", "cross_row_while_kernel_factory",
+        kwargs={"explicit_routes": True}, seeds={"src": "rand"}, observe=["dst"],
+        refused="T.dist.routed_put inside loops",
+        why="the same with an explicit routed_put"),
+    _rr("routing_dynamic_offset_cross_row", "dynamic_offset_put_kernel_factory",
+        kwargs={"cross_row": True}, seeds={"src": "rand"}, observe=["dst"],
+        refused="region offsets must be compile-time constants",
+        why="the rank_id * 32 region put to the next row: not a constant offset"),
+    _rr("routing_cid_guarded_put", "cid_guarded_put_kernel_factory",
+        seeds={"src": "rand"}, refused="Use T.dist.routed_put",
+        gap="a put under a condition on core_id that is not uniform over rows: the "
+            "upstream refuses it (Use T.dist.routed_put); we run it",
+        why="a put under core_id == 5, a condition not uniform over rows: the upstream "
+            "asks for a routed_put; we run it (nobody waits for it)"),
+    _rr("routing_row_guarded_routed_put", "row_guarded_routed_put_kernel_factory",
+        seeds={"src": "rand"}, refused="uniform across rows",
+        why="routed_put under a row condition: the upstream wants the source row in the "
+            "route table"),
+    _rr("routing_route_source_row", "invalid_route_kernel_factory",
+        kwargs={"routes": ((4, 1, 0),)}, refused="source row is outside",
+        why="a route from row 4 of a 4-row mesh"),
+    _rr("routing_route_dst_rank", "invalid_route_kernel_factory",
+        kwargs={"routes": ((0, 4, 0),)}, refused="dst_rank 4 is outside",
+        why="a route to rank 4 of 4"),
+    _rr("routing_route_duplicate", "invalid_route_kernel_factory",
+        kwargs={"routes": ((0, 1, 0), (0, 1, 0))}, refused="duplicate static route",
+        why="the same route twice"),
+]
+
 def _counts(name: str, W: int, rows: int | None) -> Callable:
     """Send/receive counts of an all_to_allv: rank r sends to r + 1 and r + 2 (every
     row), so each receiver knows its senders."""
@@ -912,7 +1078,7 @@ def _np(t: torch.Tensor) -> np.ndarray:
 
 
 def run_case(case: Case) -> Env:
-    tm.enable(mesh=MESH)
+    tm.enable(mesh=case.mesh)
     mod = harness.load(case.module)
     kw = {k: getattr(T.dist.SignalKind, v) if k == "signal_kind" else v
           for k, v in case.kwargs.items()}
@@ -924,8 +1090,8 @@ def run_case(case: Case) -> Env:
         case.observe + [s for s in seeds if s not in case.observe
                         and not _alloc_shape(func, s)[1].startswith("uint")])))
     kernel = compile_mesh_kernel(func, check_races=True)
-    W, C = case.world, MESH[0] * MESH[1]
-    rows = MESH[0] if "row" in case.id else None
+    W, C = case.world, case.mesh[0] * case.mesh[1]
+    rows = case.mesh[0] if "row" in case.id else None
     rng = np.random.default_rng(0)
     per = [[] for _ in range(W)]
     init: dict = {}
@@ -974,7 +1140,7 @@ def run_case(case: Case) -> Env:
     base = len(per[0]) - len(obs_names)
     obs = {n: [_np(per[r][base + j]) for r in range(W)] for j, n in enumerate(obs_names)}
     outs = {n: [_np(per[r][j]) for r in range(W)] for n, j in tensors.items()}
-    return Env(W, init, obs, outs, before)
+    return Env(W, init, obs, outs, before, case.mesh)
 
 
 def _params() -> list:
