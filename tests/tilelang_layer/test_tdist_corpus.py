@@ -1048,6 +1048,43 @@ CASES += [
         why="the same route twice"),
 ]
 
+LOOP = "inter_rank/test_dist_minimal_loop.py @fad2e7ed"
+CASES += [
+    Case("minimal_put", "dist_minimal_loop", "minimal_put_kernel_factory", source=LOOP,
+         kwargs={"M": 32, "N": 32}, tensors=_AB, rank_inputs=True,
+         refused=NEVER_SUBMITTED,
+         why=EARLIER_API + ": DRAM -> RSRAM, put, wait, RSRAM -> DRAM"),
+    Case("minimal_explicit_memory_signal", "dist_minimal_loop",
+         "explicit_memory_signal_kernel_factory", source=LOOP, seeds={"src": "rand"},
+         refused=NEVER_SUBMITTED, why=EARLIER_API + ": a put on an SRAM_MEMORY signal"),
+    Case("minimal_reused_signal", "dist_minimal_loop", "reused_signal_kernel_factory",
+         source=LOOP, seeds={"src": "rand"}, refused=NEVER_SUBMITTED,
+         why=EARLIER_API + ": a put and a wait in each of two iterations"),
+    Case("minimal_two_puts_two_waits", "dist_minimal_loop",
+         "two_puts_two_waits_kernel_factory", source=LOOP, seeds={"src": "rand"},
+         refused=NEVER_SUBMITTED, why=EARLIER_API + ": two puts on one signal, two waits"),
+    Case("minimal_too_many_signals", "dist_minimal_loop", "too_many_signals_kernel_factory",
+         source=LOOP, refused="never submitted",
+         why="nine automatic signals, puts never submitted: the upstream refused the ninth "
+             "signal then (eight flag registers); its later planner, as ours, puts it in "
+             "memory, and the unsubmitted puts are refused (earlier API)"),
+    Case("minimal_asram_payload", "dist_minimal_loop",
+         "invalid_payload_scope_kernel_factory", source=LOOP,
+         refused="must use shared.rsram or global",
+         gap="a put between shared.asram buffers: the upstream refuses the scope; we do "
+             "not check it (this run ends in the deadlock of the never-submitted put)",
+         why="a put between shared.asram buffers: the upstream requires RSRAM or DRAM; "
+             "we do not check the scope"),
+    Case("minimal_signal_in_loop", "dist_minimal_loop", "signal_in_loop_kernel_factory",
+         source=LOOP, refused="outside loops and conditionals",
+         gap="T.dist.signal() declared in a loop: the upstream refuses it (a "
+             "RuntimeError); we accept it",
+         why="a signal declared in a loop: the upstream refuses it; we accept it"),
+    Case("minimal_put_world1", "dist_minimal_loop", "minimal_put_kernel_factory",
+         source=LOOP, world=1, kwargs={"M": 32, "N": 32}, tensors=_AB, refused=ONE_RANK,
+         why="world 1: the upstream refuses communication in a one-rank kernel"),
+]
+
 def _counts(name: str, W: int, rows: int | None) -> Callable:
     """Send/receive counts of an all_to_allv: rank r sends to r + 1 and r + 2 (every
     row), so each receiver knows its senders."""
