@@ -56,9 +56,9 @@ class Case:
     ``why``: the table's note. ``kwargs``: ``get_tir``'s arguments (beside the
     world); ``error``: the refusal's type; ``gap``: a kernel with a defined result that
     we refuse (a strict xfail naming what is missing); ``rank_inputs``: each rank its own values of the MeshTensors
-    (``env.before[name][rank]``), not one copy; ``scalars``: a scalar parameter's value
-    (every rank); ``mesh``: the core mesh (the upstream's own where its kernels name rows
-    or cores that :data:`MESH` lacks)."""
+    (``env.before[name][rank]``), not one copy; ``scalars``: the scalar parameters'
+    values (every rank; in parameter order); ``mesh``: the core mesh (the upstream's own
+    where its kernels name rows or cores that :data:`MESH` lacks)."""
 
     id: str
     module: str
@@ -1085,6 +1085,127 @@ CASES += [
          why="world 1: the upstream refuses communication in a one-rank kernel"),
 ]
 
+def one_way(sender: int) -> Callable:
+    """World 2: every core of the other rank gets ``src`` of rank ``sender``."""
+    def check(e: Env) -> None:
+        for k in range(e.cores):
+            eq(e.obs["dst"][1 - sender][k], e.init["src"][sender][k], f"core {k}")
+    return check
+
+
+def col0_ring(e: Env) -> None:
+    """Column-0 cores of rank q get ``src`` of rank q - 1 (the rest not defined)."""
+    for q in range(e.world):
+        for r in range(e.mesh[0]):
+            k = e.core(r, 0)
+            eq(e.obs["dst"][q][k], e.init["src"][(q - 1) % e.world][k], f"rank {q} core {k}")
+
+
+def a2av_variable(e: Env) -> None:
+    """all_to_allv into ``variable_dst``: slot p on rank q = ``src`` slot q of rank p
+    where p sends to q."""
+    for q in range(e.world):
+        for k in range(e.cores):
+            for p in range(e.world):
+                if e.init["send_counts"][p][k][q] > 0:
+                    eq(e.obs["variable_dst"][q][k][p], e.init["src"][p][k][q],
+                       f"rank {q} core {k} slot {p}")
+
+
+FLOW = "inter_rank/test_dist_expect_control_flow.py @27830dcb"
+
+
+def _cf(id: str, factory: str, **kw: Any) -> Case:
+    return Case(id, "dist_expect_control_flow", factory, source=FLOW, **kw)
+
+
+BRANCH_GAP = ("the automatic expectation misses a put in the else branch of "
+              "`if rank_id == 0` (rank 1 sending to rank 0): rank 0's wait returns at once "
+              "and the checked run reports a race (a bug)")
+_PHASE = "Cannot.*T.dist|sent after a wait"
+_LOOP = "cannot prove matching.*loop"
+_SC = {"choice": 1}
+_LS = {"rounds": 2, "recv_count": 2}
+CASES += [
+    _cf(f"flow_branch_s{s}_n{n}_{res}", "branch_exchange_kernel_factory", world=2,
+        kwargs={"sender_rank": s, "send_count": n, "resource": res},
+        seeds={"src": "rand"}, observe=["dst"], check=one_way(s),
+        gap=BRANCH_GAP if s == 1 else "",
+        why=f"rank {s} puts {n}x to the other under if rank_id, which waits "
+            f"({res}); world 2")
+    for s, n, res in ((0, 1, "single"), (1, 2, "single"), (0, 2, "member"),
+                      (1, 1, "all"))
+] + [
+    _cf(f"flow_unsafe_{pat}" + ("" if e else "_then"), "unsafe_phase_kernel_factory",
+        world=2, kwargs={"pattern": pat, "send_in_else": e}, scalars=_SC,
+        seeds={"src": "rand"}, refused=_PHASE,
+        why=f"pattern {pat!r}: a wait and a send on one signal under a core condition "
+            "the receiver cannot see (refused upstream)")
+    for pat, e in (("reuse", True), ("wait_first", True), ("wait_first", False),
+                   ("group_all", True), ("group_member", True), ("nested", True),
+                   ("completion", True), ("runtime_condition", True))
+] + [
+    _cf(f"flow_sender_local_{st}_{op}", "sender_local_condition_kernel_factory",
+        kwargs={"structure": st, "op": op}, scalars={"enabled": 1, "recv_count": 1},
+        seeds={"src": "rand"}, refused="sender-local condition.*expect='manual'",
+        why=f"a {op} under a runtime condition ({st}), automatic expects (refused "
+            "upstream)")
+    for st in ("if", "if_else", "nested", "nested_else") for op in ("put", "put_signal")
+] + [
+    _cf("flow_sender_local_manual", "sender_local_condition_kernel_factory",
+        kwargs={"manual": True}, scalars={"enabled": 1, "recv_count": 1},
+        seeds={"src": "rand"}, observe=["dst"], check=ring_copy([("src", "dst", slice(None))]),
+        why="the same with expect='manual', enabled 1 and recv_count 1"),
+    _cf("flow_conditional_two_phase", "conditional_two_phase_signal_kernel_factory",
+        seeds={"src": "rand"}, observe=["dst"], check=col0_ring,
+        why="column 0 puts, waits, puts and waits again on one signal"),
+    _cf("flow_nested_conditional_wait", "nested_conditional_wait_kernel_factory",
+        seeds={"src": "rand"}, refused="split the condition into phases",
+        why="a wait under rank_id == 0 between two puts under a core condition"),
+] + [
+    _cf(f"flow_conditional_while_{n}", "conditional_while_put_kernel_factory",
+        kwargs={"iterations": n}, seeds={"src": "rand"}, refused=_LOOP,
+        why=f"column 0 puts in a while loop of {n}; automatic expects cannot count it")
+    for n in (0, 2)
+] + [
+    _cf(f"flow_loop_{b}_{f}", "loop_expect_kernel_factory", kwargs={"bound": b, "form": f},
+        scalars=_LS, seeds={"src": "rand"}, refused=_LOOP,
+        why=f"puts in a {f} loop bounded by {b}: automatic expects (refused upstream)")
+    for b, f in (("rank", "for"), ("param", "for"), ("buffer", "for"), ("rank", "while"),
+                 ("param", "while"), ("static", "while"), ("param", "nested"))
+] + [
+    _cf(f"flow_loop_auto_{n}", "loop_expect_kernel_factory", kwargs=kw, scalars=_LS,
+        seeds={"src": "rand"}, refused="use expect='manual'",
+        why=f"a {n} in a loop of a rank-dependent bound: automatic expects")
+    for n, kw in (("member", {"group_member": True}), ("put_signal", {"signal_only": True}),
+                  ("auto", {"expect_mode": "auto"}))
+] + [
+    _cf(f"flow_loop_static_{f}", "loop_expect_kernel_factory",
+        kwargs={"bound": "static", "form": f}, scalars=_LS, seeds={"src": "rand"},
+        observe=["dst"], check=ring_copy([("src", "dst", slice(None))]),
+        why=f"puts in a static {f} loop, automatic expects")
+    for f in ("for", "nested")
+] + [
+    _cf(f"flow_loop_manual_{b}_{f}", "loop_expect_kernel_factory",
+        kwargs={"bound": b, "form": f, "group_member": True, "expect_mode": "manual"},
+        scalars=_LS, seeds={"src": "rand"}, observe=["dst"],
+        check=ring_copy([("src", "dst", slice(None))]),
+        why=f"puts in a {f} loop bounded by {b}, manual expects (rounds 2, recv_count 2)")
+    for b, f in (("param", "for"), ("buffer", "for"), ("param", "while"))
+] + [
+    _cf("flow_collective_loop_gather", "collective_loop_kernel_factory",
+        scalars={"rounds": 2}, seeds={"src": "rand"}, refused="use expect='manual'",
+        gap="all_gather's automatic completion in a loop of a runtime bound: the "
+            "upstream refuses it; we run it",
+        why="all_gather in a loop of a runtime bound, automatic completion: the upstream "
+            "refuses it; we run it"),
+    _cf("flow_collective_loop_alltoallv", "collective_loop_kernel_factory",
+        kwargs={"variable_counts": True}, scalars={"rounds": 2},
+        seeds={"src": "rand", "send_counts": None, "recv_counts": None},
+        observe=["variable_dst"], check=a2av_variable,
+        why="all_to_allv in a loop of a runtime bound (its manual protocol)"),
+]
+
 def _counts(name: str, W: int, rows: int | None) -> Callable:
     """Send/receive counts of an all_to_allv: rank r sends to r + 1 and r + 2 (every
     row), so each receiver knows its senders."""
@@ -1135,12 +1256,17 @@ def run_case(case: Case) -> Env:
     obs_names: list = []
     tensors: dict = {}
     before: dict = {}
+    nscalar = 0
     for i, p in enumerate(func.params):
         if str(p.name) == "rank_id":
             continue
         if p not in func.buffer_map:
+            # by name, else by position (TVMScript renames a parameter a kernel aliases,
+            # as ``limit = rounds``)
+            v = case.scalars.get(str(p.name), list(case.scalars.values())[nscalar])
+            nscalar += 1
             for r in range(W):
-                per[r].append(case.scalars[str(p.name)])
+                per[r].append(v)
             continue
         buf = func.buffer_map[p]
         name, dt = str(buf.name), getattr(torch, str(buf.dtype))
