@@ -36,7 +36,8 @@ def _tm_harness() -> Any:
 
 
 def observe(func: tirx.PrimFunc, names: list[str]) -> tirx.PrimFunc:
-    return _tm_harness().observe(func, names)
+    # nothing to observe: the body stays as it is (a SeqStmt of one is not allowed)
+    return _tm_harness().observe(func, names) if names else func
 
 
 class Factory:
@@ -65,6 +66,8 @@ upstream_tilelang = _UpstreamTileLang()
 def seed(func: tirx.PrimFunc, names: list[str]) -> tirx.PrimFunc:
     """``func`` with an input ``INIT_<name>`` per on-chip buffer ``name``, ``(cores,
     *shape)``: each core copies its row into the buffer when its program starts."""
+    if not names:  # nothing to seed (a SeqStmt of one statement is not allowed)
+        return func
     bvars, extents = _tm_harness()._blocks(func)
     lin: Any = tirx.IntImm("int32", 0)
     for v, n in reversed(list(zip(bvars, extents))):
