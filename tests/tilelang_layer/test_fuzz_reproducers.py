@@ -27,10 +27,15 @@ ValueError (their scripts compare).
   the lowering, so the exchange used another root (WrapNarrowingCasts now runs first);
 - checked_run_folded_store_index.py (seed g27): with ``check_races=True`` the shadow
   check of a store whose index TileLang folds used the folded element and reported a
-  race between no cores (the element now goes through memory);
+  race between no cores (ProtectFoldedIndices now checks the shadow's reads in its
+  conditions);
 - two_shared_dyn_buffers.py: two ``T.alloc_shared`` buffers of the default scope in one
   superstep stopped TileLang ("Only one dynamic shared memory allocation", stock too);
-  OneDynamicShared makes them ``shared`` on the C back end.
+  OneDynamicShared makes them ``shared`` on the C back end;
+- wrapped_index_in_a_guarded_store.py (seed m27, in its batch of five): an index
+  holding a narrowing cast's wrap (``bitwise_and``) reached TileLang's
+  LegalizeSafeMemoryAccess, which stopped (``Check failed: combined.defined()``);
+  ProtectFoldedIndices computes such an index into a cell.
 """
 import pathlib
 import runpy

@@ -20,7 +20,9 @@ the index is computed into a one-element ``local`` buffer just before its statem
 (a load is opaque to the simplifier); a ``T.Parallel`` or vectorized loop whose
 variable such an index uses runs as the serial loop it means. An index over more
 than ``MeshPassConfig.max_index_points`` points that the simplifier rewrites at all is
-protected without evaluating it. Every other index is left exactly as written.
+protected without evaluating it, and so is one holding a narrowing cast's wrap
+(``WrapNarrowingCasts``' ``bitwise_and``), which TileLang's safe-memory pass cannot
+bound. Every other index is left exactly as written.
 """
 
 from __future__ import annotations
@@ -39,11 +41,21 @@ __all__ = ["ProtectFoldedIndices", "protect_folded_indices", "folds_wrongly"]
 _DIVMOD = (tirx.FloorDiv, tirx.FloorMod, tirx.Div, tirx.Mod)
 
 
-def _has_divmod(e: Any) -> bool:
+def _has(e: Any, pred: Any) -> bool:
     hit: list = []
     tirx.stmt_functor.post_order_visit(tirx.Evaluate(e), lambda n: hit.append(n)
-                                       if isinstance(n, _DIVMOD) else None)
+                                       if pred(n) else None)
     return bool(hit)
+
+
+def _has_divmod(e: Any) -> bool:
+    return _has(e, lambda n: isinstance(n, _DIVMOD))
+
+
+def _has_wrap(e: Any) -> bool:
+    """Whether ``e`` holds a narrowing cast's wrap as ``WrapNarrowingCasts`` writes it."""
+    return _has(e, lambda n: isinstance(n, tirx.Call)
+                and getattr(n.op, "name", "") == "tirx.bitwise_and")
 
 
 def _free_vars(e: Any) -> list[tirx.Var]:
@@ -122,7 +134,13 @@ class _Protector:
         return out
 
     def _bad(self, e: tirx.PrimExpr, extent: Any = None) -> bool:
-        if not isinstance(e, tirx.PrimExpr) or not _has_divmod(e):
+        if not isinstance(e, tirx.PrimExpr):
+            return False
+        if _has_wrap(e):
+            # TileLang's LegalizeSafeMemoryAccess cannot bound a bitwise_and index and
+            # stops (Check failed: combined.defined()): the index goes through a cell
+            return True
+        if not _has_divmod(e):
             return False
         inl = tirx.stmt_functor.substitute(e, self.lets) if self.lets else e
         ranges = self._ranges(inl)
