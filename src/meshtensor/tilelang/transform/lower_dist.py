@@ -780,8 +780,10 @@ class _Lowering:
                 if isinstance(item, (tirx.For, WhileLoop)):
                     raise ValueError(f"{self.err.name(o)}: Rank/column-conditioned T.dist "
                                      f"peer operations inside loops are not supported yet")
-            pred = [stmt.condition] + [c.expr if c.taken else tirx.Not(c.expr)
-                                       for c in f.scope if isinstance(c, Cond)]
+            # (f.scope starts at this ``if``: its own condition is there, negated in
+            # the else branch)
+            pred = [c.expr if c.taken else tirx.Not(c.expr)
+                    for c in f.scope if isinstance(c, Cond)]
             full = tuple(scope) + tuple(i for i in f.scope if isinstance(i, Let))
             self.check_predicate(o, pred, full)
             markers.append(self.marker(o, full, pred))
