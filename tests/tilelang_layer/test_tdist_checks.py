@@ -88,6 +88,25 @@ def kernel(mode, world=4, mesh=(2, 2)):
                 if mode == "all_reduce_in_loop":
                     for i in T.serial(1):
                         T.dist.all_reduce(src, dst, "sum", signal=s)
+                if mode in ("gather_twice", "gather_in_loop", "gather_and_put",
+                            "gather_member_loop", "gather_rank_member"):
+                    gat = T.alloc_shared((W, N), "float32")
+                    ml = T.dist.signals(2)
+                    if mode == "gather_twice":
+                        T.dist.all_gather(src, gat, signal=s, submit=True)
+                        T.dist.all_gather(src, gat, signal=s, submit=True)
+                    if mode == "gather_in_loop":
+                        for i in T.serial(2):
+                            T.dist.all_gather(src, gat, signal=s, submit=True)
+                    if mode == "gather_and_put":
+                        T.dist.all_gather(src, gat, signal=s, submit=True)
+                        T.dist.put(src, dst, nxt, signal=s, submit=True)
+                    if mode == "gather_member_loop":  # a member per iteration: accepted
+                        for i in T.serial(2):
+                            T.dist.all_gather(src, gat, signal=ml[i], submit=True)
+                            T.dist.wait_signal(ml[i])
+                    if mode == "gather_rank_member":
+                        T.dist.all_gather(src, gat, signal=ml[rank_id % 2], submit=True)
                 if mode == "scope_mismatch":
                     t = T.dist.signal(kind=T.dist.SignalKind.DRAM_FLAGREG_INC)
                     T.dist.put(src, dst, nxt, signal=t, submit=True)
@@ -189,6 +208,13 @@ def kernel(mode, world=4, mesh=(2, 2)):
     ("wsram_payload", "source 'w' must use shared.rsram or global/DRAM, got 'shared.wsram'"),
     ("row_condition_peer_put", "differs between the rows of a column"),
     ("all_reduce_in_loop", "all_reduce inside For/While"),
+    ("gather_twice", r"dedicated to one collective .*T.dist.all_gather \(dist op #\d+\) "
+                     r"updates it too"),
+    ("gather_in_loop", "dedicated to one collective .* takes the same signal in more "
+                       "than one iteration"),
+    ("gather_and_put", r"dedicated to one collective .* T.dist.put \(dist op #\d+\) "
+                       r"updates it too"),
+    ("gather_rank_member", "cannot be proven different in every invocation"),
     ("write_source_before_wait", r"writes src\[0:4\], the put's source src\[0:4\], "
                                  r"before T.dist.wait\(\)"),
     ("read_destination_before_wait", r"reads dst\[0:4\], which overlaps the put's "
@@ -204,6 +230,10 @@ def test_a_put_under_a_column_condition_is_accepted():
     # (on a 2x2 mesh, bx % 2 is the column: the same on every row)
     func, prog = lower_dist(kernel("col_condition_peer_put"))
     assert prog.world == 4
+
+
+def test_a_collective_at_a_member_per_iteration_is_accepted():
+    lower_dist(kernel("gather_member_loop"))
 
 
 def test_world_size_one_refuses_communication():

@@ -62,6 +62,7 @@ REGISTER_SITE = 0                  # site 0: the buffer registration of each cor
 BLOCKING = frozenset({"wait_signal", "wait_signals", "wait_all", "wait_any", "barrier",
                       "all_reduce"})
 _SENDS = ("put", "routed_put", "put_signal")
+_COLLECTIVES = ("all_gather", "all_to_all", "all_reduce", "all_to_allv")
 _MAX_ENUM = 4096  # loop iterations enumerated to learn a signal's senders
 
 
@@ -352,6 +353,7 @@ class _Lowering:
                 r = o.fields.get(key)
                 if r is not None:
                     self._check_region(o, key, r)
+        self._check_aggregate_signals()
 
     def _check_upstream_rules(self, f: Any, o: DistOp, scopes: Mapping) -> None:
         """The rules SUNMMIO's compiler enforces before it plans signals: a kernel
@@ -387,6 +389,71 @@ class _Lowering:
                         f"differs between the rows of a column ({item.expr}). Use "
                         f"T.dist.routed_put to select source rows explicitly; only Rank- or "
                         f"column-uniform outer conditions are supported")
+
+    def _check_aggregate_signals(self) -> None:
+        """A collective's ``signal=`` counts the arrivals of every sender of one
+        invocation: the upstream dedicates it to that one collective call, run once
+        (in a loop, each iteration must take its own list member, proven at compile
+        time), and no other op may update it (decision 88). Waiting on it again is
+        fine."""
+        uses = []  # (found, op, signal id, members it may update: a list, or None)
+        for f, o in zip(self.found, self.ops):
+            if o.op in _SENDS + ("barrier", "barrier_arrive") or o.op in _COLLECTIVES:
+                ref = o.fields.get("signal")
+                if ref is not None:
+                    uses.append((f, o, ref.id, self._members(f, ref)))
+                elif o.fields.get("list", -1) >= 0:
+                    uses.append((f, o, o["list"], None))
+        for f, o, sid, members in uses:
+            ref = o.fields.get("signal") if o.op in _COLLECTIVES else None
+            if ref is None:
+                continue
+            what = (f"{self.err.name(o)}: its signal must be dedicated to one collective "
+                    f"invocation (an exclusive collective signal counts one call's "
+                    f"arrivals)")
+            if members is None:
+                raise ValueError(f"{what}, but the member it takes ({ref.member}) cannot be "
+                                 f"proven different in every invocation; give each round "
+                                 f"its own signal or a member indexed by a static loop")
+            if len(set(members)) != len(members):
+                raise ValueError(f"{what}, but it runs in a loop and takes the same signal "
+                                 f"in more than one iteration; give each round its own "
+                                 f"signal or list member")
+            for g, other, oid, om in uses:
+                if other is o or oid != sid:
+                    continue
+                if om is None or set(om) & set(members) or None in om or None in members:
+                    raise ValueError(f"{what}, but {self.err.name(other)} updates it too; "
+                                     f"give each its own signal")
+
+    def _members(self, f: Any, ref: SignalRef) -> list | None:
+        """The list members (``None`` for a single signal) ``ref`` names, one per
+        execution of its op over the enclosing loops; ``None`` where that is not known
+        at compile time (a while loop, a runtime bound, a member read from memory or
+        the rank)."""
+        loops = [i for i in f.scope if isinstance(i, tirx.For)
+                 and i.kind != tirx.ForKind.THREAD_BINDING]
+        if any(isinstance(i, WhileLoop) for i in f.scope):
+            return None
+        ranges = []
+        for lp in loops:
+            lo, ext = static_int(lp.min), static_int(lp.extent)
+            if lo is None or ext is None:
+                return None
+            ranges.append(range(lo, lo + ext))
+        if int(np.prod([len(r) for r in ranges] or [1])) > _MAX_ENUM:
+            return None
+        out = []
+        for it in itertools.product(*ranges):
+            if not ref.dynamic:
+                out.append(ref.member)
+                continue
+            m = {lp.loop_var: _i32(v) for lp, v in zip(loops, it)}
+            v = static_int(self.ana.simplify(_subst(_inline_lets(ref.member, f.scope), m)))
+            if v is None:
+                return None
+            out.append(v)
+        return out
 
     def _check_region(self, o: DistOp, side: str, r: CopyRegion) -> None:
         for d, (s, e, n) in enumerate(zip(r.starts, r.extents, r.buffer.shape)):
