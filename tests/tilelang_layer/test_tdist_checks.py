@@ -88,6 +88,13 @@ def kernel(mode, world=4, mesh=(2, 2)):
                 if mode == "pipelined":
                     for i in T.Pipelined(2, num_stages=2):
                         T.dist.put(src, dst, nxt, signal=s, submit=True)
+                if mode == "pipelined_wait_any":  # a value op, not a statement
+                    cl = T.dist.signals(2, expect="manual")
+                    deltas = T.alloc_shared((2,), "uint32")
+                    done = T.dist.completion(cl, expected_deltas=deltas)
+                    for i in T.Pipelined(2, num_stages=2):
+                        got = T.dist.wait_any(done)
+                        dst[got] = 0
                 if mode == "write_source_before_wait":
                     T.dist.put(src, dst, nxt, signal=s, submit=True)
                     T.copy(A[bx, 0:N], src)
@@ -171,6 +178,8 @@ def kernel(mode, world=4, mesh=(2, 2)):
     ("manual_plain_wait", "uses expect='manual' with wait_signal/wait_all but provides no "
                           "expected delta"),
     ("pipelined", r"not supported inside T.Pipelined\(num_stages > 0\)"),
+    ("pipelined_wait_any", r"T.dist.wait_any: T.dist operations are not supported inside "
+                           r"T.Pipelined\(num_stages > 0\)"),
     ("write_source_before_wait", r"writes src\[0:4\], the put's source src\[0:4\], "
                                  r"before T.dist.wait\(\)"),
     ("read_destination_before_wait", r"reads dst\[0:4\], which overlaps the put's "
