@@ -1301,9 +1301,10 @@ CASES += [
 ]
 CASES += [
     _own(f"own_reuse_{op}_{sc}", kwargs={"op": op, "scenario": sc},
-         observe=_OWN_OBS[op][0], gap=OWN_GAP,
-         refused="all_reduce inside For/While" if op == "all_reduce" and sc != "repeat"
-         else DEDICATED,
+         observe=_OWN_OBS[op][0],
+         **({"refused": "all_reduce inside For/While", "gap": LOOP_GAP}
+            if op == "all_reduce" and sc != "repeat" else
+            {"refused": DEDICATED, "gap": OWN_GAP}),
          why=f"{op} twice on one signal ({sc}): the upstream refuses it; we run it")
     for op in _OWN_OBS for sc in ("repeat", "serial", "while")
 ] + [
@@ -1359,7 +1360,6 @@ CASES += [
              "refuses it (a member it cannot name); here each rank waits on its own "
              "member, which only the puts of a rank of that number raise: a deadlock"),
 ]
-PIPE_GAP = ""
 CASES += [
     _pipe(f"pipe_{op}", kwargs={"op": op}, seeds={"src": "rand"},
           refused="move communication, submit and waits outside",
