@@ -95,6 +95,7 @@ class Env:
     tensors: dict
     before: dict
     mesh: tuple = MESH
+    func: Any = None  # the kernel as built (split cases)
 
     @property
     def cores(self) -> int:
@@ -1221,6 +1222,16 @@ def unchanged(name: str) -> Callable:
     return check
 
 
+def unchanged_in_slots(name: str, slot: tuple) -> Callable:
+    """:func:`unchanged`, and the kernel's parameter ``name`` is the per-core slot
+    ``slot`` (the upstream's ``local_shape``)."""
+    def check(e: Env) -> None:
+        unchanged(name)(e)
+        bufs = [b for b in e.func.buffer_map.values() if str(b.name) == name]
+        assert tuple(int(n) for n in bufs[0].shape) == slot, (name, bufs[0].shape)
+    return check
+
+
 def gathered_ring(e: Env) -> None:
     """all_gather of ``src`` into ``gathered``: slot p on every rank = ``src`` of p."""
     for q in range(e.world):
@@ -1273,20 +1284,23 @@ def _plan(id: str, factory: str, **kw: Any) -> Case:
 CASES += [
     Case("foundation_rank_sharded", "dist_foundation", "rank_sharded_kernel_factory",
          source=FOUND, kwargs={"M": 17, "N": 32}, tensors={"A": (17, 32)}, split=True,
-         check=unchanged("A"),
+         check=unchanged_in_slots("A", (3, 32)),
          why="a MeshTensor split over 4 ranks (17 rows: 5, 4, 4, 4) and rows of the "
              "mesh; get_local_extent, world_size(); nothing moves: A comes back as it "
-             "went in"),
+             "went in, from per-core slots of (3, 32) as upstream"),
     Case("foundation_rank_sharded_world2", "dist_foundation", "rank_sharded_kernel_factory",
          source=FOUND, world=2, kwargs={"M": 17, "N": 32}, tensors={"A": (17, 32)},
-         split=True, check=unchanged("A"), why="the same on 2 ranks (9 and 8 rows)"),
+         split=True, check=unchanged_in_slots("A", (5, 32)),
+         why="the same on 2 ranks (9 and 8 rows; slots of (5, 32))"),
     Case("foundation_replicated", "dist_foundation", "replicated_kernel_factory",
          source=FOUND, kwargs={"M": 17, "N": 32}, tensors={"A": (17, 32)}, split=True,
-         check=unchanged("A"),
-         why="no rank_placement: every rank a copy; nothing moves, A unchanged"),
+         check=unchanged_in_slots("A", (17, 32)),
+         why="no rank_placement: every rank and core a whole copy; nothing moves, A "
+             "unchanged"),
     Case("foundation_replicated_world3", "dist_foundation", "replicated_kernel_factory",
          source=FOUND, world=3, kwargs={"M": 8, "N": 16}, tensors={"A": (8, 16)},
-         split=True, check=unchanged("A"), why="the same, (8, 16) on 3 ranks"),
+         split=True, check=unchanged_in_slots("A", (8, 16)),
+         why="the same, (8, 16) on 3 ranks"),
 ] + [
     Case(f"foundation_world_{name}", "dist_foundation", "rank_sharded_kernel_factory",
          source=FOUND, world=w, kwargs={"M": 17, "N": 32},
@@ -1609,7 +1623,7 @@ def run_case(case: Case) -> Env:
         args = [per[0][j].clone() for j in tensors.values()]
         kernel(*args)
         return Env(W, init, {}, {n: [_np(a)] for n, a in zip(tensors, args)}, before,
-                   case.mesh)
+                   case.mesh, func)
     kernel.run_ranks(per)
     base = len(per[0]) - len(obs_names)
     obs = {n: [_np(per[r][base + j]) for r in range(W)] for j, n in enumerate(obs_names)}
