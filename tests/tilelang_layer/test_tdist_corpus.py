@@ -1254,6 +1254,8 @@ PLAN = "inter_rank/test_dist_signal_planning.py @6642f434"
 DEDICATED = "dedicated to one collective|exclusive collective signal"
 OWN_GAP = ("the upstream refuses a collective's signal used by a second collective or "
            "another send (a signal dedicated to one collective call); we run it")
+OWN_LOOP_GAP = ("all_reduce in a loop: the upstream refuses it whatever the loop; "
+                "we run it (every iteration sends the same src)")
 _OWN = {"seeds": {"src": "rand", "send_counts": None, "recv_counts": None},
         "scalars": {"rounds": 2}}
 _OWN_OBS = {"all_gather": (["gathered"], gathered_ring), "all_to_all": (["dst"], all_to_all_rank),
@@ -1316,7 +1318,7 @@ CASES += [
 CASES += [
     _own(f"own_reuse_{op}_{sc}", kwargs={"op": op, "scenario": sc},
          observe=_OWN_OBS[op][0],
-         **({"refused": "all_reduce inside For/While", "gap": LOOP_GAP}
+         **({"refused": "all_reduce inside For/While", "gap": OWN_LOOP_GAP}
             if op == "all_reduce" and sc != "repeat" else
             {"refused": DEDICATED, "gap": OWN_GAP}),
          why=f"{op} twice on one signal ({sc}): the upstream refuses it; we run it")
