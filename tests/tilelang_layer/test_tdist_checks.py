@@ -75,6 +75,19 @@ def kernel(mode, world=4, mesh=(2, 2)):
                     T.dist.put(src, dst, nxt, signal=t6, submit=True)
                     T.dist.put(src, dst, nxt, signal=t7, submit=True)
                     T.dist.put(src, dst, nxt, signal=t8, submit=True)
+                if mode == "signal_in_branch":
+                    if rank_id == 0:
+                        t = T.dist.signal()
+                        T.dist.put(src, dst, nxt, signal=t, submit=True)
+                if mode == "wsram_payload":
+                    w = T.alloc_shared((N,), "float32", scope="shared.wsram")
+                    T.dist.put(w, dst, nxt, signal=s, submit=True)
+                if mode in ("row_condition_peer_put", "col_condition_peer_put"):
+                    if (bx // 2 if mode.startswith("row") else bx % 2) == 0:
+                        T.dist.put(src, dst, nxt, signal=s, submit=True)
+                if mode == "all_reduce_in_loop":
+                    for i in T.serial(1):
+                        T.dist.all_reduce(src, dst, "sum", signal=s)
                 if mode == "scope_mismatch":
                     t = T.dist.signal(kind=T.dist.SignalKind.DRAM_FLAGREG_INC)
                     T.dist.put(src, dst, nxt, signal=t, submit=True)
@@ -180,6 +193,11 @@ def kernel(mode, world=4, mesh=(2, 2)):
     ("pipelined", r"not supported inside T.Pipelined\(num_stages > 0\)"),
     ("pipelined_wait_any", r"T.dist.wait_any: T.dist operations are not supported inside "
                            r"T.Pipelined\(num_stages > 0\)"),
+    # the upstream compiler's own rules (decision 88)
+    ("signal_in_branch", "signals must be declared outside loops and conditionals"),
+    ("wsram_payload", "source 'w' must use shared.rsram or global/DRAM, got 'shared.wsram'"),
+    ("row_condition_peer_put", "differs between the rows of a column"),
+    ("all_reduce_in_loop", "all_reduce inside For/While"),
     ("write_source_before_wait", r"writes src\[0:4\], the put's source src\[0:4\], "
                                  r"before T.dist.wait\(\)"),
     ("read_destination_before_wait", r"reads dst\[0:4\], which overlaps the put's "
@@ -189,6 +207,12 @@ def kernel(mode, world=4, mesh=(2, 2)):
 def test_static_refusals(mode, text):
     with pytest.raises(ValueError, match=text):
         lower_dist(kernel(mode))
+
+
+def test_a_put_under_a_column_condition_is_accepted():
+    # (on a 2x2 mesh, bx % 2 is the column: the same on every row)
+    func, prog = lower_dist(kernel("col_condition_peer_put"))
+    assert prog.world == 4
 
 
 def test_world_size_one_refuses_communication():

@@ -583,11 +583,8 @@ CASES += [
          "manual_sender_signals_kernel_factory", source=MANUAL, kwargs={"cross_row": True},
          seeds={"src": "rand", **_RING_COUNTS}, observe=["dst"],
          check=ring_copy([("src", "dst", slice(None))], src_row=lambda r: (r - 1) % MESH[0]),
-         gap="a cross-row put under a condition read from memory: the upstream carries "
-             "each source row's condition to the relay core (a dynamic route); we refuse "
-             "it as row-dependent",
-         why="the same, to the next row: the upstream carries each source core's count "
-             "test to the relay core; we refuse the condition as row-dependent"),
+         why="the same, to the next row: each source core's count test decides its "
+             "put (the upstream carries it to the relay core)"),
     Case("manual_sender_signals_auto", "dist_manual_expect",
          "manual_sender_signals_kernel_factory", source=MANUAL,
          kwargs={"expect_mode": "auto"}, error=TypeError, refused="expect='manual'",
@@ -664,11 +661,8 @@ CASES += [
          "repeated_manual_completion_kernel_factory", source=COMPLETION,
          kwargs={"observe_first": True}, seeds=_ZERO2,
          refused="must be drained",
-         gap="the upstream refuses a completion observed (has_pending, wait_any) and "
-             "not drained before the next on its list; we check drains at run time only, "
-             "and with nothing pending the run is defined",
-         why="the first observed by wait_any, not drained: the upstream refuses it; we "
-             "run it"),
+         why="the first observed by wait_any, not drained before the second: the "
+             "upstream refuses it"),
     Case("completion_loop", "dist_completion", "loop_manual_completion_kernel_factory",
          source=COMPLETION, seeds=_ZERO2, check=runs,
          why="a manual completion per iteration, never observed"),
@@ -679,9 +673,7 @@ CASES += [
     Case("completion_loop_observed", "dist_completion",
          "loop_manual_completion_kernel_factory", source=COMPLETION,
          kwargs={"observe_each": True}, seeds=_ZERO2, refused="drained in that iteration",
-         gap="the upstream refuses a completion observed in an iteration and not drained "
-             "in it; we check drains at run time only",
-         why="observed in each iteration, not drained: the upstream refuses it; we run it"),
+         why="observed in each iteration, not drained in it: the upstream refuses it"),
 ]
 
 
@@ -713,11 +705,6 @@ def reduce_ref(op: str, dtype: str = "bfloat16", zero_col0: bool = False,
 REDUCE = "inter_rank/test_dist_collective_allreduce.py @27830dcb"
 _AR = "allreduce_kernel_factory"
 ORDER = "depends on the order of arrivals"
-# the upstream refuses all_reduce in any loop (its receive staging is reused across
-# iterations); our checked run refuses the reuse only where it changes a value
-LOOP_GAP = ("all_reduce in a loop: the upstream refuses it whatever the loop; we refuse "
-            "it only where the staging reuse changes a value, and here every iteration "
-            "sends the same src")
 _ARL = "allreduce_loop_boundary_kernel_factory"
 CASES += [
     Case(f"allreduce_{op}", "dist_collective_allreduce", _AR, source=REDUCE,
@@ -736,22 +723,22 @@ CASES += [
          why="sum then max into one dst on two signals (float32): max is left"),
     Case("allreduce_in_loop", "dist_collective_allreduce", "loop_allreduce_kernel_factory",
          source=REDUCE, seeds={"src": "rand"}, observe=["dst"],
-         refused=ORDER,
+         refused="all_reduce inside For/While",
          why="all_reduce in a loop: the upstream refuses it (its receive staging is "
-             "reused before every rank consumed it); our checked run finds that race"),
+             "reused before every rank consumed it)"),
 ] + [
     Case(f"allreduce_loop_{kind}", "dist_collective_allreduce", _ARL, source=REDUCE,
          kwargs={"loop_kind": kind}, scalars={"rounds": 2}, seeds={"src": "rand"},
-         observe=["dst"], refused="all_reduce inside For/While", gap=LOOP_GAP,
+         observe=["dst"], refused="all_reduce inside For/While",
          why=f"all_reduce in a loop ({kind}, 2 iterations), src unchanged: the upstream "
-             "refuses it; we run it")
+             "refuses any loop")
     for kind in ("serial", "unroll", "while", "nested", "dynamic")
 ] + [
     Case("allreduce_loop_distinct_members", "dist_collective_allreduce", _ARL,
          source=REDUCE, kwargs={"distinct_members": True}, scalars={"rounds": 2},
          seeds={"src": "rand"}, observe=["dst"], refused="receive staging",
-         gap=LOOP_GAP, why="the same with a SignalList member per iteration: the "
-                            "upstream refuses it; we run it"),
+         why="the same with a SignalList member per iteration: the upstream refuses it "
+             "(distinct signals do not protect the staging)"),
     Case("allreduce_world1", "dist_collective_allreduce", _AR, source=REDUCE, world=1,
          refused=ONE_RANK, why="world 1: the upstream requires world_size > 1"),
     Case("allreduce_group", "dist_collective_allreduce", _AR, source=REDUCE,
@@ -1035,10 +1022,8 @@ CASES += [
         why="the rank_id * 32 region put to the next row: not a constant offset"),
     _rr("routing_cid_guarded_put", "cid_guarded_put_kernel_factory",
         seeds={"src": "rand"}, refused="Use T.dist.routed_put",
-        gap="a put under a condition on core_id that is not uniform over rows: the "
-            "upstream refuses it (Use T.dist.routed_put); we run it",
         why="a put under core_id == 5, a condition not uniform over rows: the upstream "
-            "asks for a routed_put; we run it (nobody waits for it)"),
+            "asks for a routed_put"),
     _rr("routing_row_guarded_routed_put", "row_guarded_routed_put_kernel_factory",
         seeds={"src": "rand"}, refused="uniform across rows",
         why="routed_put under a row condition: the upstream wants the source row in the "
@@ -1077,15 +1062,11 @@ CASES += [
     Case("minimal_asram_payload", "dist_minimal_loop",
          "invalid_payload_scope_kernel_factory", source=LOOP,
          refused="must use shared.rsram or global",
-         gap="a put between shared.asram buffers: the upstream refuses the scope; we do "
-             "not check it (this run ends in the deadlock of the never-submitted put)",
-         why="a put between shared.asram buffers: the upstream requires RSRAM or DRAM; "
-             "we do not check the scope"),
+         why="a put between shared.asram buffers: the upstream requires RSRAM or DRAM"),
     Case("minimal_signal_in_loop", "dist_minimal_loop", "signal_in_loop_kernel_factory",
          source=LOOP, refused="outside loops and conditionals",
-         gap="T.dist.signal() declared in a loop: the upstream refuses it (a "
-             "RuntimeError); we accept it",
-         why="a signal declared in a loop: the upstream refuses it; we accept it"),
+         why="a signal declared in a loop: the upstream refuses it (its RuntimeError; "
+             "ours is a ValueError)"),
     Case("minimal_put_world1", "dist_minimal_loop", "minimal_put_kernel_factory",
          source=LOOP, world=1, kwargs={"M": 32, "N": 32}, tensors=_AB, refused=ONE_RANK,
          why="world 1: the upstream refuses communication in a one-rank kernel"),
@@ -1125,9 +1106,6 @@ def _cf(id: str, factory: str, **kw: Any) -> Case:
     return Case(id, "dist_expect_control_flow", factory, source=FLOW, **kw)
 
 
-BRANCH_GAP = ("the automatic expectation misses a put in the else branch of "
-              "`if rank_id == 0` (rank 1 sending to rank 0): rank 0's wait returns at once "
-              "and the checked run reports a race (a bug)")
 _PHASE = "Cannot.*T.dist|sent after a wait"
 _LOOP = "cannot prove matching.*loop"
 _SC = {"choice": 1}
@@ -1136,7 +1114,6 @@ CASES += [
     _cf(f"flow_branch_s{s}_n{n}_{res}", "branch_exchange_kernel_factory", world=2,
         kwargs={"sender_rank": s, "send_count": n, "resource": res},
         seeds={"src": "rand"}, observe=["dst"], check=one_way(s),
-        gap=BRANCH_GAP if s == 1 else "",
         why=f"rank {s} puts {n}x to the other under if rank_id, which waits "
             f"({res}); world 2")
     for s, n, res in ((0, 1, "single"), (1, 2, "single"), (0, 2, "member"),
@@ -1201,10 +1178,8 @@ CASES += [
 ] + [
     _cf("flow_collective_loop_gather", "collective_loop_kernel_factory",
         scalars={"rounds": 2}, seeds={"src": "rand"}, refused="use expect='manual'",
-        gap="all_gather's automatic completion in a loop of a runtime bound: the "
-            "upstream refuses it; we run it",
-        why="all_gather in a loop of a runtime bound, automatic completion: the upstream "
-            "refuses it; we run it"),
+        why="all_gather in a loop of a runtime bound, automatic completion: its "
+            "arrivals cannot be counted (as upstream)"),
     _cf("flow_collective_loop_alltoallv", "collective_loop_kernel_factory",
         kwargs={"variable_counts": True}, scalars={"rounds": 2},
         seeds={"src": "rand", "send_counts": None, "recv_counts": None},
@@ -1254,8 +1229,6 @@ PLAN = "inter_rank/test_dist_signal_planning.py @6642f434"
 DEDICATED = "dedicated to one collective|exclusive collective signal"
 OWN_GAP = ("the upstream refuses a collective's signal used by a second collective or "
            "another send (a signal dedicated to one collective call); we run it")
-OWN_LOOP_GAP = ("all_reduce in a loop: the upstream refuses it whatever the loop; "
-                "we run it (every iteration sends the same src)")
 _OWN = {"seeds": {"src": "rand", "send_counts": None, "recv_counts": None},
         "scalars": {"rounds": 2}}
 _OWN_OBS = {"all_gather": (["gathered"], gathered_ring), "all_to_all": (["dst"], all_to_all_rank),
@@ -1317,12 +1290,16 @@ CASES += [
 ]
 CASES += [
     _own(f"own_reuse_{op}_{sc}", kwargs={"op": op, "scenario": sc},
-         observe=_OWN_OBS[op][0],
-         **({"refused": "all_reduce inside For/While", "gap": OWN_LOOP_GAP}
-            if op == "all_reduce" and sc != "repeat" else
-            {"refused": DEDICATED, "gap": OWN_GAP}),
+         observe=_OWN_OBS[op][0], refused=DEDICATED, gap=OWN_GAP,
          why=f"{op} twice on one signal ({sc}): the upstream refuses it; we run it")
     for op in _OWN_OBS for sc in ("repeat", "serial", "while")
+    if not (op == "all_reduce" and sc != "repeat")
+] + [
+    _own(f"own_reuse_all_reduce_{sc}", kwargs={"op": "all_reduce", "scenario": sc},
+         observe=["dst"], refused="all_reduce inside For/While",
+         why=f"all_reduce twice on one signal in a {sc} loop: refused as upstream, for "
+             "the loop")
+    for sc in ("serial", "while")
 ] + [
     _own(f"own_member_{k.lower()}_{sc}", world=2,
          kwargs={"scenario": sc, "member": True, **({"kind": k} if k != "auto" else {})},
@@ -1405,9 +1382,6 @@ CASES += [
               "of output"),
 ]
 _XR = ring_copy([("src", "dst", slice(None))], src_row=lambda r: (r - 1) % MESH[0])
-ACTIVE_GAP = ("a cross-row put under a condition read from memory (active[0] > 0): the "
-              "upstream carries the condition to the relay core (a dynamic route); we "
-              "refuse it as row-dependent")
 _ROUTE_WHY = {"implicit": "put(dst_row=next row)", "member": "the same on a SignalList member",
               "explicit": "routed_put from row 0 to row 1",
               "active": "put(dst_row=next row) under active[0] > 0, manual expects "
@@ -1419,8 +1393,8 @@ def _rms_route(sc: str, k: str, route: str) -> Case:
                 (routed(0, 1) if route == "explicit" else _XR)}
     why = f"{_ROUTE_WHY[route]} into {'DRAM' if sc == 'dram' else 'RSRAM'}, {k} signal"
     if route == "active":
-        kw["gap"] = ACTIVE_GAP
-        why += ": the upstream runs it; we refuse the condition as row-dependent"
+        why += " (each source core's condition decides its put, as the upstream carries it "
+        why += "to the relay core)"
     elif sc == "dram" and route == "explicit":
         kw = {"refused": "copies of cores .* disagree"}
         why += (": only row 1's copies of the core-replicated output are written, so "
@@ -1498,12 +1472,11 @@ CASES += [
               "compared)"),
     _plan("plan_asram_payload", "invalid_payload_scope_kernel_factory",
           refused="must use shared.rsram or global",
-          gap="a put between shared.asram buffers: the upstream refuses the scope; we run it",
-          why="a put between shared.asram buffers"),
+          why="a put between shared.asram buffers: the upstream requires RSRAM or DRAM"),
     _plan("plan_signal_in_loop", "signal_in_loop_kernel_factory",
           refused="outside loops and conditionals",
-          gap="T.dist.signal() declared in a loop: the upstream refuses it; we accept it",
-          why="a signal declared in a loop"),
+          why="a signal declared in a loop: the upstream refuses it (its RuntimeError; "
+              "ours is a ValueError)"),
     _plan("plan_all_signal_kinds", "all_signal_kinds_kernel_factory", kwargs=_MN,
           tensors={"B": (32, 32)}, seeds={"src": "rand"},
           check=lambda e: [eq(full_shard_block(e.tensors["B"][q], k),

@@ -387,13 +387,16 @@ def _emit(prog: Program, ph: Phase) -> list[str]:
     if k == "core_cond":
         par = p["par"]
         out = _sig(prog, ph)
-        delta = f"T.if_then_else(bx % 2 == {par}, 1, 0)"
+        # the column's parity: a put's condition must be the same on every row of a
+        # column (the upstream's rule; decision 88)
+        col = f"bx % {prog.mesh[1]} % 2"
+        delta = f"T.if_then_else({col} == {par}, 1, 0)"
         wait = _wait(ph, delta) if p.get("manual") else _wait(ph)
         if p.get("manual"):  # the wait outside the branch: cores of the other parity
-            return out + [f"if bx % 2 == {par}:",       # expect nothing
+            return out + [f"if {col} == {par}:",       # expect nothing
                           f"    T.dist.put(b{p['x']}, b{p['out']}, {nxt}, signal=s{p['sig']}, "
                           f"submit=True)", wait]
-        return out + [f"if bx % 2 == {par}:",
+        return out + [f"if {col} == {par}:",
                       f"    T.dist.put(b{p['x']}, b{p['out']}, {nxt}, signal=s{p['sig']}, "
                       f"submit=True)", f"    {wait}"]
     if k == "stagger":
@@ -558,7 +561,7 @@ def _apply(st: _State, ph: Phase) -> None:
         for r in range(W):
             q = (r + p.get("k", 1)) % W
             for c in range(C):
-                if c % 2 == p["par"]:
+                if c % NC % 2 == p["par"]:
                     new[(q, c)] = st.bufs[r][c][p["x"]].copy()
         for (q, c), v in new.items():
             st.bufs[q][c][p["out"]] = v

@@ -47,7 +47,8 @@ EXTERN_PREFIX = "meshtensor_dist_"
 #: each op's fields and their kinds, in the order they are written into the call
 FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
     # declarations: a signal (count 0) or a signal list (count >= 1)
-    "signal_decl": (("id", "int"), ("count", "int"), ("kind", "str"), ("expect", "str")),
+    "signal_decl": (("id", "int"), ("count", "int"), ("kind", "str"), ("expect", "str"),
+                    ("implicit", "int")),
     "completion": (("id", "int"), ("list", "int"), ("deltas", "region"), ("mode", "str")),
     # point to point
     "put": (("src", "region"), ("dst", "region"), ("dst_rank", "expr"), ("dst_row", "expr"),

@@ -442,15 +442,16 @@ def _kind_arg(kind: Any) -> SignalKind | None:
     return kind
 
 
-def _declare(name: str, kind: Any, expect: Any, count: int) -> tuple[Any, int, SignalKind | None,
-                                                                     ExpectMode | None]:
+def _declare(name: str, kind: Any, expect: Any, count: int, implicit: bool = False
+             ) -> tuple[Any, int, SignalKind | None, ExpectMode | None]:
     kind = _kind_arg(kind)
     mode = _expect_mode(expect)
     b, _, _, _, _ = _context(name)
     sid = _state(b).new_id()
     _emit("signal_decl", name, {"id": sid, "count": count,
                                 "kind": "auto" if kind is None else kind.value,
-                                "expect": "infer" if mode is None else mode.value})
+                                "expect": "infer" if mode is None else mode.value,
+                                "implicit": int(implicit)})
     return b, sid, kind, mode
 
 
@@ -811,8 +812,10 @@ def barrier(*, group: Any = None, signal: Signal | None = None) -> None:
     automatic or INC signal; one is made when omitted)."""
     name = "T.dist.barrier"
     _group(group, name)
-    if signal is None:
-        signal = globals()["signal"](kind=SignalKind.SRAM_FLAGREG_INC)
+    if signal is None:  # (ours, where the barrier is: exempt from the loop rule)
+        b, sid, kind, mode = _declare(name, SignalKind.SRAM_FLAGREG_INC, None, 0,
+                                      implicit=True)
+        signal = Signal(kind, sid, mode, b)
     elif not isinstance(signal, Signal):
         raise TypeError(f"signal must be created by T.dist.signal, got "
                         f"{type(signal).__name__}")

@@ -193,6 +193,22 @@ def _inline_lets(e: Any, scope: Sequence) -> Any:
     return e
 
 
+# where a T.dist payload may live: RSRAM (``T.alloc_shared``'s default scopes are
+# RSRAM on the chip) or DRAM
+_PAYLOAD_SCOPES = ("global", "", "shared", "shared.dyn", "shared.rsram")
+
+
+def _opaque_loads(e: Any) -> Any:
+    """``e`` with every memory read replaced by a fresh variable (its value, not
+    where it is read, is what a condition on it depends on)."""
+    def post(n: Any) -> Any:
+        if isinstance(n, tirx.BufferLoad):
+            return tirx.Var("load", n.dtype)
+        return None
+    return tirx.stmt_functor.ir_transform(tirx.Evaluate(e), None, post,
+                                          ["tirx.BufferLoad"]).value
+
+
 def _region_text(r: CopyRegion) -> str:
     """``buf[a:b, ...]`` (a symbolic extent: ``buf[a:a + e]``)."""
     def one(s: Any, e: Any) -> str:
@@ -244,6 +260,12 @@ class _Lowering:
         # a T.dist kernel is a Tilelang-Mesh kernel: its on-chip buffers (any shared.*
         # scope) are core-private memory in the scopes the C back end takes
         from .tilelang_mesh import _core_private
+        # the scopes the kernel gave its payload buffers (core-private rewriting below
+        # renames them)
+        self.user_scopes = [{k: decode(f.call).fields[k].buffer.scope()
+                             for k in ("src", "dst")
+                             if decode(f.call).fields.get(k) is not None}
+                            for f in find_dist_ops(func)]
         func = func.with_body(_core_private(func.body))
         self.func = func
         self.found = find_dist_ops(func)
@@ -333,7 +355,8 @@ class _Lowering:
                              f"single-Rank kernel: world_size=1 disables Rank communication "
                              f"(build the kernel inside tm.world(W) with W > 1)")
         _no_value_ops_pipelined(self.func.body, self.err)
-        for f, o in zip(self.found, self.ops):
+        for f, o, scopes in zip(self.found, self.ops, self.user_scopes):
+            self._check_upstream_rules(f, o, scopes)
             for item in f.scope:
                 if isinstance(item, tirx.For) and "num_stages" in item.annotations:
                     stages = static_int(item.annotations["num_stages"])
@@ -352,6 +375,41 @@ class _Lowering:
                 r = o.fields.get(key)
                 if r is not None:
                     self._check_region(o, key, r)
+
+    def _check_upstream_rules(self, f: Any, o: DistOp, scopes: Mapping) -> None:
+        """The rules SUNMMIO's compiler enforces before it plans signals: a kernel
+        it rejects has no defined result on the chip (decision 88)."""
+        loops = [i for i in f.scope if isinstance(i, WhileLoop) or (
+            isinstance(i, tirx.For) and i.kind != tirx.ForKind.THREAD_BINDING)]
+        if o.op == "signal_decl" and not o["implicit"] and (
+                loops or any(isinstance(i, Cond) for i in f.scope)):
+            raise ValueError(f"{self.err.name(o)}: T.dist signals must be declared outside "
+                             f"loops and conditionals (a signal names one register for "
+                             f"the whole kernel); declare it before the loop or branch")
+        if o.op == "all_reduce" and loops:
+            raise ValueError(f"{self.err.name(o)}: all_reduce inside For/While is not "
+                             f"supported: its receive staging would be reused before "
+                             f"every rank consumed it, whatever the signals; write one "
+                             f"all_reduce per round outside any loop")
+        for key, scope in scopes.items():
+            if scope not in _PAYLOAD_SCOPES:
+                side = "source" if key == "src" else "destination"
+                raise ValueError(f"{self.err.name(o)}: its {side} "
+                                 f"{o[key].buffer.name!r} must use shared.rsram or "
+                                 f"global/DRAM, got {scope!r} (the chip moves T.dist "
+                                 f"payloads only from and into RSRAM or DRAM)")
+        if o.op == "put" and not self.cross_row(o["dst_row"], f.scope):
+            # (the upstream routes every put by source row; cross-row puts are checked
+            # with their routes, below; a condition's values read from memory are the
+            # source core's own, as for cross-row puts under manual signals)
+            for item in f.scope:
+                if isinstance(item, Cond) and self._row_dependent(
+                        _inline_lets(item.expr, f.scope), loads_ok=True):
+                    raise ValueError(
+                        f"{self.err.name(o)}: T.dist.put is guarded by a condition that "
+                        f"differs between the rows of a column ({item.expr}). Use "
+                        f"T.dist.routed_put to select source rows explicitly; only Rank- or "
+                        f"column-uniform outer conditions are supported")
 
     def _check_region(self, o: DistOp, side: str, r: CopyRegion) -> None:
         for d, (s, e, n) in enumerate(zip(r.starts, r.extents, r.buffer.shape)):
@@ -374,10 +432,14 @@ class _Lowering:
         e = _inline_lets(row, scope)
         return not self.ana.can_prove_equal(e, self.my_row())
 
-    def _row_dependent(self, cond: Any) -> bool:
-        """Whether a condition may differ between the rows of one column."""
+    def _row_dependent(self, cond: Any, loads_ok: bool = False) -> bool:
+        """Whether a condition may differ between the rows of one column; with
+        ``loads_ok``, the values it reads from memory are taken as the source core's
+        own (the part of it written in core coordinates must still be row-uniform)."""
         if _has(cond, (tirx.BufferLoad,)):
-            return True
+            if not loads_ok:
+                return True
+            cond = _opaque_loads(cond)
         col = self.launch.coords()[1]
         base = None
         for r in range(self.nrows):
@@ -398,7 +460,14 @@ class _Lowering:
             if isinstance(item, WhileLoop):
                 raise ValueError(f"{self.err.name(o)}: Cross-row T.dist.put inside a while "
                                  f"loop is not supported")
-            if isinstance(item, Cond) and self._row_dependent(_inline_lets(item.expr, f.scope)):
+            # a condition read from memory under a manual signal is each source core's
+            # own: the upstream carries it to the relay core with the data (its
+            # dynamic route), so only its core-coordinate part must be row-uniform
+            ref = o.fields.get("signal")
+            decl = self.decls.get(ref.id) if ref is not None else None
+            manual = decl is not None and decl["expect"] == "manual"
+            if isinstance(item, Cond) and self._row_dependent(
+                    _inline_lets(item.expr, f.scope), loads_ok=manual):
                 raise ValueError(f"{self.err.name(o)}: Cross-row T.dist.put is guarded by a "
                                  f"row-dependent condition ({item.expr}). Use "
                                  f"T.dist.routed_put to select source rows explicitly; only "
@@ -651,6 +720,15 @@ class _Lowering:
         plan = self.plans.get(o["signal"].id)
         return plan is not None and plan.expect == "auto"
 
+    def _auto_gather(self, o: DistOp) -> bool:
+        """An all_gather whose arrivals are counted automatically: its sends are
+        inferred like a put's, so a loop must be one whose iterations are proven."""
+        if o.op != "all_gather":
+            return False
+        sid = o["list"] if o["list"] >= 0 else o["signal"].id
+        plan = self.plans.get(sid)
+        return plan is not None and plan.expect == "auto"
+
     def delta_expr(self, o: DistOp, scope: Sequence, pred: Sequence) -> tirx.PrimExpr:
         """The arrivals the receiving core (this program's core on this rank) gets from
         one execution of send ``o``, every rank and row running it: a sum over source
@@ -727,7 +805,7 @@ class _Lowering:
 
     def insert_markers(self, body: tirx.Stmt) -> tirx.Stmt:
         for f, o in zip(self.found, self.ops):
-            if self.auto_send(o):
+            if self.auto_send(o) or self._auto_gather(o):
                 self.check_auto(f, o)
 
         def visit(stmt: tirx.Stmt, scope: tuple) -> tirx.Stmt:
@@ -803,8 +881,10 @@ class _Lowering:
                 if isinstance(item, (tirx.For, WhileLoop)):
                     raise ValueError(f"{self.err.name(o)}: Rank/column-conditioned T.dist "
                                      f"peer operations inside loops are not supported yet")
-            pred = [stmt.condition] + [c.expr if c.taken else tirx.Not(c.expr)
-                                       for c in f.scope if isinstance(c, Cond)]
+            # (f.scope starts at this ``if``: its own condition is there, negated in
+            # the else branch)
+            pred = [c.expr if c.taken else tirx.Not(c.expr)
+                    for c in f.scope if isinstance(c, Cond)]
             full = tuple(scope) + tuple(i for i in f.scope if isinstance(i, Let))
             self.check_predicate(o, pred, full)
             markers.append(self.marker(o, full, pred))
@@ -832,6 +912,101 @@ class _Lowering:
                 raise ValueError(f"{self.err.name(o)}: Cannot prove safe T.dist if/else "
                                  f"expectation hoisting with completion, dynamic/manual "
                                  f"waits, or early exits; split the condition into phases")
+
+    # ---- completions that must be drained ------------------------------------------------------
+    def check_completion_reuse(self) -> None:
+        """A completion the kernel observes (``has_pending``, ``wait_any``) holds its
+        SignalList until drained (``wait_all``, or a ``while has_pending: wait_any``
+        loop): a second completion on the list before that, or one created in a loop
+        and not drained in the same iteration, is refused, as the upstream's compiler
+        refuses it (decision 88). A completion never observed holds nothing."""
+        observed = {decode(v)["completion"] for v in self.value_calls
+                    if decode(v).op in ("has_pending", "wait_any")}
+        lists: dict[int, int] = {}
+        made: dict[int, DistOp] = {}
+
+        def merge(into: dict, other: dict) -> dict:
+            out = dict(into)
+            for g, c in other.items():
+                if g in out and out[g] != c:
+                    out[g] = None  # held by different completions on different paths
+                else:
+                    out.setdefault(g, c)
+            return out
+
+        def loop_body(body: Any, held: dict) -> dict:
+            before = dict(held)
+            after = walk(body, dict(held))
+            for g, c in after.items():
+                if before.get(g, -2) != c:
+                    o = made.get(c) if c is not None else None
+                    raise ValueError(
+                        f"{self.err.name(o) if o is not None else 'T.dist.completion'}: a "
+                        f"SignalList completion created inside a loop and observed must be "
+                        f"drained in that iteration before the next one (T.dist.wait_all, "
+                        f"or while T.dist.has_pending: T.dist.wait_any)")
+            return merge(after, before)
+
+        def drains(body: Any, cid: int) -> bool:
+            calls: list = []
+            flow: list = []
+            tirx.stmt_functor.post_order_visit(body, lambda n: calls.append(n) if
+                                               is_dist_call(n) else flow.append(n) if
+                                               isinstance(n, (tirx.IfThenElse, tirx.For,
+                                                              tirx.While)) else None)
+            ops = [decode(c) for c in calls]
+            anys = [o for o in ops if o.op == "wait_any"]
+            return not flow and len(anys) == 1 and anys[0]["completion"] == cid and \
+                not any(o.op == "wait_all" for o in ops) and not self._exits(body)
+
+        def walk(stmt: Any, held: dict) -> dict:
+            if isinstance(stmt, tirx.SeqStmt):
+                for x in stmt.seq:
+                    held = walk(x, held)
+                return held
+            if isinstance(stmt, tirx.Evaluate):
+                if is_dist_call(stmt.value) and stmt.value.dtype == "handle":
+                    o = decode(stmt.value)
+                    if o.op == "completion":
+                        if o["list"] in held:
+                            raise ValueError(
+                                f"{self.err.name(o)}: the SignalList's previous completion "
+                                f"must be drained before creating another completion; use "
+                                f"T.dist.wait_all(completion) or while "
+                                f"T.dist.has_pending(completion): "
+                                f"T.dist.wait_any(completion)")
+                        lists[o["id"]], made[o["id"]] = o["list"], o
+                        if o["id"] in observed:
+                            held = {**held, o["list"]: o["id"]}
+                    elif o.op == "wait_all" and o["completion"] >= 0:
+                        g = lists.get(o["completion"])
+                        if g is not None and held.get(g) == o["completion"]:
+                            held = {k: v for k, v in held.items() if k != g}
+                return held
+            if isinstance(stmt, tirx.IfThenElse):
+                then = walk(stmt.then_case, dict(held))
+                other = held if stmt.else_case is None else walk(stmt.else_case, dict(held))
+                return merge(then, other)
+            if isinstance(stmt, tirx.For):
+                return loop_body(stmt.body, held)
+            if isinstance(stmt, tirx.While):
+                c = stmt.condition
+                drained = None
+                if is_dist_call(c) and decode(c).op == "has_pending":
+                    cid = decode(c)["completion"]
+                    g = lists.get(cid)
+                    if g is not None and held.get(g) == cid and drains(stmt.body, cid):
+                        drained = g
+                held = loop_body(stmt.body, held)
+                if drained is not None:
+                    held = {k: v for k, v in held.items() if k != drained}
+                return held
+            if isinstance(stmt, tirx.SBlockRealize):
+                return walk(stmt.block, held)
+            body = getattr(stmt, "body", None)
+            return walk(body, held) if isinstance(body, tirx.Stmt) else held
+
+        walk(self.func.body, {})
 
     # ---- races that show in the code ----------------------------------------------------------------------
     def check_static_races(self) -> None:
@@ -952,6 +1127,7 @@ class _Lowering:
     def build(self) -> tuple[tirx.PrimFunc, DistProgram]:
         self.collect()
         self.check()
+        self.check_completion_reuse()
         self.plan_signals()
         self.check_static_races()
         body = self.insert_markers(self.func.body)
