@@ -120,6 +120,13 @@ def kernel(mode, world=4, mesh=(2, 2)):
                 if mode == "pipelined":
                     for i in T.Pipelined(2, num_stages=2):
                         T.dist.put(src, dst, nxt, signal=s, submit=True)
+                if mode == "pipelined_wait_any":  # a value op, not a statement
+                    cl = T.dist.signals(2, expect="manual")
+                    deltas = T.alloc_shared((2,), "uint32")
+                    done = T.dist.completion(cl, expected_deltas=deltas)
+                    for i in T.Pipelined(2, num_stages=2):
+                        got = T.dist.wait_any(done)
+                        dst[got] = 0
                 if mode == "write_source_before_wait":
                     T.dist.put(src, dst, nxt, signal=s, submit=True)
                     T.copy(A[bx, 0:N], src)
@@ -203,6 +210,8 @@ def kernel(mode, world=4, mesh=(2, 2)):
     ("manual_plain_wait", "uses expect='manual' with wait_signal/wait_all but provides no "
                           "expected delta"),
     ("pipelined", r"not supported inside T.Pipelined\(num_stages > 0\)"),
+    ("pipelined_wait_any", r"T.dist.wait_any: T.dist operations are not supported inside "
+                           r"T.Pipelined\(num_stages > 0\)"),
     # the upstream compiler's own rules (decision 88)
     ("signal_in_branch", "signals must be declared outside loops and conditionals"),
     ("wsram_payload", "source 'w' must use shared.rsram or global/DRAM, got 'shared.wsram'"),

@@ -58,7 +58,11 @@ class Case:
     we refuse (a strict xfail naming what is missing); ``rank_inputs``: each rank its own values of the MeshTensors
     (``env.before[name][rank]``), not one copy; ``scalars``: the scalar parameters'
     values (every rank; in parameter order); ``mesh``: the core mesh (the upstream's own
-    where its kernels name rows or cores that :data:`MESH` lacks)."""
+    where its kernels name rows or cores that :data:`MESH` lacks); ``split``: the
+    MeshTensors go in as global tensors, each rank getting its part as a call of the
+    kernel gives it (``env.tensors[name][0]``: the global result; no seeds, no observed
+    buffers). A ``factory`` that is a test function of the upstream defining its kernel
+    inside itself is called as it is (inside ``tm.world(world)``): refused cases only."""
 
     id: str
     module: str
@@ -77,6 +81,7 @@ class Case:
     gap: str = ""
     scalars: dict = field(default_factory=dict)
     mesh: tuple = MESH
+    split: bool = False
 
 
 @dataclass
@@ -90,6 +95,7 @@ class Env:
     tensors: dict
     before: dict
     mesh: tuple = MESH
+    func: Any = None  # the kernel as built (split cases)
 
     @property
     def cores(self) -> int:
@@ -1183,6 +1189,315 @@ CASES += [
         why="all_to_allv in a loop of a runtime bound (its manual protocol)"),
 ]
 
+# --- i28b: test_dist_foundation, test_dist_collective_signal_ownership,
+# test_dist_pipeline_admission, test_dist_routing_memory_signal, test_dist_signal_planning
+def unchanged(name: str) -> Callable:
+    """``name`` (a global result of a ``split`` case) as it went in: the kernel moves
+    nothing."""
+    def check(e: Env) -> None:
+        eq(e.tensors[name][0], e.before[name], f"{name} unchanged")
+    return check
+
+
+def unchanged_in_slots(name: str, slot: tuple) -> Callable:
+    """:func:`unchanged`, and the kernel's parameter ``name`` is the per-core slot
+    ``slot`` (the upstream's ``local_shape``)."""
+    def check(e: Env) -> None:
+        unchanged(name)(e)
+        bufs = [b for b in e.func.buffer_map.values() if str(b.name) == name]
+        assert tuple(int(n) for n in bufs[0].shape) == slot, (name, bufs[0].shape)
+    return check
+
+
+def gathered_ring(e: Env) -> None:
+    """all_gather of ``src`` into ``gathered``: slot p on every rank = ``src`` of p."""
+    for q in range(e.world):
+        for k in range(e.cores):
+            eq(e.obs["gathered"][q][k], np.stack([e.init["src"][p][k] for p in range(e.world)]),
+               f"rank {q} core {k}")
+
+
+def output_from_previous(e: Env) -> None:
+    """DRAM ``output`` on rank q = ``src`` of rank q - 1 (equal over its cores)."""
+    for q in range(e.world):
+        eq(e.tensors["output"][q], e.init["src"][(q - 1) % e.world][0], f"output rank {q}")
+
+
+FOUND = "inter_rank/test_dist_foundation.py @6642f434"
+OWN = "inter_rank/test_dist_collective_signal_ownership.py @6642f434"
+PIPE = "inter_rank/test_dist_pipeline_admission.py @6642f434"
+RMS = "inter_rank/test_dist_routing_memory_signal.py @27830dcb"
+PLAN = "inter_rank/test_dist_signal_planning.py @6642f434"
+DEDICATED = "dedicated to one collective|exclusive collective signal"
+OWN_GAP = ("the upstream refuses a collective's signal used by a second collective or "
+           "another send (a signal dedicated to one collective call); we run it")
+_OWN = {"seeds": {"src": "rand", "send_counts": None, "recv_counts": None},
+        "scalars": {"rounds": 2}}
+_OWN_OBS = {"all_gather": (["gathered"], gathered_ring), "all_to_all": (["dst"], all_to_all_rank),
+            "all_reduce": (["dst"], reduce_ref("sum")),
+            "all_to_allv": (["dst"], all_to_allv_rank)}
+
+
+def _own(id: str, **kw: Any) -> Case:
+    return Case(id, "dist_collective_signal_ownership", "collective_signal_kernel_factory",
+                source=OWN, **_OWN, **kw)
+
+
+def _pipe(id: str, factory: str = "pipeline_dist_kernel_factory", **kw: Any) -> Case:
+    return Case(id, "dist_pipeline_admission", factory, source=PIPE, **kw)
+
+
+def _rms(id: str, **kw: Any) -> Case:
+    kw.setdefault("scalars", {"enabled": 1, "recv_count": 1})
+    kw.setdefault("tensors", {"output": (32,)})
+    return Case(id, "dist_routing_memory_signal", "memory_route_kernel_factory",
+                source=RMS, **kw)
+
+
+def _plan(id: str, factory: str, **kw: Any) -> Case:
+    return Case(id, "dist_signal_planning", factory, source=PLAN, **kw)
+
+
+CASES += [
+    Case("foundation_rank_sharded", "dist_foundation", "rank_sharded_kernel_factory",
+         source=FOUND, kwargs={"M": 17, "N": 32}, tensors={"A": (17, 32)}, split=True,
+         check=unchanged_in_slots("A", (3, 32)),
+         why="a MeshTensor split over 4 ranks (17 rows: 5, 4, 4, 4) and rows of the "
+             "mesh; get_local_extent, world_size(); nothing moves: A comes back as it "
+             "went in, from per-core slots of (3, 32) as upstream"),
+    Case("foundation_rank_sharded_world2", "dist_foundation", "rank_sharded_kernel_factory",
+         source=FOUND, world=2, kwargs={"M": 17, "N": 32}, tensors={"A": (17, 32)},
+         split=True, check=unchanged_in_slots("A", (5, 32)),
+         why="the same on 2 ranks (9 and 8 rows; slots of (5, 32))"),
+    Case("foundation_replicated", "dist_foundation", "replicated_kernel_factory",
+         source=FOUND, kwargs={"M": 17, "N": 32}, tensors={"A": (17, 32)}, split=True,
+         check=unchanged_in_slots("A", (17, 32)),
+         why="no rank_placement: every rank and core a whole copy; nothing moves, A "
+             "unchanged"),
+    Case("foundation_replicated_world3", "dist_foundation", "replicated_kernel_factory",
+         source=FOUND, world=3, kwargs={"M": 8, "N": 16}, tensors={"A": (8, 16)},
+         split=True, check=unchanged_in_slots("A", (8, 16)),
+         why="the same, (8, 16) on 3 ranks"),
+] + [
+    Case(f"foundation_world_{name}", "dist_foundation", "rank_sharded_kernel_factory",
+         source=FOUND, world=w, kwargs={"M": 17, "N": 32},
+         refused="world_size must be a positive int", why=f"world_size={w!r}")
+    for name, w in (("0", 0), ("minus1", -1), ("true", True), ("float", 2.0),
+                    ("none", None))
+] + [
+    Case("foundation_two_rank_ids", "dist_foundation",
+         "test_prim_func_rejects_multiple_rank_id_parameters", source=FOUND,
+         refused="at most one T.dist.RankId",
+         why="two T.dist.RankId parameters, refused when the kernel is built"),
+]
+CASES += [
+    _own(f"own_reuse_{op}_{sc}", kwargs={"op": op, "scenario": sc},
+         observe=_OWN_OBS[op][0], refused=DEDICATED, gap=OWN_GAP,
+         why=f"{op} twice on one signal ({sc}): the upstream refuses it; we run it")
+    for op in _OWN_OBS for sc in ("repeat", "serial", "while")
+    if not (op == "all_reduce" and sc != "repeat")
+] + [
+    _own(f"own_reuse_all_reduce_{sc}", kwargs={"op": "all_reduce", "scenario": sc},
+         observe=["dst"], refused="all_reduce inside For/While",
+         why=f"all_reduce twice on one signal in a {sc} loop: refused as upstream, for "
+             "the loop")
+    for sc in ("serial", "while")
+] + [
+    _own(f"own_member_{k.lower()}_{sc}", world=2,
+         kwargs={"scenario": sc, "member": True, **({"kind": k} if k != "auto" else {})},
+         observe=["gathered"], refused=DEDICATED, gap=OWN_GAP,
+         why=f"all_gather twice on a SignalList member ({sc}, {k} signal, world 2): the "
+             "upstream refuses it; we run it")
+    for k in ("auto", "SRAM_FLAGREG_INC") for sc in ("repeat", "unroll")
+] + [
+    _own(f"own_mixed_{x}" + ("_first" if first else ""),
+         kwargs={"scenario": "mixed", "extra": x, "extra_first": first},
+         observe=["gathered"], refused=DEDICATED, gap=OWN_GAP,
+         why=f"all_gather and a {x} on one signal ({x if first else 'all_gather'} "
+             "first): the upstream refuses it; we run it")
+    for x in ("put", "routed_put", "rank_routed_put", "put_signal") for first in (False, True)
+] + [
+    _own(f"own_mixed_{x}" + ("_first" if first else ""),
+         kwargs={"scenario": "mixed", "extra": x, "extra_first": first},
+         observe=["gathered"], refused=ORDER,
+         why=f"all_gather and a {x} on one signal ({x if first else 'all_gather'} "
+             "first): the upstream refuses it; here a wait can be met by the other's "
+             "arrivals before all_gather's data lands, which the checked run finds")
+    for x in ("barrier_arrive", "barrier") for first in (False, True)
+] + [
+    _own("own_group_overlap" + ("_first" if first else ""),
+         kwargs={"scenario": "group_overlap", "member": True, "extra_first": first},
+         observe=["gathered"], refused=ORDER,
+         why="all_gather on a SignalList member and all_gather on the whole list "
+             f"({'the whole list' if first else 'the member'} first): the upstream "
+             "refuses it; here the member's wait can be met by the other all_gather's "
+             "arrivals, which the checked run finds")
+    for first in (False, True)
+] + [
+    _own(f"own_wait_again_{op}", kwargs={"op": op, "scenario": "wait_again"},
+         observe=_OWN_OBS[op][0], check=_OWN_OBS[op][1],
+         why=f"one {op}, its signal waited twice")
+    for op in _OWN_OBS
+] + [
+    _own("own_independent" + ("_member" if m else ""),
+         kwargs={"scenario": "independent", "member": m}, observe=["gathered"],
+         check=gathered_ring,
+         why="two all_gathers on two signals" + (" (SignalList members)" if m else ""))
+    for m in (False, True)
+] + [
+    _own("own_dynamic_for", kwargs={"op": "all_to_allv", "scenario": "dynamic_for"},
+         observe=["dst"], refused="exclusive collective signal", gap=OWN_GAP,
+         why="all_to_allv on one signal in a loop of a runtime bound (2): the upstream "
+             "refuses it (it cannot prove one call per signal); we run it"),
+    _own("own_unknown_member", kwargs={"op": "all_to_allv", "scenario": "unknown_member"},
+         observe=["dst"], refused=NEVER_SUBMITTED,
+         why="all_to_allv on signals[rank_id], waited on signals[rank_id]: the upstream "
+             "refuses it (a member it cannot name); here each rank waits on its own "
+             "member, which only the puts of a rank of that number raise: a deadlock"),
+]
+CASES += [
+    _pipe(f"pipe_{op}", kwargs={"op": op}, seeds={"src": "rand"},
+          refused="move communication, submit and waits outside",
+          why=f"{op} in T.Pipelined(4, num_stages=2)")
+    for op in ("put", "routed_put", "put_signal", "barrier", "wait_signal", "wait_all",
+               "wait_delta", "wait_signals", "completion", "wait_any", "has_pending",
+               "wait_completion", "all_gather", "all_to_allv")
+] + [
+    _pipe(f"pipe_nested_{n}", kwargs={"nested": n}, seeds={"src": "rand"},
+          refused="T.Pipelined", why=f"a put in a {n} loop inside T.Pipelined")
+    for n in ("serial", "disabled_pipeline", "while")
+] + [
+    _pipe(f"pipe_queue_{op}_stages{st}", "pipeline_queue_only_kernel_factory",
+          kwargs={"op": op, "stages": st}, refused="T.Pipelined",
+          why=f"T.dist.{op}() alone in T.Pipelined(4, num_stages={st})")
+    for op in ("wait", "submit") for st in (1, 2)
+] + [
+    _pipe("pipe_stages0", kwargs={"stages": 0}, seeds={"src": "rand"}, check=runs,
+          why="a put in T.Pipelined(4, num_stages=0) (a serial loop); no wait covers it, "
+              "so dst is not defined and not compared"),
+    _pipe("pipe_local_after_dist", "local_pipeline_after_dist_kernel_factory",
+          seeds={"src": _same_over_cores((32,))}, tensors={"output": (128,)},
+          check=lambda e: [eq(e.tensors["output"][q],
+                              np.tile(e.init["src"][(q - 1) % e.world][0], 4),
+                              f"output rank {q}") for q in range(e.world)],
+          why="a put and its wait, then a local T.Pipelined copy of dst into 4 chunks "
+              "of output"),
+]
+_XR = ring_copy([("src", "dst", slice(None))], src_row=lambda r: (r - 1) % MESH[0])
+_ROUTE_WHY = {"implicit": "put(dst_row=next row)", "member": "the same on a SignalList member",
+              "explicit": "routed_put from row 0 to row 1",
+              "active": "put(dst_row=next row) under active[0] > 0, manual expects "
+                        "(enabled 1, recv_count 1)"}
+
+
+def _rms_route(sc: str, k: str, route: str) -> Case:
+    kw: dict = {"check": output_from_previous if sc == "dram" else
+                (routed(0, 1) if route == "explicit" else _XR)}
+    why = f"{_ROUTE_WHY[route]} into {'DRAM' if sc == 'dram' else 'RSRAM'}, {k} signal"
+    if route == "active":
+        why += " (each source core's condition decides its put, as the upstream carries it "
+        why += "to the relay core)"
+    elif sc == "dram" and route == "explicit":
+        kw = {"refused": "copies of cores .* disagree"}
+        why += (": only row 1's copies of the core-replicated output are written, so "
+                "its copies disagree (a replicated output is written alike or refused)")
+    return _rms(f"rms_{sc}_{route}", kwargs={"kind": k, "dram": sc == "dram", "route": route},
+                seeds={"src": _same_over_cores((32,)) if sc == "dram" else "rand"},
+                observe=[] if sc == "dram" else ["dst"], why=why, **kw)
+
+
+CASES += [
+    _rms_route(sc, k, route)
+    for sc, k in (("sram", "SRAM_MEMORY"), ("dram", "DRAM_MEMORY"))
+    for route in ("implicit", "explicit", "member", "active")
+] + [
+    _rms(f"rms_spill_{sc}", kwargs={"kind": None, "dram": sc == "dram",
+                                   "peer_signal_count": 40},
+         seeds={"src": _same_over_cores((32,))}, observe=[] if sc == "dram" else ["dst"],
+         check=output_from_previous if sc == "dram" else _XR,
+         why="40 automatic signals with a same-row put each (never waited), then the "
+             "cross-row put, waited; src equal over a rank's cores, so every put brings "
+             "the same values")
+    for sc in ("sram", "dram")
+] + [
+    _rms(f"rms_scope_{sc}_{k.lower()}", kwargs={"kind": k, "dram": sc == "dram"},
+         refused="explicitly requests.*destination scope",
+         why=f"a {k} signal on a put into {'DRAM' if sc == 'dram' else 'RSRAM'}")
+    for sc, k in (("sram", "DRAM_MEMORY"), ("dram", "SRAM_MEMORY"))
+] + [
+    _rms(f"rms_multi_sender_{sc}_{k.lower()}",
+         kwargs={"kind": k, "dram": sc == "dram", "multi_sender": True},
+         seeds={"src": "rand"}, refused="allows one sender per receiving core",
+         why=f"every rank puts to rank 0 on one {k} signal: one sender per receiving "
+             "core (the upstream: multiple physical senders)")
+    for sc, k in (("sram", "SRAM_MEMORY"), ("dram", "DRAM_MEMORY"),
+                  ("sram", "SRAM_FLAGREG_VALUE"), ("dram", "DRAM_FLAGREG_VALUE"))
+]
+_MN = {"M": 32, "N": 32}
+CASES += [
+    _plan("plan_mixed_scope", "mixed_scope_signal_kernel_factory", kwargs=_MN,
+          tensors={"B": (32, 32)}, refused="inconsistent destination scopes",
+          why="one signal for a put into RSRAM and one into DRAM"),
+    _plan("plan_sram_signal_on_dram", "explicit_sram_signal_on_dram_kernel_factory",
+          kwargs=_MN, tensors={"B": (32, 32)}, refused="explicitly requests sram_flagreg_inc",
+          why="an SRAM_FLAGREG_INC signal for a put into DRAM"),
+    _plan("plan_too_many_explicit_inc", "too_many_explicit_sram_inc_flagregs_kernel_factory",
+          refused="sram_flagreg_inc signal capacity exceeded",
+          why="nine explicit SRAM_FLAGREG_INC signals (eight registers)"),
+] + [
+    _plan(f"plan_signal_list_{k.lower()}", "signal_list_kernel_factory",
+          kwargs={"signal_kind": k} if k != "auto" else {},
+          seeds={"src0": "rand", "src1": "rand"}, observe=["dst"],
+          check=ring_copy([("src0", "dst", slice(0, 32)), ("src1", "dst", slice(32, 64))]),
+          why=f"two puts into halves of dst on a SignalList ({k}), wait_all")
+    for k in ("auto", "SRAM_FLAGREG_INC")
+] + [
+    _plan("plan_mixed_scope_list", "mixed_scope_signal_list_kernel_factory",
+          tensors={"B": (32,)}, refused="inconsistent destination scopes",
+          why="a SignalList whose members cover puts into RSRAM and DRAM"),
+    _plan("plan_multiple_senders_inc", "multiple_sender_one_signal_kernel_factory",
+          seeds={"src": "rand"}, observe=["dst"], refused="wrote the put's destination",
+          why="every rank puts its src into rank 0's dst on one automatic (INC) signal: "
+              "rank 0's own put (a local copy) writes dst while the others' are in "
+              "flight, and three senders' values land in one place (no defined result)"),
+] + [
+    _plan(f"plan_multiple_senders_{k.lower()}", "multiple_sender_one_signal_kernel_factory",
+          kwargs={"signal_kind": k}, seeds={"src": "rand"},
+          refused="allows one sender per receiving core",
+          why=f"the same on a {k} signal: one sender per receiving core (the upstream: "
+              "multiple physical senders)")
+    for k in ("SRAM_FLAGREG_VALUE", "SRAM_MEMORY")
+] + [
+    _plan("plan_too_many_signals", "too_many_signals_kernel_factory",
+          seeds={"src": "rand"}, check=runs,
+          why="nine automatic signals, nine puts, no wait (so dst is not defined and not "
+              "compared)"),
+    _plan("plan_asram_payload", "invalid_payload_scope_kernel_factory",
+          refused="must use shared.rsram or global",
+          why="a put between shared.asram buffers: the upstream requires RSRAM or DRAM"),
+    _plan("plan_signal_in_loop", "signal_in_loop_kernel_factory",
+          refused="outside loops and conditionals",
+          why="a signal declared in a loop: the upstream refuses it (its RuntimeError; "
+              "ours is a ValueError)"),
+    _plan("plan_all_signal_kinds", "all_signal_kinds_kernel_factory", kwargs=_MN,
+          tensors={"B": (32, 32)}, seeds={"src": "rand"},
+          check=lambda e: [eq(full_shard_block(e.tensors["B"][q], k),
+                              e.init["src"][(q - 1) % e.world][k], f"B rank {q} core {k}")
+                           for q in range(e.world) for k in range(e.cores)],
+          why="six puts, one per signal kind, three into RSRAM and three into DRAM, no "
+              "wait: B, read after the kernel (every put landed), is the previous rank's "
+              "src; the RSRAM destination is not compared"),
+    _plan("plan_generation_cost", "generation_cost_planning_kernel_factory",
+          seeds={"src": "rand"}, check=runs,
+          why="nine automatic signals, ten puts (rank 0 to ranks 1 and 2 on one), no "
+              "wait (so dst is not defined and not compared)"),
+    _plan("plan_list_index_out_of_range",
+          "test_signal_list_rejects_out_of_range_static_index",
+          refused="index out of range",
+          why="signals(2)[2]: a ValueError here (the upstream's is an IndexError)"),
+]
+
+
 def _counts(name: str, W: int, rows: int | None) -> Callable:
     """Send/receive counts of an all_to_allv: rank r sends to r + 1 and r + 2 (every
     row), so each receiver knows its senders."""
@@ -1215,9 +1530,14 @@ def _np(t: torch.Tensor) -> np.ndarray:
 def run_case(case: Case) -> Env:
     tm.enable(mesh=case.mesh)
     mod = harness.load(case.module)
-    kw = {k: getattr(T.dist.SignalKind, v) if k == "signal_kind" else v
+    kw = {k: getattr(T.dist.SignalKind, v) if k in ("signal_kind", "kind") and v else v
           for k, v in case.kwargs.items()}
-    func = getattr(mod, case.factory).get_tir(world_size=case.world, **kw)
+    factory = getattr(mod, case.factory)
+    if not isinstance(factory, harness.Factory):  # an upstream test function
+        with tm.world(case.world):
+            factory()
+        return Env(case.world, {}, {}, {}, {}, case.mesh)
+    func = factory.get_tir(world_size=case.world, **kw)
     seeds = list(case.seeds)
     # seeds are read back too, but not unsigned ones: tilelang's C wrapper takes no
     # unsigned parameter
@@ -1276,6 +1596,11 @@ def run_case(case: Case) -> Env:
                 before[name] = [x.astype(np.float64) for x in a]
             for r in range(W):
                 per[r].append(torch.from_numpy((a[r] if case.rank_inputs else a).copy()).to(dt))
+    if case.split:  # global tensors (MeshTensor parameters only): the kernel splits them
+        args = [per[0][j].clone() for j in tensors.values()]
+        kernel(*args)
+        return Env(W, init, {}, {n: [_np(a)] for n, a in zip(tensors, args)}, before,
+                   case.mesh, func)
     kernel.run_ranks(per)
     base = len(per[0]) - len(obs_names)
     obs = {n: [_np(per[r][base + j]) for r in range(W)] for j, n in enumerate(obs_names)}

@@ -194,6 +194,32 @@ def test_outside_a_kernel_and_without_rank_id():
                 T.dist.submit()
 
 
+def test_two_rank_ids_refused_without_a_dist_op():
+    # the upstream refuses the kernel when it is built, whether or not it uses T.dist
+    with pytest.raises(ValueError, match="at most one T.dist.RankId parameter, got "
+                                         r"\['r', 'q'\]"):
+        @T.prim_func
+        def k(r: T.dist.RankId, q: T.dist.RankId):
+            T.evaluate(r + q)
+
+
+def test_evaluate_of_a_dist_op_emits_it_once():
+    # the upstream's ops return their call and its kernels may write
+    # T.evaluate(T.dist.put(...)); ours emit the statement and return None, which
+    # T.evaluate must take (TileLang's stopped with "Check failed: value.defined()")
+    with tm.world(2):
+        @T.prim_func
+        def k(rank_id: T.dist.RankId):
+            with T.Kernel():
+                src = T.alloc_shared((8,), "float32")
+                dst = T.alloc_shared((8,), "float32")
+                s = T.dist.signal()
+                T.evaluate(T.dist.put(src, dst, (rank_id + 1) % 2, signal=s))
+                T.dist.submit()
+                T.dist.wait_signal(s)
+    assert [op.op for op in ops(k)] == ["signal_decl", "put", "submit", "wait_signal"]
+
+
 def test_signal_used_in_another_kernel():
     held = []
 

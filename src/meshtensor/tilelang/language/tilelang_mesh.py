@@ -972,6 +972,20 @@ def _annotate_layout_wrapper(stock: Any) -> Any:
 SUNMMIO_TRANSPOSE_B = "meshtensor.sunmmio_transpose_b"
 
 
+def _evaluate_wrapper(stock: Any) -> Any:
+    def evaluate(value: Any, *args: Any, **kw: Any) -> Any:
+        """TileLang's ``T.evaluate``, which also takes the ``None`` a ``T.dist`` or
+        ``T.comm`` op returns once it has emitted its statement: the upstream's ops
+        return their call, and its kernels write ``T.evaluate(T.dist.put(...))``; the
+        statement is already in place, so nothing more is emitted."""
+        if value is None:
+            return None
+        return stock(value, *args, **kw)
+
+    evaluate._meshtensor = True  # type: ignore[attr-defined]
+    return evaluate
+
+
 def _gemm_wrapper(stock: Any) -> Any:
     def gemm(A: Any, B: Any, C: Any, transpose_A: bool = False, transpose_B: bool = False,
              *args: Any, **kw: Any) -> Any:
@@ -1094,6 +1108,10 @@ def _install_builder_hooks() -> None:
 
     def patch_attrs(pf: Any, builder: Any) -> Any:
         pf = stock_attrs(pf, builder)
+        ranks = [str(v.name) for v in pf.params if _dist.is_rank_var(v)]
+        if len(ranks) > 1:  # refused when the kernel is built, T.dist op or not (upstream)
+            raise ValueError(f"T.prim_func: a PrimFunc may have at most one T.dist.RankId "
+                             f"parameter, got {ranks}")
         params = getattr(builder, "_meshtensor_params", None)
         if params:
             index = {}
@@ -1173,6 +1191,8 @@ def enable(mesh: Any = (4, 4), compat: str | None = None) -> Mesh:
         T.annotate_layout = _annotate_layout_wrapper(T.annotate_layout)
     if not hasattr(T.gemm, "_meshtensor"):
         T.gemm = _gemm_wrapper(T.gemm)
+    if not hasattr(T.evaluate, "_meshtensor"):
+        T.evaluate = _evaluate_wrapper(T.evaluate)
     import tilelang.language.reduce_op as reduce_op
     if not hasattr(reduce_op.reduce, "_meshtensor"):
         reduce_op.reduce = _reduce_wrapper(reduce_op.reduce)

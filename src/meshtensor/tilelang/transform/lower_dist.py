@@ -233,6 +233,28 @@ class _Err:
         return o.name if n is None else f"{o.name} (dist op #{n})"
 
 
+def _no_value_ops_pipelined(body: tirx.Stmt, err: _Err) -> None:
+    """Refuse a value op (``wait_any``, ``has_pending``) inside ``T.Pipelined(num_stages
+    > 0)``, wherever in an expression it sits (the statement ops are checked with their
+    scope): the upstream refuses every T.dist operation there."""
+    def visit(n: Any) -> None:
+        if not (isinstance(n, tirx.For) and "num_stages" in n.annotations):
+            return
+        stages = static_int(n.annotations["num_stages"])
+        if stages is not None and stages <= 0:
+            return
+        inner: list = []
+        tirx.stmt_functor.post_order_visit(
+            n.body, lambda c: inner.append(c) if is_dist_call(c) and c.dtype != "handle"
+            else None)
+        if inner:
+            raise ValueError(f"{err.name(decode(inner[0]))}: T.dist operations are not "
+                             f"supported inside T.Pipelined(num_stages > 0); move "
+                             f"communication, submit and waits outside the pipelined loop")
+
+    tirx.stmt_functor.post_order_visit(body, visit)
+
+
 # -- the pass ---------------------------------------------------------------------------------------
 class _Lowering:
     def __init__(self, func: tirx.PrimFunc):
@@ -333,6 +355,7 @@ class _Lowering:
             raise ValueError(f"{self.err.name(comm[0])}: T.dist communication op appears in a "
                              f"single-Rank kernel: world_size=1 disables Rank communication "
                              f"(build the kernel inside tm.world(W) with W > 1)")
+        _no_value_ops_pipelined(self.func.body, self.err)
         for f, o, scopes in zip(self.found, self.ops, self.user_scopes):
             self._check_upstream_rules(f, o, scopes)
             for item in f.scope:
