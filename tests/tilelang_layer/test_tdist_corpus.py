@@ -1229,8 +1229,6 @@ PIPE = "inter_rank/test_dist_pipeline_admission.py @6642f434"
 RMS = "inter_rank/test_dist_routing_memory_signal.py @27830dcb"
 PLAN = "inter_rank/test_dist_signal_planning.py @6642f434"
 DEDICATED = "dedicated to one collective|exclusive collective signal"
-OWN_GAP = ("the upstream refuses a collective's signal used by a second collective or "
-           "another send (a signal dedicated to one collective call); we run it")
 _OWN = {"seeds": {"src": "rand", "send_counts": None, "recv_counts": None},
         "scalars": {"rounds": 2}}
 _OWN_OBS = {"all_gather": (["gathered"], gathered_ring), "all_to_all": (["dst"], all_to_all_rank),
@@ -1292,8 +1290,8 @@ CASES += [
 ]
 CASES += [
     _own(f"own_reuse_{op}_{sc}", kwargs={"op": op, "scenario": sc},
-         observe=_OWN_OBS[op][0], refused=DEDICATED, gap=OWN_GAP,
-         why=f"{op} twice on one signal ({sc}): the upstream refuses it; we run it")
+         observe=_OWN_OBS[op][0], refused=DEDICATED,
+         why=f"{op} twice on one signal ({sc}): the upstream refuses it")
     for op in _OWN_OBS for sc in ("repeat", "serial", "while")
     if not (op == "all_reduce" and sc != "repeat")
 ] + [
@@ -1305,33 +1303,33 @@ CASES += [
 ] + [
     _own(f"own_member_{k.lower()}_{sc}", world=2,
          kwargs={"scenario": sc, "member": True, **({"kind": k} if k != "auto" else {})},
-         observe=["gathered"], refused=DEDICATED, gap=OWN_GAP,
+         observe=["gathered"], refused=DEDICATED,
          why=f"all_gather twice on a SignalList member ({sc}, {k} signal, world 2): the "
-             "upstream refuses it; we run it")
+             "upstream refuses it")
     for k in ("auto", "SRAM_FLAGREG_INC") for sc in ("repeat", "unroll")
 ] + [
     _own(f"own_mixed_{x}" + ("_first" if first else ""),
          kwargs={"scenario": "mixed", "extra": x, "extra_first": first},
-         observe=["gathered"], refused=DEDICATED, gap=OWN_GAP,
+         observe=["gathered"], refused=DEDICATED,
          why=f"all_gather and a {x} on one signal ({x if first else 'all_gather'} "
-             "first): the upstream refuses it; we run it")
+             "first): the upstream refuses it")
     for x in ("put", "routed_put", "rank_routed_put", "put_signal") for first in (False, True)
 ] + [
     _own(f"own_mixed_{x}" + ("_first" if first else ""),
          kwargs={"scenario": "mixed", "extra": x, "extra_first": first},
-         observe=["gathered"], refused=ORDER,
+         observe=["gathered"], refused=DEDICATED,
          why=f"all_gather and a {x} on one signal ({x if first else 'all_gather'} "
-             "first): the upstream refuses it; here a wait can be met by the other's "
-             "arrivals before all_gather's data lands, which the checked run finds")
+             "first): the upstream refuses it (a wait could be met by the other's "
+             "arrivals before all_gather's data lands)")
     for x in ("barrier_arrive", "barrier") for first in (False, True)
 ] + [
     _own("own_group_overlap" + ("_first" if first else ""),
          kwargs={"scenario": "group_overlap", "member": True, "extra_first": first},
-         observe=["gathered"], refused=ORDER,
+         observe=["gathered"], refused=DEDICATED,
          why="all_gather on a SignalList member and all_gather on the whole list "
              f"({'the whole list' if first else 'the member'} first): the upstream "
-             "refuses it; here the member's wait can be met by the other all_gather's "
-             "arrivals, which the checked run finds")
+             "refuses it (the member's wait could be met by the other all_gather's "
+             "arrivals)")
     for first in (False, True)
 ] + [
     _own(f"own_wait_again_{op}", kwargs={"op": op, "scenario": "wait_again"},
@@ -1346,14 +1344,13 @@ CASES += [
     for m in (False, True)
 ] + [
     _own("own_dynamic_for", kwargs={"op": "all_to_allv", "scenario": "dynamic_for"},
-         observe=["dst"], refused="exclusive collective signal", gap=OWN_GAP,
+         observe=["dst"], refused="exclusive collective signal",
          why="all_to_allv on one signal in a loop of a runtime bound (2): the upstream "
-             "refuses it (it cannot prove one call per signal); we run it"),
+             "refuses it (it cannot prove one call per signal)"),
     _own("own_unknown_member", kwargs={"op": "all_to_allv", "scenario": "unknown_member"},
-         observe=["dst"], refused=NEVER_SUBMITTED,
+         observe=["dst"], refused=DEDICATED,
          why="all_to_allv on signals[rank_id], waited on signals[rank_id]: the upstream "
-             "refuses it (a member it cannot name); here each rank waits on its own "
-             "member, which only the puts of a rank of that number raise: a deadlock"),
+             "refuses it (a member it cannot prove exclusive)"),
 ]
 CASES += [
     _pipe(f"pipe_{op}", kwargs={"op": op}, seeds={"src": "rand"},
