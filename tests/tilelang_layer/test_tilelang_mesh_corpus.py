@@ -966,6 +966,48 @@ CASES += [
                         ("mla_decode_dynamic_kv_zzlayout_probe", check_unchanged))
 ]
 
+# --- i27b: the older fork's remaining kernels (hierarchical layouts, the compile pipeline's
+# flash attention and sync kernels, layout inference's ZN DRAM copies, comm_sync's gathers)
+FORK_CI = "wanghz18/Tilelang-Mesh@f2597d94"  # branch copy_insert
+HIER = "testing/python/transform/test_tilelang_transform_sunmmio_global_layout_utils.py::"
+
+
+def check_hier_dma(inp, obs, out):
+    """copy(K=128, 64, 64, 32) on 2x2, C split by rows over the 4 cores (32x128 each,
+    kept in the hierarchical layout; values are logical). Block (bx, by) on core
+    bx + 2 by reads rows 64 by.. of its own part: by = 0 reads its 32 rows and 32 rows
+    past them (zeros), by = 1 only rows past them; each step writes back what it read,
+    so C is unchanged. The last step (ko = 3) leaves columns 96..159 in C_shared = D_shared
+    (128.. past the part); A_shared and B_shared hold that tile with C_shared[8:24, 16:48]
+    and C_shared[8:32, 48:56] copied over their corners."""
+    c = inp.arrays[0]
+    np.testing.assert_array_equal(out["C"], c)
+    for b in range(4):
+        by = b // 2
+        part = np.zeros((32 + 64 + 64, 128 + 64), np.float32)
+        part[:32, :128] = c[32 * b:32 * b + 32]
+        tile = part[64 * by:64 * by + 64, 96:160]
+        np.testing.assert_array_equal(obs["C_shared"][b], tile, str(b))
+        np.testing.assert_array_equal(obs["D_shared"][b], tile, str(b))
+        a, w = tile.copy(), tile.copy()
+        a[24:40, 8:40] = tile[8:24, 16:48]
+        w[40:64, 0:8] = tile[8:32, 48:56]
+        np.testing.assert_array_equal(obs["A_shared"][b], a, str(b))
+        np.testing.assert_array_equal(obs["B_shared"][b], w, str(b))
+
+
+CASES += [
+    Case("fork_hierarchical_layout_values", f"{FORK_CI} {HIER}test_hierarchical_layout_values",
+         "fork_hierarchical", lambda m: m.test_hierarchical_layout_values(), mesh=(2, 2),
+         shapes={"A": (64, 64), "B": (64, 64), "C": (64, 64)},
+         undefined="T.gemm accumulates into C_shared, which nothing writes first (the "
+                   "test's T.clear is commented out)"),
+    Case("fork_dma_copy_hierarchical", f"{FORK_CI} testing/python/ops/"
+         "test_tilelang_ops_sunmmio_dma_copy.py::copy", "fork_hierarchical_dma",
+         lambda m: m.copy(128, 64, 64, 32)["main"], mesh=(2, 2), shapes={"C": (128, 128)},
+         observe=["A_shared", "B_shared", "C_shared", "D_shared"], check=check_hier_dma),
+]
+
 # -- the runner --------------------------------------------------------------------------------
 def run_case(case: Case, seed: int = 0) -> None:
     tm.enable(mesh=case.mesh, compat=case.compat)
