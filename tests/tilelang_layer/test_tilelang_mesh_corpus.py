@@ -1008,6 +1008,41 @@ CASES += [
          observe=["A_shared", "B_shared", "C_shared", "D_shared"], check=check_hier_dma),
 ]
 
+def check_flashattn_f16(inp, obs, out):
+    """The compile pipeline's flash attention, all float16 (accumulators too), at
+    (8, 8, 256, 128), block 128: core (r, c) holds batches 2r.., heads 2c.. (a 2x2x2
+    tile domain). T.Persistent over that domain with the 16 cores as its wave: core c
+    runs tile c, (bz, by, bx) = (c // 4, c // 2 % 2, c % 2), of its own part (one wave,
+    no guard: cores 8-15 name tiles past their part, read zeros and write nothing). Each tile: attention_tile with float16 accumulators (T.gemm
+    rounding each product and sum, as TileLang types it; the exp2 arguments float32, as
+    TileLang types ``x * scale``), output stored in float16."""
+    q, k, v, o0 = inp.arrays[:4]
+    scale = (1.0 / 128) ** 0.5 * 1.44269504
+    want = o0.copy()
+    for core in range(8):
+        r, c = divmod(core, 4)
+        bz, by, bx = core // 4, core // 2 % 2, core % 2
+        b, h, rows = 2 * r + bz, 2 * c + by, slice(128 * bx, 128 * bx + 128)
+
+        def scores(kk, b=b, h=h, rows=rows):
+            return gemm(np.zeros((128, 128), np.float32), q[b, rows, h],
+                        k[b, 128 * kk:128 * kk + 128, h].T, "float16")
+        o, _, _ = references.attention_tile(
+            scores, lambda kk, b=b, h=h: v[b, 128 * kk:128 * kk + 128, h], 2, scale,
+            "float16", "float16")
+        want[b, rows, h] = o
+    np.testing.assert_array_equal(out["Output"], want)
+
+
+CASES += [
+    _fn("compile_pipeline_flashattn", "fork_cp_flashattn",
+        "testing/python/compile_pipeline/test_flashattn.py::kernel_flashattn",
+        lambda m: m.kernel_flashattn(8, 8, 256, 128, False, block_M=128, block_N=128,
+                                     num_stages=1, threads=1),
+        shapes={n: (8, 256, 8, 128) for n in ("Q", "K", "V", "Output")},
+        check=check_flashattn_f16),
+]
+
 # -- the runner --------------------------------------------------------------------------------
 def run_case(case: Case, seed: int = 0) -> None:
     tm.enable(mesh=case.mesh, compat=case.compat)
