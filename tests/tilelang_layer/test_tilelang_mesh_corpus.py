@@ -1043,6 +1043,63 @@ CASES += [
         check=check_flashattn_f16),
 ]
 
+def check_dram_zn_to_asram(inp, obs, out):
+    """T.Kernel(1, 1) on 2x2: core 0 alone copies the 64x32 tile at A[0, 0] from its
+    32x16 part of A (zeros past it), the 32x64 tile of B from its 16x32 part, multiplies
+    (float32 accumulator) and writes C_shared's corner that fits its 32x32 part of C:
+    C[0:32, 0:32] = A[0:32, 0:16] @ B[0:16, 0:32]; the other cores run nothing. A's ZN
+    DRAM layout moves no value (the fork stages the copy through RSRAM)."""
+    a, b, c0 = inp.arrays[:3]
+    want = c0.copy()
+    want[0:32, 0:32] = gemm(np.zeros((32, 32), np.float32), a[0:32, 0:16], b[0:16, 0:32])
+    np.testing.assert_array_equal(out["C"], want)
+
+
+CASES += [
+    _fn("layout_inference_dram_zn_to_asram", "fork_layout_inference",
+        f"{LAYOUT_INF}dram_zn_to_asram_kernel",
+        lambda m: m.dram_zn_to_asram_kernel()["main"], mesh=(2, 2),
+        shapes={"A": (64, 32), "B": (32, 64), "C": (64, 64)}, check=check_dram_zn_to_asram),
+    _fn("layout_inference_dram_zn_to_wsram", "fork_layout_inference",
+        f"{LAYOUT_INF}dram_zn_to_wsram_kernel",
+        lambda m: m.dram_zn_to_wsram_kernel()["main"], mesh=(2, 2),
+        shapes={"A": (64, 32), "B": (32, 64), "C": (64, 64)},
+        refused=r"T.copy\(B -> B_shared\): B is kept in DRAM in layout zn\(.*SUNMMIO's "
+                r"DMA writes B_shared, in WSRAM \(T.gemm's B operand\), only from a ZZ-like "
+                r"DRAM layout",
+        why="a DMA from B's ZN DRAM layout into WSRAM: the fork's compiler refuses it "
+            "(\"copy requires ZZ-like DRAM layout\"; its ASRAM copy is staged through "
+            "RSRAM and runs)"),
+]
+
+def check_row_gather_last(inp, obs, out):
+    """T.Kernel(4): row 0's cores, block bx holding A[0:32, 32 bx:32 bx + 32]; the
+    horizontal all_gather along the last axis gives each of them A[0:32, 0:128]."""
+    a = inp.arrays[0]
+    for b in range(4):
+        np.testing.assert_array_equal(obs["R_shared"][b], a[0:32, 0:128], str(b))
+
+
+GATHER_TEST = ("testing/python/target/test_sunmmio_codegen_comm_sync_kernels_opt_validate.py::"
+               "test_comm_all_gather_kernel_codegen_validates_with_npuir_opt")
+
+
+def _cs_gather(case, direction, axis, **kw):
+    return _fn(f"comm_sync_{case}", "fork_comm_sync", f"{GATHER_TEST}[{case}]",
+               lambda m: m.comm_all_gather_kernel(direction=direction, axis=axis), **kw)
+
+
+CASES += [
+    _cs_gather("all_gather_axis0_all", "all", 0,
+               refused=r"T.comm.all_gather \(comm op #0\) involves cores \[\(1, 0\).*\], "
+                       r"which run no block of the launch grid \(4,\)", why=GRID4),
+    _cs_gather("all_gather_axis_last_horizontal", "horizontal", -1, observe=["R_shared"],
+               check=check_row_gather_last),
+    _cs_gather("all_gather_axis_last_all", "all", -1,
+               refused=r"T.comm.all_gather \(comm op #0\) involves cores \[\(1, 0\).*\], "
+                       r"which run no block of the launch grid \(4,\)", why=GRID4),
+]
+
 # -- the runner --------------------------------------------------------------------------------
 def run_case(case: Case, seed: int = 0) -> None:
     tm.enable(mesh=case.mesh, compat=case.compat)
