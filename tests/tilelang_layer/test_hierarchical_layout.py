@@ -194,3 +194,19 @@ def test_blockwise_zz_in_annotate_layout_is_recorded():
 
     assert dict(k.attrs["meshtensor.layouts"]) == {
         "S": "hierarchical(hdims=((2, 32), (2, 32)), hstrides=((2048, 32), (1024, 1)))"}
+
+
+def test_blockwise_zz_takes_a_buffer_region_and_refuses_a_symbolic_shape():
+    import tilelang  # noqa: F401
+    from tvm import tirx
+    buf = tirx.decl_buffer((128, 64), "float32", "S")
+    region = tirx.BufferRegion(buf, [ir_range(0, 64), ir_range(0, 64)])
+    assert make_blockwise_zz_layout(region).logical_shape == (64, 64)
+    assert make_blockwise_zz_layout(buf).logical_shape == (128, 64)
+    with pytest.raises(ValueError, match="expected a buffer or \\(rows, cols\\) of ints"):
+        make_blockwise_zz_layout(tirx.decl_buffer((tirx.Var("m", "int32"), 64), "float32"))
+
+
+def ir_range(start, extent):
+    from tvm import ir
+    return ir.Range.from_min_extent(start, extent)

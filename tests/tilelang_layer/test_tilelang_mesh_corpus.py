@@ -1013,9 +1013,10 @@ def check_flashattn_f16(inp, obs, out):
     (8, 8, 256, 128), block 128: core (r, c) holds batches 2r.., heads 2c.. (a 2x2x2
     tile domain). T.Persistent over that domain with the 16 cores as its wave: core c
     runs tile c, (bz, by, bx) = (c // 4, c // 2 % 2, c % 2), of its own part (one wave,
-    no guard: cores 8-15 name tiles past their part, read zeros and write nothing). Each tile: attention_tile with float16 accumulators (T.gemm
-    rounding each product and sum, as TileLang types it; the exp2 arguments float32, as
-    TileLang types ``x * scale``), output stored in float16."""
+    no guard: cores 8-15 name tiles past their part, read zeros and write nothing).
+    Each tile: attention_tile with float16 accumulators (T.gemm rounding each product
+    and sum, as TileLang types it; the exp2 arguments float32, as TileLang types
+    ``x * scale``), output stored in float16."""
     q, k, v, o0 = inp.arrays[:4]
     scale = (1.0 / 128) ** 0.5 * 1.44269504
     want = o0.copy()

@@ -184,11 +184,15 @@ def make_blockwise_zz_layout(buffer: Any, block_size: Sequence[int] = (32, 32)
     >>> make_blockwise_zz_layout((4, 4), (2, 2)).offsets().tolist()
     [[0, 1, 4, 5], [2, 3, 6, 7], [8, 9, 12, 13], [10, 11, 14, 15]]
     """
-    shape = getattr(buffer, "shape", buffer)
-    if not isinstance(shape, (tuple, list)) and not hasattr(shape, "__len__"):
-        raise ValueError(f"make_blockwise_zz_layout: expected a buffer or (rows, cols), got "
-                         f"{buffer!r}")
-    dims = [int(n) for n in shape]
+    if hasattr(buffer, "region"):  # a BufferRegion: its extents
+        shape = [r.extent for r in buffer.region]
+    else:  # a Buffer, a BufferLoad (its buffer) or (rows, cols)
+        shape = getattr(getattr(buffer, "buffer", buffer), "shape", buffer)
+    try:
+        dims = [int(n) for n in shape]
+    except (TypeError, ValueError):
+        raise ValueError(f"make_blockwise_zz_layout: expected a buffer or (rows, cols) of "
+                         f"ints, got {buffer!r}") from None
     if len(dims) < 2:
         raise ValueError(f"make_blockwise_zz_layout: needs a 2-D shape, got {tuple(dims)}")
     rows, cols = math.prod(dims[:-1]), dims[-1]

@@ -207,8 +207,8 @@ def _check_dram_layout_copies(func: tirx.PrimFunc, by_buffer: dict) -> None:
     inside each block); its compiler refuses a ``T.copy`` from a ``T.MeshTensor`` kept in
     a ZN layout into WSRAM (``CopyNode::InferLayout``: "copy requires ZZ-like DRAM
     layout"): a ``shared.wsram`` buffer, or one of the default scope that a ``T.gemm``
-    reads as its ``B``, which the fork's ``InferSramScope`` places in WSRAM. Into ``shared.asram`` it stages the copy through RSRAM, which takes
-    any layout, so that copy runs."""
+    reads as its ``B``, which the fork's ``InferSramScope`` places in WSRAM. Into ASRAM
+    it stages the copy through RSRAM, which takes any layout, so that copy runs."""
     def named(name: str):
         return lambda c: getattr(c.op, "name", None) == name
 
