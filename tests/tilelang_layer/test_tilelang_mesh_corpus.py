@@ -966,6 +966,141 @@ CASES += [
                         ("mla_decode_dynamic_kv_zzlayout_probe", check_unchanged))
 ]
 
+# --- i27b: the older fork's remaining kernels (hierarchical layouts, the compile pipeline's
+# flash attention and sync kernels, layout inference's ZN DRAM copies, comm_sync's gathers)
+FORK_CI = "wanghz18/Tilelang-Mesh@f2597d94"  # branch copy_insert
+HIER = "testing/python/transform/test_tilelang_transform_sunmmio_global_layout_utils.py::"
+
+
+def check_hier_dma(inp, obs, out):
+    """copy(K=128, 64, 64, 32) on 2x2, C split by rows over the 4 cores (32x128 each,
+    kept in the hierarchical layout; values are logical). Block (bx, by) on core
+    bx + 2 by reads rows 64 by.. of its own part: by = 0 reads its 32 rows and 32 rows
+    past them (zeros), by = 1 only rows past them; each step writes back what it read,
+    so C is unchanged. The last step (ko = 3) leaves columns 96..159 in C_shared = D_shared
+    (128.. past the part); A_shared and B_shared hold that tile with C_shared[8:24, 16:48]
+    and C_shared[8:32, 48:56] copied over their corners."""
+    c = inp.arrays[0]
+    np.testing.assert_array_equal(out["C"], c)
+    for b in range(4):
+        by = b // 2
+        part = np.zeros((32 + 64 + 64, 128 + 64), np.float32)
+        part[:32, :128] = c[32 * b:32 * b + 32]
+        tile = part[64 * by:64 * by + 64, 96:160]
+        np.testing.assert_array_equal(obs["C_shared"][b], tile, str(b))
+        np.testing.assert_array_equal(obs["D_shared"][b], tile, str(b))
+        a, w = tile.copy(), tile.copy()
+        a[24:40, 8:40] = tile[8:24, 16:48]
+        w[40:64, 0:8] = tile[8:32, 48:56]
+        np.testing.assert_array_equal(obs["A_shared"][b], a, str(b))
+        np.testing.assert_array_equal(obs["B_shared"][b], w, str(b))
+
+
+CASES += [
+    Case("fork_hierarchical_layout_values", f"{FORK_CI} {HIER}test_hierarchical_layout_values",
+         "fork_hierarchical", lambda m: m.test_hierarchical_layout_values(), mesh=(2, 2),
+         shapes={"A": (64, 64), "B": (64, 64), "C": (64, 64)},
+         undefined="T.gemm accumulates into C_shared, which nothing writes first (the "
+                   "test's T.clear is commented out)"),
+    Case("fork_dma_copy_hierarchical", f"{FORK_CI} testing/python/ops/"
+         "test_tilelang_ops_sunmmio_dma_copy.py::copy", "fork_hierarchical_dma",
+         lambda m: m.copy(128, 64, 64, 32)["main"], mesh=(2, 2), shapes={"C": (128, 128)},
+         observe=["A_shared", "B_shared", "C_shared", "D_shared"], check=check_hier_dma),
+]
+
+def check_flashattn_f16(inp, obs, out):
+    """The compile pipeline's flash attention, all float16 (accumulators too), at
+    (8, 8, 256, 128), block 128: core (r, c) holds batches 2r.., heads 2c.. (a 2x2x2
+    tile domain). T.Persistent over that domain with the 16 cores as its wave: core c
+    runs tile c, (bz, by, bx) = (c // 4, c // 2 % 2, c % 2), of its own part (one wave,
+    no guard: cores 8-15 name tiles past their part, read zeros and write nothing).
+    Each tile: attention_tile with float16 accumulators (T.gemm rounding each product
+    and sum, as TileLang types it; the exp2 arguments float32, as TileLang types
+    ``x * scale``), output stored in float16."""
+    q, k, v, o0 = inp.arrays[:4]
+    scale = (1.0 / 128) ** 0.5 * 1.44269504
+    want = o0.copy()
+    for core in range(8):
+        r, c = divmod(core, 4)
+        bz, by, bx = core // 4, core // 2 % 2, core % 2
+        b, h, rows = 2 * r + bz, 2 * c + by, slice(128 * bx, 128 * bx + 128)
+
+        def scores(kk, b=b, h=h, rows=rows):
+            return gemm(np.zeros((128, 128), np.float32), q[b, rows, h],
+                        k[b, 128 * kk:128 * kk + 128, h].T, "float16")
+        o, _, _ = references.attention_tile(
+            scores, lambda kk, b=b, h=h: v[b, 128 * kk:128 * kk + 128, h], 2, scale,
+            "float16", "float16")
+        want[b, rows, h] = o
+    np.testing.assert_array_equal(out["Output"], want)
+
+
+CASES += [
+    _fn("compile_pipeline_flashattn", "fork_cp_flashattn",
+        "testing/python/compile_pipeline/test_flashattn.py::kernel_flashattn",
+        lambda m: m.kernel_flashattn(8, 8, 256, 128, False, block_M=128, block_N=128,
+                                     num_stages=1, threads=1),
+        shapes={n: (8, 256, 8, 128) for n in ("Q", "K", "V", "Output")},
+        check=check_flashattn_f16),
+]
+
+def check_dram_zn_to_asram(inp, obs, out):
+    """T.Kernel(1, 1) on 2x2: core 0 alone copies the 64x32 tile at A[0, 0] from its
+    32x16 part of A (zeros past it), the 32x64 tile of B from its 16x32 part, multiplies
+    (float32 accumulator) and writes C_shared's corner that fits its 32x32 part of C:
+    C[0:32, 0:32] = A[0:32, 0:16] @ B[0:16, 0:32]; the other cores run nothing. A's ZN
+    DRAM layout moves no value (the fork stages the copy through RSRAM)."""
+    a, b, c0 = inp.arrays[:3]
+    want = c0.copy()
+    want[0:32, 0:32] = gemm(np.zeros((32, 32), np.float32), a[0:32, 0:16], b[0:16, 0:32])
+    np.testing.assert_array_equal(out["C"], want)
+
+
+CASES += [
+    _fn("layout_inference_dram_zn_to_asram", "fork_layout_inference",
+        f"{LAYOUT_INF}dram_zn_to_asram_kernel",
+        lambda m: m.dram_zn_to_asram_kernel()["main"], mesh=(2, 2),
+        shapes={"A": (64, 32), "B": (32, 64), "C": (64, 64)}, check=check_dram_zn_to_asram),
+    _fn("layout_inference_dram_zn_to_wsram", "fork_layout_inference",
+        f"{LAYOUT_INF}dram_zn_to_wsram_kernel",
+        lambda m: m.dram_zn_to_wsram_kernel()["main"], mesh=(2, 2),
+        shapes={"A": (64, 32), "B": (32, 64), "C": (64, 64)},
+        refused=r"T.copy\(B -> B_shared\): B is kept in DRAM in layout zn\(.*SUNMMIO's "
+                r"DMA writes B_shared, in WSRAM \(T.gemm's B operand\), only from a ZZ-like "
+                r"DRAM layout",
+        why="a DMA from B's ZN DRAM layout into WSRAM: the fork's compiler refuses it "
+            "(\"copy requires ZZ-like DRAM layout\"; its ASRAM copy is staged through "
+            "RSRAM and runs)"),
+]
+
+def check_row_gather_last(inp, obs, out):
+    """T.Kernel(4): row 0's cores, block bx holding A[0:32, 32 bx:32 bx + 32]; the
+    horizontal all_gather along the last axis gives each of them A[0:32, 0:128]."""
+    a = inp.arrays[0]
+    for b in range(4):
+        np.testing.assert_array_equal(obs["R_shared"][b], a[0:32, 0:128], str(b))
+
+
+GATHER_TEST = ("testing/python/target/test_sunmmio_codegen_comm_sync_kernels_opt_validate.py::"
+               "test_comm_all_gather_kernel_codegen_validates_with_npuir_opt")
+
+
+def _cs_gather(case, direction, axis, **kw):
+    return _fn(f"comm_sync_{case}", "fork_comm_sync", f"{GATHER_TEST}[{case}]",
+               lambda m: m.comm_all_gather_kernel(direction=direction, axis=axis), **kw)
+
+
+CASES += [
+    _cs_gather("all_gather_axis0_all", "all", 0,
+               refused=r"T.comm.all_gather \(comm op #0\) involves cores \[\(1, 0\).*\], "
+                       r"which run no block of the launch grid \(4,\)", why=GRID4),
+    _cs_gather("all_gather_axis_last_horizontal", "horizontal", -1, observe=["R_shared"],
+               check=check_row_gather_last),
+    _cs_gather("all_gather_axis_last_all", "all", -1,
+               refused=r"T.comm.all_gather \(comm op #0\) involves cores \[\(1, 0\).*\], "
+                       r"which run no block of the launch grid \(4,\)", why=GRID4),
+]
+
 # -- the runner --------------------------------------------------------------------------------
 def run_case(case: Case, seed: int = 0) -> None:
     tm.enable(mesh=case.mesh, compat=case.compat)

@@ -82,8 +82,9 @@ def attention_tile(scores: Callable[[int], np.ndarray], values: Callable[[int], 
     decode kernels): per key block ``k``, ``scores(k)`` is ``acc_s`` after its T.gemm
     (``mask + q k^T``; the MLA kernels add a second product), then the running max, the
     ``exp2`` rescaling with ``scale``, the probabilities stored in ``dtype`` and
-    multiplied into ``acc_o`` by ``values(k)``; returns ``(acc_o / logsum, logsum,
-    scores_max)``, before the output's own rounding."""
+    multiplied into ``acc_o`` by ``values(k)``; each operation of ``acc`` values in
+    ``acc`` (one rounding each; T.gemm per step, as :func:`gemm`); returns ``(acc_o /
+    logsum, logsum, scores_max)``, before the output's own rounding."""
     sc = np.float32(scale)
     acc_o, logsum, smax = None, None, None
     for k in range(steps):
@@ -94,8 +95,11 @@ def attention_tile(scores: Callable[[int], np.ndarray], values: Callable[[int], 
             smax = np.full(s.shape[0], -np.inf, np.float32)
         prev = smax
         smax = np.maximum(s.max(axis=1), prev)        # reduce_max(clear=False), then max
-        sscale = op(exp2f(op(op(prev * sc, acc) - op(smax * sc, acc), acc)), acc)
-        p = op(exp2f(op(op(s * sc, acc) - op(smax[:, None] * sc, acc), acc)), acc)
+        # ``x * scale`` with a Python float: TileLang (as TVM) types the constant float32
+        # and widens ``x`` to it, so the exp2 argument is float32 arithmetic whatever
+        # ``acc`` is; T.exp2 is then a float32 call, its result stored in ``acc``
+        sscale = op(exp2f(prev * sc - smax * sc), acc)
+        p = op(exp2f(s * sc - smax[:, None] * sc), acc)
         ssum = row_sum(p, acc)
         logsum = op(op(logsum * sscale, acc) + ssum, acc)
         acc_o = op(acc_o * sscale[:, None], acc)

@@ -59,12 +59,15 @@ from ..ir.mesh_param import MeshParam, with_mesh_params
 from . import dist as _dist
 from . import placement as _placement
 from .comm import _per_core_scope, _statement
+from .hierarchical_layout import (HierarchicalLayout, make_blockwise_zz_layout,
+                                  make_hierarchical_layout)
 from .placement import (MeshReplicationType, MeshShardingPolicy, Placement, as_placement)
 
 __all__ = ["enable", "enabled_mesh", "world", "compat", "MeshReplicationType",
            "MeshShardingPolicy",
            "MeshTensor", "comm", "DIRECTION_MAP", "REDUCE_TYPE_LIST", "FORK_NAMES",
-           "UNSUPPORTED", "ForkLayout", "COMPAT", "get_local_extent", "get_rank_extent",
+           "UNSUPPORTED", "ForkLayout", "HierarchicalLayout", "COMPAT",
+           "get_local_extent", "get_rank_extent",
            "mesh_nrows", "mesh_ncols", "mesh_ncores"]
 
 DIRECTION_MAP = {"horizontal": 0, "h": 0, "vertical": 1, "v": 1, "all": 2, "a": 2}
@@ -189,6 +192,8 @@ LAYOUT_MAKERS = {f"make_{k}_layout": _layout_maker(k)
                  for k in ("zz", "zn", "zzz", "nzz", "mxzz", "mxznn", "mx_row_major")}
 LAYOUT_MAKERS["make_row_major"] = _row_major
 LAYOUT_MAKERS["make_aligned_row_major"] = _row_major
+LAYOUT_MAKERS["make_hierarchical_layout"] = make_hierarchical_layout
+LAYOUT_MAKERS["make_blockwise_zz_layout"] = make_blockwise_zz_layout
 
 
 # -- T.MeshTensor ------------------------------------------------------------------------------
@@ -217,6 +222,19 @@ class MeshTensorType:
     #: the ``T.dist.placement`` value and the world it was built for (multi-chip)
     rank_spec: Any = None
     world: int = 1
+    #: the global tensor's hierarchical layout (``hierarchical_dims=`` ...), if named
+    hierarchical: HierarchicalLayout | None = None
+
+    @property
+    def local_layout(self) -> HierarchicalLayout | None:
+        """Each core's layout of its part, from :attr:`hierarchical` (``None`` when the
+        kernel named none): the split dims' most significant digits divided by their
+        shard counts, strides made compact (SUNMMIO's rule)."""
+        if self.hierarchical is None:
+            return None
+        sharding = self.placement.sharding(self.mesh, self.global_shape, self.split)
+        return self.hierarchical.shard([sharding.shard_count(d)
+                                        for d in range(len(self.global_shape))])
 
     @property
     def shard_shape(self) -> tuple[int, ...]:
@@ -315,7 +333,9 @@ def _is_mesh_config(value: Any) -> bool:
 
 def MeshTensor(shape: Any, placement: Any = None, device_mesh_config: Any = None,  # noqa: N802
                dtype: Any = "float32", layout: Any = None, *, sharding_policy: Any = None,
-               rank_placement: Any = None) -> MeshTensorType:
+               rank_placement: Any = None, hierarchical_dims: Any = None,
+               hierarchical_strides: Any = None, hierarchical_groups: Any = None
+               ) -> MeshTensorType:
     """A kernel parameter holding one core's part of a global tensor (SUNMMIO's
     ``T.MeshTensor``): the buffer the kernel sees has the core's slot shape (ceil
     division); the caller passes the global torch tensor.
@@ -326,6 +346,11 @@ def MeshTensor(shape: Any, placement: Any = None, device_mesh_config: Any = None
     enabled mesh; a dtype in its place is the dtype). ``layout`` is recorded;
     ``rank_placement`` is recorded (chips split the tensor first in multi-chip kernels).
     Uneven sizes split balanced (``compat="2025"``: in ceil blocks).
+    ``hierarchical_dims``, ``hierarchical_strides`` and ``hierarchical_groups`` (given
+    together, by keyword) name the tensor's DRAM layout (:class:`HierarchicalLayout`);
+    each core keeps its part in :attr:`MeshTensorType.local_layout`. It is recorded and
+    checked (its dims must make the shape, a split dim's most significant digit must
+    divide among its shards); values are the logical tensor's.
 
     >>> enable(mesh=(2, 2))
     Mesh({'row': 2, 'col': 2})
@@ -362,11 +387,55 @@ def MeshTensor(shape: Any, placement: Any = None, device_mesh_config: Any = None
             raise TypeError(f"T.MeshTensor: rank_placement must be a T.dist.placement value, "
                             f"got {type(rank_placement).__name__}")
         slot = rank_placement.check(len(static)).rank_shape(static, _dist.current_world())
-    return MeshTensorType(tuple(static), place.local_shape(mesh, slot), place,  # type: ignore
-                          text, mesh, _dtype_name(dtype),
-                          None if layout is None else str(layout),
-                          None if rank_placement is None else repr(rank_placement), _split(),
-                          rank_placement, _dist.current_world())
+    hier = _hierarchical(static, layout, rank_placement, hierarchical_dims,
+                         hierarchical_strides, hierarchical_groups)
+    out = MeshTensorType(tuple(static), place.local_shape(mesh, slot), place,  # type: ignore
+                         text, mesh, _dtype_name(dtype),
+                         None if layout is None else str(layout),
+                         None if rank_placement is None else repr(rank_placement), _split(),
+                         rank_placement, _dist.current_world(), hier)
+    if hier is not None:  # checks the shard rule now; the record names both layouts
+        from dataclasses import replace
+        try:
+            local = out.local_layout
+        except ValueError as e:
+            raise ValueError(f"T.MeshTensor: {e}") from None
+        out = replace(out, layout=f"{hier}, per core {local}")
+    return out
+
+
+def _hierarchical(shape: Sequence[Any], layout: Any, rank_placement: Any, hdims: Any,
+                  hstrides: Any, hgroups: Any) -> HierarchicalLayout | None:
+    """The ``hierarchical_*`` arguments of ``T.MeshTensor`` as one layout, or ``None``."""
+    given = {"hierarchical_dims": hdims, "hierarchical_strides": hstrides,
+             "hierarchical_groups": hgroups}
+    if all(v is None for v in given.values()):
+        return None
+    missing = [k for k, v in given.items() if v is None]
+    if missing:
+        raise ValueError(f"T.MeshTensor: {missing} missing: hierarchical_dims, "
+                         f"hierarchical_strides and hierarchical_groups name one layout "
+                         f"together; give all three")
+    if layout is not None:
+        raise ValueError(f"T.MeshTensor: layout={layout!s} and hierarchical_dims= both name "
+                         f"the tensor's layout; give one")
+    if rank_placement is not None:
+        raise ValueError("T.MeshTensor: hierarchical_dims= with rank_placement=: SUNMMIO's "
+                         "TileLang defines the hierarchical layout of one chip's tensor "
+                         "only; drop one of them")
+    if any(static_int(n) is None for n in shape):
+        raise ValueError(f"T.MeshTensor: hierarchical_dims= needs a static shape, got "
+                         f"{tuple(str(n) for n in shape)} (SUNMMIO's TileLang builds no "
+                         f"layout for a symbolic one)")
+    try:
+        hier = make_hierarchical_layout(hdims, hstrides, hgroups)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"T.MeshTensor: {e}") from None
+    if hier.logical_shape != tuple(int(n) for n in shape):
+        raise ValueError(f"T.MeshTensor: hierarchical_dims {hier.hdims} grouped by "
+                         f"{hier.groups} make shape {hier.logical_shape}, the tensor's is "
+                         f"{tuple(int(n) for n in shape)}")
+    return hier
 
 
 def _mesh_dim(n: Any, dims: Sequence[Any]) -> int | tirx.Var:
@@ -951,11 +1020,13 @@ def _kernel_wrapper(stock: Any) -> Any:
 
 def _annotate_layout_wrapper(stock: Any) -> Any:
     def annotate_layout(layout_map: dict) -> Any:
-        """TileLang's ``T.annotate_layout``; the fork's layouts (``make_zz_layout`` ...)
-        are recorded in the kernel's ``meshtensor.layouts`` attribute instead (a layout
-        changes where the chip keeps each element, not a value)."""
-        fork = {b: lay for b, lay in layout_map.items() if isinstance(lay, ForkLayout)}
-        rest = {b: lay for b, lay in layout_map.items() if not isinstance(lay, ForkLayout)}
+        """TileLang's ``T.annotate_layout``; the fork's layouts (``make_zz_layout``,
+        ``make_blockwise_zz_layout`` ...) are recorded in the kernel's
+        ``meshtensor.layouts`` attribute instead (a layout changes where the chip keeps
+        each element, not a value)."""
+        ours = (ForkLayout, HierarchicalLayout)
+        fork = {b: lay for b, lay in layout_map.items() if isinstance(lay, ours)}
+        rest = {b: lay for b, lay in layout_map.items() if not isinstance(lay, ours)}
         if fork:
             from tilelang.language.eager.builder import Builder
             b = Builder.current()

@@ -197,6 +197,43 @@ def _stage_sources(stmt: tirx.Stmt, ops: list[CommOp], params: dict, launch: Lau
     return _add_allocs(out, new_bufs)
 
 
+# -- DMA copies out of a blocked DRAM layout -------------------------------------------------------
+#: the fork's layouts whose blocks are column-major inside (not "ZZ-like")
+_ZN_LIKE = ("zn(",)
+
+
+def _check_dram_layout_copies(func: tirx.PrimFunc, by_buffer: dict) -> None:
+    """SUNMMIO's DMA writes WSRAM only from a ZZ-like DRAM layout (zz, zzz, nzz: row-major
+    inside each block); its compiler refuses a ``T.copy`` from a ``T.MeshTensor`` kept in
+    a ZN layout into WSRAM (``CopyNode::InferLayout``: "copy requires ZZ-like DRAM
+    layout"): a ``shared.wsram`` buffer, or one of the default scope that a ``T.gemm``
+    reads as its ``B``, which the fork's ``InferSramScope`` places in WSRAM. Into ASRAM
+    it stages the copy through RSRAM, which takes any layout, so that copy runs."""
+    def named(name: str):
+        return lambda c: getattr(c.op, "name", None) == name
+
+    # a buffer of the default scope that is some T.gemm's B operand is WSRAM on the chip
+    # (the fork's InferSramScope)
+    weights = {region_of(f.call.args[1]).buffer.data
+               for f in find_calls(func, named("tl.tileop.gemm"))}
+    for found in find_calls(func, named("tl.tileop.copy")):
+        src, dst = (region_of(a).buffer for a in found.call.args[:2])
+        p = by_buffer.get(src)
+        if p is None or not (p.layout or "").startswith(_ZN_LIKE):
+            continue
+        scope = str(dst.scope())
+        weight = scope in ("shared", "shared.dyn") and any(
+            dst.data.same_as(w) for w in weights)
+        if scope == "shared.wsram" or weight:
+            where = "WSRAM (T.gemm's B operand)" if weight else "WSRAM"
+            raise ValueError(
+                f"{WHERE}: T.copy({src.name} -> {dst.name}): {src.name} is kept in DRAM "
+                f"in layout {p.layout}, and SUNMMIO's DMA writes {dst.name}, in {where}, "
+                f"only from a ZZ-like DRAM layout (zz, zzz, nzz; its compiler refuses "
+                f"this copy): give {src.name} a zz layout, or copy through a "
+                f"shared.rsram buffer")
+
+
 # -- T.gemm: SUNMMIO's transpose_B operand mode outside SUNMMIO kernels -------------------------
 def _stock_gemms(func: tirx.PrimFunc) -> tirx.PrimFunc:
     """A kernel with neither ``T.MeshTensor`` parameters nor ``T.comm`` ops is not a
@@ -728,6 +765,7 @@ def prepare_tilelang_mesh(func: tirx.PrimFunc) -> PreparedKernel:
     func = _uniform_conditions(func, launch, idle)
     ops = find_comm_ops(func)
     by_buffer = {func.buffer_map[func.params[i]]: p for i, p in params.items()}
+    _check_dram_layout_copies(func, by_buffer)
     globals_ = {b.data: b for i, v in enumerate(func.params)
                 if (b := func.buffer_map.get(v)) is not None and i not in params}
     body = _stage_sources(func.body, ops, by_buffer, launch, globals_)
