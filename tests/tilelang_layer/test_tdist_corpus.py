@@ -1352,25 +1352,21 @@ CASES += [
          "test_lowering_captures_passes_and_extracts_device_kernel", source=LOWERING,
          world=1, tensors=_AB, refused="a race on 'B'", why=_BCAST_WHY),
 ]
-RETURN_GAP = ("`tvm.tir.ret` in a T.dist kernel: the upstream waits for the core's "
-              "submitted sends and ends its program; here the cores of a rank run in "
-              "loops inside one launch, so LowerMeshComm refuses any `return` in a kernel "
-              "with comm ops")
 CASES += [
     Case(f"submit_early_return_{cf}_stop{st}", "dist_submit", "early_return_kernel_factory",
          source=SUBMIT, kwargs={"control_flow": cf}, scalars={"stop": st}, **_SRC,
-         check=runs, gap=RETURN_GAP,
+         check=runs,
          why=f"put(..., submit=True), then `return` under stop != 0 ({cf}; stop {st}), "
-             "then wait(); nobody waits for the signal")
+             "then wait(); nobody waits for the signal, so nothing is read")
     for cf in ("if", "for", "while") for st in (0, 1)
 ] + [
     _cf("flow_unsafe_early_return", "unsafe_phase_kernel_factory", world=2,
         kwargs={"pattern": "early_return", "send_in_else": True}, scalars=_SC,
         seeds={"src": "rand"}, refused=_PHASE,
-        gap="the upstream refuses it as a phase it cannot prove; we stop first at our "
-            "own limit, a `return` in a kernel with comm ops (see RETURN_GAP)",
-        why="pattern 'early_return': rank 0 returns in the branch the receiver cannot "
-            "see (refused upstream; here refused for our `return` limit first)"),
+        gap="the upstream refuses a return under a condition the receiver cannot see "
+            "(an automatic expectation it cannot prove); we run it",
+        why="pattern 'early_return': rank 0's column-0 cores return where the others "
+            "put: the upstream refuses it; we run it"),
     _cf("flow_loop_static_exit", "loop_expect_kernel_factory",
         kwargs={"bound": "static", "form": "exit"}, scalars=_LS, seeds={"src": "rand"},
         refused=_LOOP,
