@@ -1207,7 +1207,8 @@ CASES += [
 ]
 
 # --- i28: test_dist_stage3_completion.py, test_dist_pass_tir_print.py,
-# test_dsl_to_device_tir.py, test_lowering.py; test_dist_submit.py's early_return
+# test_dsl_to_device_tir.py, test_lowering.py; the early_return/exit kernels of
+# test_dist_submit.py and test_dist_expect_control_flow.py
 STAGE3 = "inter_rank/test_dist_stage3_completion.py @5dbb28cb"
 PRINT = "inter_rank/test_dist_pass_tir_print.py @0f76f2d1"
 # an earlier-API put never submitted: the end of the kernel or a wait finds it first
@@ -1304,7 +1305,7 @@ CASES += [
     for k in ("SRAM_FLAGREG_VALUE", "SRAM_MEMORY")
 ] + [
     _s3("stage3_dynamic_index", "test_signal_list_rejects_dynamic_indexing",
-        error=TypeError, refused="T.dist",
+        error=TypeError, refused="T.dist.Signal is a handle",
         why="T.evaluate of a SignalList member at index rank_id: refused upstream "
             "(TypeError)"),
     _s3("stage3_index_out_of_range", "test_signal_list_rejects_out_of_range_static_index",
@@ -1316,8 +1317,8 @@ CASES += [
 CASES += [
     _pp(f"print_{n}", f"{n}_kernel_factory", world=w, **_SRC, refused=UNSUBMITTED,
         why=EARLIER_API + (f" (world {w})" if w != 4 else ""))
-    for n, w in (("rsram_cross_row", 4), ("collective_all_gather", 4), ("collective_all_to_all_rank", 4),
-                 ("collective_all_to_all_row", 2))
+    for n, w in (("rsram_cross_row", 4), ("collective_all_gather", 4),
+                 ("collective_all_to_all_rank", 4), ("collective_all_to_all_row", 2))
 ] + [
     _pp("print_dram_cross_row", "dram_cross_row_kernel_factory", tensors=_AB,
         rank_inputs=True, refused=UNSUBMITTED,
