@@ -1494,6 +1494,175 @@ CASES += [
           why="signals(2)[2]: a ValueError here (the upstream's is an IndexError)"),
 ]
 
+# --- i28: test_dist_stage3_completion.py, test_dist_pass_tir_print.py,
+# test_dsl_to_device_tir.py, test_lowering.py; the early_return/exit kernels of
+# test_dist_submit.py and test_dist_expect_control_flow.py
+STAGE3 = "inter_rank/test_dist_stage3_completion.py @5dbb28cb"
+PRINT = "inter_rank/test_dist_pass_tir_print.py @0f76f2d1"
+# an earlier-API put never submitted: the end of the kernel or a wait finds it first
+UNSUBMITTED = "never submitted|deadlock: every rank is blocked"
+
+
+def _s3(id: str, factory: str, **kw: Any) -> Case:
+    return Case(id, "dist_stage3_completion", factory, source=STAGE3, **kw)
+
+
+def _pp(id: str, factory: str, **kw: Any) -> Case:
+    return Case(id, "dist_pass_tir_print", factory, source=PRINT, **kw)
+
+
+_SRC = {"seeds": {"src": "rand"}}
+
+
+def same_rank_next_row(e: Env) -> None:
+    """``dst`` on core (r, c) of rank q = ``src`` of core (r - 1, c) of rank q."""
+    for q in range(e.world):
+        for k in range(e.cores):
+            r, c = e.rc(k)
+            eq(e.obs["dst"][q][k], e.init["src"][q][e.core((r - 1) % e.mesh[0], c)],
+               f"rank {q} core {k}")
+
+
+def dram_next_row(e: Env) -> None:
+    """``B`` on rank q: its mesh row r's blocks = ``A``'s mesh row r - 1 blocks of rank q
+    (``full_shard(0, 1)``: row blocks over mesh rows)."""
+    R = e.mesh[0]
+    for q in range(e.world):
+        a, h = e.before["A"][q], e.before["A"][q].shape[0] // R
+        want = np.concatenate([a[((r - 1) % R) * h:((r - 1) % R + 1) * h] for r in range(R)])
+        eq(e.tensors["B"][q], want, f"B rank {q}")
+
+
+CASES += [
+    _s3("stage3_signal_list", "signal_list_kernel_factory",
+        seeds={"src0": "rand", "src1": "rand"}, refused=UNSUBMITTED,
+        why=EARLIER_API + ": two puts into regions of one buffer, wait_all"),
+    _s3("stage3_signal_list_inc", "signal_list_kernel_factory",
+        kwargs={"signal_kind": "SRAM_FLAGREG_INC"},
+        seeds={"src0": "rand", "src1": "rand"}, refused=UNSUBMITTED,
+        why=EARLIER_API + ": the same on an explicit SRAM INC list"),
+    _s3("stage3_mixed_scope_signal_list", "mixed_scope_signal_list_kernel_factory",
+        tensors={"B": (32,)}, **_SRC, refused="inconsistent destination scopes",
+        why="one SignalList, a put into RSRAM and one into DRAM: mixed destination "
+            "scopes, refused as upstream"),
+    _s3("stage3_dram_to_dram", "dram_to_dram_kernel_factory", tensors=_AB,
+        rank_inputs=True, refused=UNSUBMITTED,
+        why=EARLIER_API + ": a put between DRAM shards"),
+    _s3("stage3_dram_cross_row", "dram_cross_row_kernel_factory", tensors=_AB,
+        rank_inputs=True, refused=UNSUBMITTED,
+        why=EARLIER_API + ": routed_put between DRAM shards, row 0 to row 1"),
+    _s3("stage3_dram_to_rsram", "dram_to_rsram_kernel_factory", tensors={"A": (32, 32)},
+        rank_inputs=True, refused=UNSUBMITTED,
+        why=EARLIER_API + ": a put from a DRAM shard into RSRAM"),
+    _s3("stage3_dram_to_rsram_cross_row", "dram_to_rsram_cross_row_kernel_factory",
+        tensors={"A": (32, 32)}, rank_inputs=True, refused=UNSUBMITTED,
+        why=EARLIER_API + ": routed_put from a DRAM shard into RSRAM, row 0 to row 1"),
+    _s3("stage3_explicit_source_rank", "explicit_source_rank_kernel_factory", **_SRC,
+        refused=UNSUBMITTED, why=EARLIER_API + ": routed_put with src_rank=1"),
+    _s3("stage3_local_peer", "local_peer_kernel_factory", **_SRC, observe=["dst"],
+        check=local_copy, why="a put to one's own rank: a local copy, no submit needed"),
+    _s3("stage3_local_cross_row", "local_cross_row_kernel_factory", **_SRC,
+        observe=["dst"], check=same_rank_next_row,
+        why="a put to one's own rank's next row: an on-chip put"),
+    _s3("stage3_local_dram_cross_row", "local_dram_cross_row_kernel_factory",
+        tensors=_AB, rank_inputs=True, check=dram_next_row,
+        why="a put between DRAM shards of one's own rank, to the next row"),
+    _s3("stage3_multiple_routed_put", "multiple_routed_put_kernel_factory", **_SRC,
+        mesh=M44, refused=UNSUBMITTED,
+        why=EARLIER_API + ": two routed_puts of overlapping source regions (4x4 mesh)"),
+] + [
+    _s3(f"stage3_route_{n}", "invalid_route_kernel_factory", kwargs={"routes": r},
+        mesh=M44, refused=m, why=w)
+    for n, r, m, w in (
+        ("source_row", ((4, 1, 0),), "source row is outside",
+         "a route from row 4 of a 4-row mesh"),
+        ("dst_rank", ((0, 4, 0),), "dst_rank 4 is outside", "a route to rank 4 of 4"),
+        ("duplicate", ((0, 1, 0), (0, 1, 0)), "duplicate static route",
+         "the same route twice"))
+] + [
+    _s3("stage3_multiple_senders_inc", "multiple_sender_one_signal_kernel_factory",
+        **_SRC, refused=UNSUBMITTED,
+        why=EARLIER_API + ": every rank puts into rank 0's one dst (submitted, four "
+            "values would land in one place in an order the chip does not fix)"),
+] + [
+    _s3(f"stage3_multiple_senders_{k.lower()}",
+        "multiple_sender_one_signal_kernel_factory", kwargs={"signal_kind": k}, **_SRC,
+        refused=UNSUBMITTED,
+        why=EARLIER_API + f": the same on an {k} signal, whose several senders the "
+            "upstream refuses, as our run does once they are submitted")
+    for k in ("SRAM_FLAGREG_VALUE", "SRAM_MEMORY")
+] + [
+    _s3("stage3_dynamic_index", "test_signal_list_rejects_dynamic_indexing",
+        error=TypeError, refused="T.dist.Signal is a handle",
+        why="T.evaluate of a SignalList member at index rank_id: refused upstream "
+            "(TypeError)"),
+    _s3("stage3_index_out_of_range", "test_signal_list_rejects_out_of_range_static_index",
+        refused="index out of range",
+        why="a SignalList of 2 indexed at 2 (the upstream's IndexError)"),
+]
+
+
+CASES += [
+    _pp(f"print_{n}", f"{n}_kernel_factory", world=w, **_SRC, refused=UNSUBMITTED,
+        why=EARLIER_API + (f" (world {w})" if w != 4 else ""))
+    for n, w in (("rsram_cross_row", 4), ("collective_all_gather", 4),
+                 ("collective_all_to_all_rank", 4), ("collective_all_to_all_row", 2))
+] + [
+    _pp("print_dram_cross_row", "dram_cross_row_kernel_factory", tensors=_AB,
+        rank_inputs=True, refused=UNSUBMITTED,
+        why=EARLIER_API + ": routed_put between DRAM shards"),
+    _pp("print_signal_list_wait_all", "signal_list_wait_all_kernel_factory",
+        seeds={"src0": "rand", "src1": "rand"}, refused=UNSUBMITTED, why=EARLIER_API),
+    _pp("print_local_rank_routes", "local_rank_routes_kernel_factory", **_SRC,
+        observe=["dst"], check=local_routes,
+        why="puts to one's own rank: a local copy, then an on-chip put to the next row"),
+    _pp("print_collective_all_reduce", "collective_all_reduce_kernel_factory", **_SRC,
+        observe=["dst"], check=all_reduce, why="all_reduce sum in bfloat16, in rank order"),
+] + [
+    _pp(f"print_{n}", f"{n}_kernel_factory", world=w, seeds=_SRC_CNT,
+        refused=UNSUBMITTED, why=EARLIER_API + (f" (world {w})" if w != 4 else ""))
+    for n, w in (("collective_all_to_allv_rank", 4),
+                 ("collective_all_to_allv_single_signal", 4),
+                 ("collective_all_to_allv_row", 2))
+] + [
+    _pp("print_dist_barrier", "dist_barrier_kernel_factory", check=runs, why="barrier"),
+]
+DSL = "inter_rank/test_dsl_to_device_tir.py @1e58c224"
+LOWERING = "inter_rank/test_lowering.py @6642f434"
+_BCAST_WHY = ("no T.dist: every core copies A, row 0 gets core (0, 0)'s copy by "
+              "T.comm.broadcast(direction='h'), and every core copies its dst into all "
+              "of B: the cores write B over each other (those off row 0 a dst nothing "
+              "wrote), undefined on the chip")
+CASES += [
+    Case("dsl_broadcast", "dist_dsl_to_device_tir",
+         "test_simple_broadcast_dsl_lowers_to_sunmmio_device_kernel_tir", source=DSL,
+         world=1, tensors=_AB, refused="a race on 'B'", why=_BCAST_WHY),
+    Case("lowering_broadcast", "dist_lowering",
+         "test_lowering_captures_passes_and_extracts_device_kernel", source=LOWERING,
+         world=1, tensors=_AB, refused="a race on 'B'", why=_BCAST_WHY),
+]
+CASES += [
+    Case(f"submit_early_return_{cf}_stop{st}", "dist_submit", "early_return_kernel_factory",
+         source=SUBMIT, kwargs={"control_flow": cf}, scalars={"stop": st}, **_SRC,
+         check=runs,
+         why=f"put(..., submit=True), then `return` under stop != 0 ({cf}; stop {st}), "
+             "then wait(); nobody waits for the signal, so nothing is read")
+    for cf in ("if", "for", "while") for st in (0, 1)
+] + [
+    _cf("flow_unsafe_early_return", "unsafe_phase_kernel_factory", world=2,
+        kwargs={"pattern": "early_return", "send_in_else": True}, scalars=_SC,
+        seeds={"src": "rand"}, refused=_PHASE,
+        gap="the upstream refuses a return under a condition the receiver cannot see "
+            "(an automatic expectation it cannot prove); we run it",
+        why="pattern 'early_return': rank 0's column-0 cores return where the others "
+            "put: the upstream refuses it; we run it"),
+    _cf("flow_loop_static_exit", "loop_expect_kernel_factory",
+        kwargs={"bound": "static", "form": "exit"}, scalars=_LS, seeds={"src": "rand"},
+        refused=_LOOP,
+        why="puts in a static loop that rank 0 leaves by `return`: automatic expects "
+            "cannot count it (refused upstream)"),
+]
+
 
 def _counts(name: str, W: int, rows: int | None) -> Callable:
     """Send/receive counts of an all_to_allv: rank r sends to r + 1 and r + 2 (every
@@ -1529,12 +1698,16 @@ def run_case(case: Case) -> Env:
     mod = harness.load(case.module)
     kw = {k: getattr(T.dist.SignalKind, v) if k in ("signal_kind", "kind") and v else v
           for k, v in case.kwargs.items()}
-    factory = getattr(mod, case.factory)
-    if not isinstance(factory, harness.Factory):  # an upstream test function
+    obj = getattr(mod, case.factory)
+    if not isinstance(obj, harness.Factory):
+        # an upstream test function: one that builds (and checks) its kernel itself
+        # returns nothing; one ported to return the kernel it defines inside itself
         with tm.world(case.world):
-            factory()
-        return Env(case.world, {}, {}, {}, {}, case.mesh)
-    func = factory.get_tir(world_size=case.world, **kw)
+            obj = obj()
+        if obj is None:
+            return Env(case.world, {}, {}, {}, {}, case.mesh)
+    func = obj.get_tir(world_size=case.world, **kw) if isinstance(
+        obj, harness.Factory) else obj
     seeds = list(case.seeds)
     # seeds are read back too, but not unsigned ones: tilelang's C wrapper takes no
     # unsigned parameter
@@ -1598,7 +1771,10 @@ def run_case(case: Case) -> Env:
         kernel(*args)
         return Env(W, init, {}, {n: [_np(a)] for n, a in zip(tensors, args)}, before,
                    case.mesh, func)
-    kernel.run_ranks(per)
+    if hasattr(kernel, "run_ranks"):
+        kernel.run_ranks(per)
+    else:  # a kernel without T.dist: one rank
+        kernel(*per[0])
     base = len(per[0]) - len(obs_names)
     obs = {n: [_np(per[r][base + j]) for r in range(W)] for j, n in enumerate(obs_names)}
     outs = {n: [_np(per[r][j]) for r in range(W)] for n, j in tensors.items()}

@@ -87,6 +87,19 @@ def test_every_op_emits_one_record():
                      "barrier_arrive", "all_gather", "wait_all", "wait_all"]
 
 
+def test_earlier_api_spellings():
+    """The upstream's earlier API (decisions 176, 189): ``wait_all(..., dst=)`` is
+    checked and without effect; ``all_reduce`` without ``signal=`` makes its own SRAM
+    INC signal."""
+    def body(n):
+        sl = T.dist.signals(2)
+        T.dist.wait_all(sl, dst=n["dst"])
+        T.dist.all_reduce(n["src"], T.alloc_shared((8,), "float32"), "sum")
+    o = ops(build(body))
+    assert [x.op for x in o] == ["signal_decl", "wait_all", "signal_decl", "all_reduce"]
+    assert o[2]["kind"] == "sram_flagreg_inc" and o[3]["signal"].id == o[2]["id"]
+
+
 def test_record_round_trip():
     def body(n):
         s = T.dist.signal(kind=T.dist.SignalKind.SRAM_FLAGREG_VALUE)
@@ -140,6 +153,12 @@ def test_record_round_trip():
     (lambda n: T.dist.wait_signal(T.dist.signal(), dst=3), TypeError,
      "dst must be a buffer or a region"),
     (lambda n: T.dist.wait_all(3), TypeError, "expects a SignalList or DistCompletion"),
+    (lambda n: T.dist.wait_all(T.dist.signals(2), dst=3), TypeError,
+     "dst must be a buffer or a region"),
+    (lambda n: T.evaluate(T.dist.signals(2)[n["rank"]]), TypeError,
+     "a T.dist.Signal is a handle for T.dist ops, not a TIR value"),
+    (lambda n: T.evaluate(T.dist.signals(2)), TypeError, "a T.dist.SignalList is a handle"),
+    (lambda n: T.dist.signal() + 1, TypeError, "unsupported operand"),
     (lambda n: T.dist.wait_signals(T.dist.signals(2), expected_deltas=n["src"]), ValueError,
      "requires a SignalList declared with expect='manual'"),
     (lambda n: T.dist.completion(T.dist.signals(2, expect="manual")), ValueError,

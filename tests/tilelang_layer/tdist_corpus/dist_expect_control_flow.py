@@ -3,14 +3,13 @@ testing/python/sunmmio/inter_rank/test_dist_expect_control_flow.py @ 27830dcbcaf
 (its nine kernels, the rejected ones included), verbatim. Import lines: ``tilelang`` is
 the corpus harness's stand-in (its ``jit(target=...)`` factories with
 ``get_tir(..., world_size=W)``); ``T`` is TileLang's language after ``tm.enable``;
-``tvm`` is tilelang's, as upstream.
+``tvm`` is tilelang's, whose ``tir`` 0.1.15 names ``tirx``.
 """
 import importlib.util
 import pathlib
 import sys
 
 import tilelang.language as T
-from tilelang import tvm
 
 _h = sys.modules.get("tdist_corpus_harness")
 if _h is None:  # loaded on its own
@@ -20,6 +19,7 @@ if _h is None:  # loaded on its own
     sys.modules["tdist_corpus_harness"] = _h
     _spec.loader.exec_module(_h)
 tilelang = _h.upstream_tilelang
+tvm = _h.upstream_tvm
 
 
 @tilelang.jit(target="sunmmio")

@@ -1,9 +1,9 @@
 """The kernels of SUNMMIO's TileLang (SUNMMIO/Tilelang)
 testing/python/sunmmio/inter_rank/test_dist_submit.py @ 27830dcbcaff2df5bcf8c043f92afc9950f72dd1
-(its kernels but ``early_return_kernel_factory``, whose scalar ``stop`` parameter and
-``tvm.tir.ret`` the harness does not pass), verbatim. Import lines:
-``tilelang`` is the corpus harness's stand-in (its ``jit(target=...)`` factories with
-``get_tir(..., world_size=W)``); ``T`` is TileLang's language after ``tm.enable``.
+(its ten kernels), verbatim. Import lines: ``tilelang`` is the corpus harness's
+stand-in (its ``jit(target=...)`` factories with ``get_tir(..., world_size=W)``); ``T``
+is TileLang's language after ``tm.enable``; ``tvm`` is tilelang's, whose ``tir`` 0.1.15 names
+``tirx``.
 """
 import importlib.util
 import pathlib
@@ -19,6 +19,7 @@ if _h is None:  # loaded on its own
     sys.modules["tdist_corpus_harness"] = _h
     _spec.loader.exec_module(_h)
 tilelang = _h.upstream_tilelang
+tvm = _h.upstream_tvm
 
 
 @tilelang.jit(target="sunmmio")
@@ -176,5 +177,32 @@ def cross_iteration_while_submit_kernel_factory(world_size: int = 1):
                 iteration += 1
             T.dist.submit()
             T.dist.wait_signal(signals[0], expected_delta=1)
+
+    return main
+
+
+@tilelang.jit(target="sunmmio")
+def early_return_kernel_factory(control_flow="if", world_size: int = 1):
+    @T.prim_func
+    def main(rank_id: T.dist.RankId, stop: T.int32):
+        with T.Kernel():
+            src = T.alloc_shared((32,), T.bfloat16)
+            dst = T.alloc_shared((32,), T.bfloat16)
+            signal = T.dist.signal()
+            step = T.alloc_var(T.int32, init=0)
+            T.dist.put(src, dst, (rank_id + 1) % world_size, signal=signal, submit=True)
+            if control_flow == "for":
+                for _ in T.serial(2):
+                    if stop != 0:
+                        T.evaluate(tvm.tir.ret(1))
+            elif control_flow == "while":
+                while step < 2:
+                    if stop != 0:
+                        T.evaluate(tvm.tir.ret(1))
+                    step += 1
+            else:
+                if stop != 0:
+                    T.evaluate(tvm.tir.ret(1))
+            T.dist.wait()
 
     return main

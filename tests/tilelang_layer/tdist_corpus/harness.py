@@ -77,6 +77,20 @@ class _UpstreamPytest:
 upstream_pytest = _UpstreamPytest()
 
 
+class _UpstreamTVM:
+    """What the corpus modules use of ``tvm`` (``from tilelang import tvm`` upstream):
+    tilelang 0.1.15's, whose ``tir`` is named ``tirx``."""
+
+    tir = tirx
+
+    def __getattr__(self, name: str) -> Any:
+        import tvm
+        return getattr(tvm, name)
+
+
+upstream_tvm = _UpstreamTVM()
+
+
 def seed(func: tirx.PrimFunc, names: list[str]) -> tirx.PrimFunc:
     """``func`` with an input ``INIT_<name>`` per on-chip buffer ``name``, ``(cores,
     *shape)``: each core copies its row into the buffer when its program starts."""

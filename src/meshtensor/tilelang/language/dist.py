@@ -361,6 +361,14 @@ def _value(op: str, name: str, fields: dict) -> tirx.Call:
 
 
 # -- signals ---------------------------------------------------------------------------------------
+def _not_a_value(what: str) -> None:
+    # TVM converts an operand through __tvm_ffi_value__: without it, T.evaluate(sig) or
+    # sig + 1 stopped in TVM's FFI naming only an opaque Python object
+    raise TypeError(f"a {what} is a handle for T.dist ops, not a TIR value: pass it to "
+                    f"T.dist.put, wait_signal, wait_all and the like, not to T.evaluate "
+                    f"or an expression")
+
+
 @dataclass(frozen=True, eq=False)
 class Signal:
     """A receiver signal (``T.dist.signal()``) or one member of a :class:`SignalList`
@@ -376,6 +384,9 @@ class Signal:
     @property
     def ref(self) -> SignalRef:
         return SignalRef(self.id, self.member)
+
+    def __tvm_ffi_value__(self) -> Any:
+        _not_a_value("T.dist.Signal")
 
     @property
     def is_member(self) -> bool:
@@ -396,6 +407,9 @@ class SignalList:
 
     def __len__(self) -> int:
         return self.count
+
+    def __tvm_ffi_value__(self) -> Any:
+        _not_a_value("T.dist.SignalList")
 
     def __iter__(self) -> Iterator[Signal]:
         return (self[i] for i in range(self.count))
@@ -434,6 +448,9 @@ class DistCompletion:
     id: int
     signals: SignalList
     _builder: Any
+
+    def __tvm_ffi_value__(self) -> Any:
+        _not_a_value("T.dist.DistCompletion")
 
 
 def _kind_arg(kind: Any) -> SignalKind | None:
@@ -732,9 +749,12 @@ def wait_signals(signal_list: SignalList, *, expected_deltas: Any) -> None:
                                                                      lst.count)})
 
 
-def wait_all(signal_list: Any) -> None:
-    """Wait for every member of a signal list, or drain a completion."""
+def wait_all(signal_list: Any, *, dst: Any = None) -> None:
+    """Wait for every member of a signal list, or drain a completion. ``dst``, as in
+    :func:`wait_signal`, is the upstream's earlier spelling: checked, without effect."""
     name = "T.dist.wait_all"
+    if dst is not None:
+        _operand(name, "dst", dst, "w")
     if isinstance(signal_list, DistCompletion):
         c = _check_completion(signal_list, name)
         _emit("wait_all", name, {"list": c.signals.id, "completion": c.id})
@@ -893,12 +913,16 @@ def all_gather(src: Any, dst: Any, *, signal: Signal | None = None,
     return None if lst is None else DistCompletion(cid, lst, b)
 
 
-def all_reduce(src: Any, dst: Any, reduce_type: str = "sum", *, signal: Signal,
-               group: Any = None) -> None:
+def all_reduce(src: Any, dst: Any, reduce_type: str = "sum", *,
+               signal: Signal | None = None, group: Any = None) -> None:
     """Synchronously reduce the corresponding cores' ``src`` over every rank, in rank
-    order ``0..W-1``, into ``dst`` on every rank (``sum``/``max``/``min``)."""
+    order ``0..W-1``, into ``dst`` on every rank (``sum``/``max``/``min``; ``signal``:
+    an automatic or SRAM INC signal, one is made when omitted, as the upstream's
+    earlier API did)."""
     name = "T.dist.all_reduce"
     _group(group, name)
+    if signal is None:
+        signal = globals()["signal"](kind=SignalKind.SRAM_FLAGREG_INC)
     if not isinstance(reduce_type, str):
         raise TypeError(f"T.dist.all_reduce reduce_type must be a string, got "
                         f"{reduce_type!r}")

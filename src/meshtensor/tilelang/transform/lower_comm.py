@@ -42,6 +42,7 @@ from ..ir.evaluate import Overflow, iteration_space
 from ..ir.launch import Launch, row_major as _row_major, unravel as _unravel
 from ..pass_config import DEFAULT, WORKSPACES, MeshPassConfig
 from ..ir.memory import Memory, View
+from ..ir.names import DIST_RANK_ATTR
 from ..ir.resolve import prim_func
 from ..ir.scope import Found, Let, WhileLoop, find_calls, itemsize
 from .narrow_float import FORMATS
@@ -166,6 +167,7 @@ class _Planner:
         self.mem = mem
         self.by_call = ops
         self.core_vars = set(launch.vars)
+        self.own_programs = False  # each core its own program (a T.dist rank's)
         self.segs: list[_Seg] = []
         self.comms: list[_Comm] = []
         self.blocks: list[tirx.SBlock] = []  # blocks inside the launch holding comm ops
@@ -190,7 +192,7 @@ class _Planner:
         """A new segment; refuses control flow that would escape the core loop it is
         wrapped in (a break aimed at a loop holding comm ops, a return)."""
         for s in stmts:
-            for f in find_calls(s, _is_call_to("tirx.ret")):
+            for f in [] if self.own_programs else find_calls(s, _is_call_to("tirx.ret")):
                 o = self.by_call[0]
                 raise ValueError(f"LowerMeshComm: a `return` in a kernel with comm ops (first: "
                                  f"mesh_comm.{o.op}, comm op #{o.index}) would end the kernel for "
@@ -491,6 +493,9 @@ class _Lowering:
         self.launch = Launch.of(func, self.mesh, "LowerMeshComm")
         self.mem = Memory.of(func)
         self.planner = _Planner(self.launch, ops, self.mem)
+        # a T.dist rank's program: split_cores runs each core as its own program, where
+        # a `return` ends that core only
+        self.planner.own_programs = bool(func.attrs and DIST_RANK_ATTR in func.attrs)
         self.ncores = self.mesh.size
 
     # each segment and exchange gets fresh core loop variables

@@ -15,7 +15,8 @@ parameter, :data:`CORE_PARAM` (after the runtime's context), run once per core:
 
 - each superstep's loop nest over the cores runs its body for that core only;
 - LowerDist's mark after the registration of the buffers becomes a ``return`` when
-  ``meshtensor_dist_register_only`` is non-zero;
+  ``meshtensor_dist_register_only`` is non-zero; the kernel's own ``return v`` ends the
+  core's program (``return 0``: ``v`` reaches no buffer);
 - each exchange becomes a runtime barrier of the rank's cores, then the exchange done
   by core 0 (it moves every group's data), then a second barrier; a ``barrier`` comm
   op is one runtime barrier of its groups; ``LowerDist``'s pins (an empty ``permute``
@@ -130,6 +131,10 @@ class _Split:
             if isinstance(c, tirx.Call) and getattr(c.op, "name", "") == "tirx.call_extern" \
                     and c.args[0].value == RETURN_MARK:
                 return tirx.IfThenElse(c.args[1] != 0, tirx.Evaluate(tirx.ret(_i32(0))), None)
+            if isinstance(c, tirx.Call) and getattr(c.op, "name", "") == "tirx.ret":
+                # the kernel's `return v` ends this core's program; v, the chip's exit
+                # code, reaches no buffer, and a non-zero one would be the C call's error
+                return tirx.Evaluate(tirx.ret(_i32(0)))
             return None
 
         body = tirx.stmt_functor.ir_transform(self.func.body, pre, None,
