@@ -88,6 +88,9 @@ def kernel(mode, world=4, mesh=(2, 2)):
                 if mode == "all_reduce_in_loop":
                     for i in T.serial(1):
                         T.dist.all_reduce(src, dst, "sum", signal=s)
+                if mode == "all_reduce_in_loop_own_signal":  # (its signal is made here)
+                    for i in T.serial(2):
+                        T.dist.all_reduce(src, dst, "sum")
                 if mode in ("gather_twice", "gather_in_loop", "gather_and_put",
                             "gather_member_loop", "gather_rank_member"):
                     gat = T.alloc_shared((W, N), "float32")
@@ -217,6 +220,7 @@ def kernel(mode, world=4, mesh=(2, 2)):
     ("wsram_payload", "source 'w' must use shared.rsram or global/DRAM, got 'shared.wsram'"),
     ("row_condition_peer_put", "differs between the rows of a column"),
     ("all_reduce_in_loop", "all_reduce inside For/While"),
+    ("all_reduce_in_loop_own_signal", "all_reduce inside For/While"),
     ("gather_twice", r"dedicated to one collective .*T.dist.all_gather \(dist op #\d+\) "
                      r"updates it too"),
     ("gather_in_loop", "dedicated to one collective .* takes the same signal in more "

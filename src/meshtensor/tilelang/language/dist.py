@@ -479,6 +479,15 @@ def signal(*, kind: SignalKind | None = None, expect: Any = None) -> Signal:
     return Signal(kind, sid, mode, b)
 
 
+def _implicit_signal(name: str) -> Signal:
+    """The SRAM INC signal ``barrier`` and ``all_reduce`` make where no ``signal=``
+    is given: declared where the op is (so exempt from the rule that a kernel
+    declares its signals outside loops and branches)."""
+    b, sid, kind, mode = _declare(name, SignalKind.SRAM_FLAGREG_INC, None, 0,
+                                  implicit=True)
+    return Signal(kind, sid, mode, b)
+
+
 def _count(count: Any) -> int:
     c = static_int(count) if isinstance(count, tirx.PrimExpr) else count
     if isinstance(c, bool) or not _is_int(c) or c <= 0:
@@ -833,9 +842,7 @@ def barrier(*, group: Any = None, signal: Signal | None = None) -> None:
     name = "T.dist.barrier"
     _group(group, name)
     if signal is None:  # (ours, where the barrier is: exempt from the loop rule)
-        b, sid, kind, mode = _declare(name, SignalKind.SRAM_FLAGREG_INC, None, 0,
-                                      implicit=True)
-        signal = Signal(kind, sid, mode, b)
+        signal = _implicit_signal(name)
     elif not isinstance(signal, Signal):
         raise TypeError(f"signal must be created by T.dist.signal, got "
                         f"{type(signal).__name__}")
@@ -921,8 +928,8 @@ def all_reduce(src: Any, dst: Any, reduce_type: str = "sum", *,
     earlier API did)."""
     name = "T.dist.all_reduce"
     _group(group, name)
-    if signal is None:
-        signal = globals()["signal"](kind=SignalKind.SRAM_FLAGREG_INC)
+    if signal is None:  # (ours, where the call is: exempt from the loop rule)
+        signal = _implicit_signal(name)
     if not isinstance(reduce_type, str):
         raise TypeError(f"T.dist.all_reduce reduce_type must be a string, got "
                         f"{reduce_type!r}")
