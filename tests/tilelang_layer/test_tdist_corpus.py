@@ -1652,10 +1652,8 @@ CASES += [
     _cf("flow_unsafe_early_return", "unsafe_phase_kernel_factory", world=2,
         kwargs={"pattern": "early_return", "send_in_else": True}, scalars=_SC,
         seeds={"src": "rand"}, refused=_PHASE,
-        gap="the upstream refuses a return under a condition the receiver cannot see "
-            "(an automatic expectation it cannot prove); we run it",
         why="pattern 'early_return': rank 0's column-0 cores return where the others "
-            "put: the upstream refuses it; we run it"),
+            "put: an automatic expectation the upstream cannot prove, refused"),
     _cf("flow_loop_static_exit", "loop_expect_kernel_factory",
         kwargs={"bound": "static", "form": "exit"}, scalars=_LS, seeds={"src": "rand"},
         refused=_LOOP,

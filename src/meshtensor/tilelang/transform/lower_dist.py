@@ -941,6 +941,12 @@ class _Lowering:
                     scope, visit) for p in phases])
         if stmt.else_case is not None:
             for branch in (stmt.then_case, stmt.else_case):
+                if self._exits(branch):  # (cores leaving a branch early: its count is
+                    o = sends[0][1]     # not the same on every path)
+                    raise ValueError(f"{self.err.name(o)}: Cannot prove safe T.dist if/else "
+                                     f"expectation hoisting with completion, dynamic/manual "
+                                     f"waits, or early exits (a return in a branch); split "
+                                     f"the condition into phases")
                 self._flat_phase(branch)
         markers = []
         for f, o in sends:
