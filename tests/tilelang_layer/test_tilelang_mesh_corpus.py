@@ -966,6 +966,176 @@ CASES += [
                         ("mla_decode_dynamic_kv_zzlayout_probe", check_unchanged))
 ]
 
+
+# --- i27: the current SUNMMIO/Tilelang's tests (testing/python/sunmmio/) not yet above -------
+UPC = "SUNMMIO/Tilelang@039b4417 testing/python/sunmmio/language/test_comm.py::"
+UPC_SYNC = ("SUNMMIO/Tilelang@1c3c809a testing/python/sunmmio/codegen/"
+            "test_comm_sync_kernels_opt_validate.py::")
+NOTHING_WRITES = ("its comm ops send on-chip buffers that nothing writes (the test checks "
+                  "how the operands are normalized)")
+RACE = ("every core names itself (bx) as the broadcast's source: each row's four cores "
+        "broadcast at once into the same buffers (on the chip a race)")
+
+
+def _upc(name, **kw):
+    return Case(f"upstream_{name}", f"{UPC}{name}", "upstream_current",
+                lambda m: getattr(m, name)(), **kw)
+
+
+def check_pipeline_comm_current(inp, obs, out):
+    """T.Kernel() on 4x4, 64x64 shards, one 64x64 tile each: every source is cleared
+    before it is sent, so every buffer a transfer lands in holds zeros (puts from (1, 2):
+    to (2, 3) through the turn core (2, 2), to (1, 3), to (3, 2))."""
+    z = np.zeros((64, 64), np.float32)
+    for core in range(16):
+        row, col = divmod(core, 4)
+        np.testing.assert_array_equal(obs["A_remote_1"][core], z)
+        if row == 0:
+            np.testing.assert_array_equal(obs["A_remote_2"][core], z)
+        if col == 0:
+            np.testing.assert_array_equal(obs["A_remote_3"][core], z)
+        for name, cores in (("B_remote_1", (10, 11)), ("B_remote_2", (7,)),
+                            ("B_remote_3", (14,))):
+            if core in cores:
+                np.testing.assert_array_equal(obs[name][core], z)
+        for name in ("C_allgather_1", "C_allgather_2", "C_allgather_3"):
+            assert not obs[name][core].any(), (name, core)
+
+
+def check_ffn(inp, obs, out):
+    """full_shard(0, 1) on 4x4: each core's row-block of X is gathered along its mesh
+    row and its column-block of WUp along its mesh column, so the 32-wide K tiles of
+    the four cores together cover the whole hidden axis: Mid = bf16(relu(X @ WUp)),
+    Y = Mid @ WDown (float32; integer values, every sum exact)."""
+    x, wup, wdown = inp.arrays[:3]
+    mid = rnd(np.maximum(x @ wup, 0), "bfloat16")
+    np.testing.assert_array_equal(out["Mid"], mid)
+    np.testing.assert_array_equal(out["Y"], mid @ wdown)
+
+
+def check_overall_current(inp, obs, out):
+    """T.serial loops over 64x64 tiles of 32x32 shards: each core's one tile meets its
+    shard in the top-left 32x32 (the rest of the copies lie past the shard: zeros read,
+    nothing written), so C_shared = A_loc @ B_loc + Bias_loc there. The row broadcast
+    from (0, 0) reaches row 0 only: its four cores store core (0, 0)'s result in their
+    shards of C. Rows 1-3 store C_remote, which nothing writes there (no defined value:
+    not compared)."""
+    a, b, bias = inp.arrays[:3]
+    want = a[0:32, 0:32] @ b[0:32, 0:32] + bias[0:32, 0:32]
+    for col in range(4):
+        np.testing.assert_array_equal(out["C"][0:32, 32 * col:32 * col + 32], want, str(col))
+
+
+def check_row_gather_last(inp, obs, out):
+    """T.Kernel(4): row 0's cores; each gathers the row's tiles A[0:32, 32 bx:32 bx+32]
+    along its last axis: R_shared = A[0:32, 0:128] on each of the four."""
+    a = inp.arrays[0]
+    for core in range(4):
+        np.testing.assert_array_equal(obs["R_shared"][core], a[0:32, 0:128])
+
+
+def _up_sync(name, build, **kw):
+    """The current upstream's comm/sync codegen kernels: the fork's text unchanged
+    (fork_comm_sync.py), run again under the upstream's name."""
+    return Case(f"upstream_comm_sync_{name}", f"{UPC_SYNC}{build}", "fork_comm_sync",
+                kw.pop("make", lambda m: getattr(m, build)()), **kw)
+
+
+CASES += [
+    Case("upstream_allreduce_frontend_kernel", f"{UPC}_allreduce_frontend_kernel",
+         "upstream_current", lambda m: m._allreduce_frontend_kernel("all", clear=False),
+         refused=r"T.comm.all_reduce \(comm op #0\) involves cores \[\(0, 1\)",
+         why=ONE),
+    _upc("test_comm_one_to_one_regions_follow_copy_normalization_rules",
+         undefined=NOTHING_WRITES),
+    _upc("test_comm_one_to_one_full_buffer_extent_mismatch_is_rejected",
+         refused=r"T.comm.broadcast extent mismatch: exact match is required",
+         why="the upstream's frontend raises the same ValueError: a (32, 32) buffer "
+             "broadcast into a (32, 64) one"),
+    _upc("test_comm_explicit_region_oob_is_warned_and_clipped", undefined=NOTHING_WRITES),
+    _upc("test_comm_all_gather_regions_follow_copy_normalization_rules",
+         undefined=NOTHING_WRITES),
+    _upc("test_comm_all_gather_buffer_load_pair_is_rejected",
+         refused=r"T.comm.all_gather cannot infer extents when both operands are BufferLoad",
+         why="the upstream's frontend raises the same ValueError: two single elements "
+             "give no extents"),
+    _upc("test_comm_all_gather_full_buffer_extent_mismatch_is_rejected",
+         refused=r"T.comm.all_gather.*\[4, 32, 32\].*\[4, 64, 32\]",
+         why="the upstream's frontend raises a ValueError: a (4, 64, 32) buffer cannot "
+             "receive four (32, 32) slots exactly"),
+    _upc("test_comm_all_reduce_regions_follow_copy_normalization_rules",
+         undefined=NOTHING_WRITES),
+    _upc("test_comm_all_reduce_full_buffer_extent_mismatch_is_rejected",
+         refused=r"T.comm.all_reduce: invalid reduce output shape",
+         why="the upstream's frontend raises a ValueError: a (32, 64) buffer reduced "
+             "over dim 1 into a (64,) one"),
+    _upc("test_comm_all_reduce_buffer_load_pair_is_rejected",
+         refused=r"T.comm.all_reduce cannot infer extents when both operands are BufferLoad",
+         why="the upstream's frontend raises the same ValueError: two single elements "
+             "give no extents"),
+    _upc("test_comm_dynamic_core_python_api",
+         refused=r"T.comm.broadcast \(comm op #0\): cores \(0, 0\) and \(0, 1\) both "
+                 r"broadcast to", why=RACE),
+    _upc("test_comm_dynamic_core_lower",
+         refused=r"T.comm.broadcast \(comm op #0\): cores \(0, 0\) and \(0, 1\) both "
+                 r"broadcast to", why=RACE),
+    Case("upstream_pipeline_kernel_comm", "SUNMMIO/Tilelang@039b4417 testing/python/sunmmio/"
+         "pipeline/test_comm.py::kernel_comm", "upstream_current",
+         lambda m: m.kernel_comm(256, 256, 256, 64, 64, 64),
+         observe=["A_remote_1", "A_remote_2", "A_remote_3", "B_remote_1", "B_remote_2",
+                  "B_remote_3", "C_allgather_1", "C_allgather_2", "C_allgather_3"],
+         shapes={"A": (256, 256), "B": (256, 256), "C": (256, 256)},
+         check=check_pipeline_comm_current),
+    Case("upstream_pipeline_summa", "SUNMMIO/Tilelang@3cb87329 testing/python/sunmmio/"
+         "pipeline/test_summa.py::summa_matmul", "upstream_current",
+         lambda m: m.summa_matmul(128, 128, 128, 32, 32, 32), shapes=S128,
+         undefined="both broadcasts are from core (0, 0): a core outside row 0 gets no A "
+                   "tile, one outside column 0 no B tile, and T.gemm reads them"),
+    Case("upstream_pipeline_kernel_overall", "SUNMMIO/Tilelang@1c3c809a testing/python/"
+         "sunmmio/pipeline/test_overall.py::kernel_overall", "upstream_current",
+         lambda m: m.kernel_overall(128, 128, 128, 64, 64, 32),
+         shapes={"A": (128, 128), "B": (128, 128), "Bias": (128, 128), "C": (128, 128)},
+         check=check_overall_current),
+    Case("upstream_pipeline_greedy_collective_mesh_ffn_new", "SUNMMIO/Tilelang@a24545be "
+         "testing/python/sunmmio/pipeline/test_sunmmio_pipeline_greedy_collective.py::"
+         "mesh_ffn_new", "upstream_current", lambda m: m.mesh_ffn_new(),
+         shapes={"X": (128, 512), "WUp": (512, 512), "WDown": (512, 512),
+                 "Mid": (128, 512), "Y": (128, 512)}, check=check_ffn),
+] + [
+    Case(f"upstream_ops_allreduce_{d}", "SUNMMIO/Tilelang@21c4bbe1 testing/python/sunmmio/"
+         "ops/test_allreduce.py::allreduce_kernel", "upstream_current",
+         lambda m, d=d: m.allreduce_kernel(d)["main"],
+         refused=r"T.comm.all_reduce: invalid reduce output shape, buffer shape is "
+                 r"\[32, 32\], dim is 1, output shape is \[32, 32\]",
+         why="a (32, 32) buffer reduced over dim 1 into a (32, 32) one: the upstream's "
+             "frontend raises a ValueError too (its output must be (32,) or (32, 1))")
+    for d in ("h", "v", "all")
+] + [
+    _up_sync("comm_broadcast", "comm_broadcast_kernel", check=check_row_broadcast),
+    _up_sync("comm_put", "comm_put_kernel",
+             refused=r"T.comm.put \(comm op #0\) involves cores \[\(1, 2\), \(2, 2\), "
+                     r"\(2, 3\)\], which run no block of the launch grid \(4,\)", why=GRID4),
+    _up_sync("comm_all_gather_axis0_all", "comm_all_gather_kernel",
+             make=lambda m: m.comm_all_gather_kernel(direction="all", axis=0),
+             refused=r"T.comm.all_gather \(comm op #0\) involves cores \[\(1, 0\).*\], "
+                     r"which run no block of the launch grid \(4,\)", why=GRID4),
+    _up_sync("comm_all_gather_axis_last_horizontal", "comm_all_gather_kernel",
+             make=lambda m: m.comm_all_gather_kernel(direction="horizontal", axis=-1),
+             observe=["R_shared"], check=check_row_gather_last),
+    _up_sync("comm_all_gather_axis_last_all", "comm_all_gather_kernel",
+             make=lambda m: m.comm_all_gather_kernel(direction="all", axis=-1),
+             refused=r"T.comm.all_gather \(comm op #0\) involves cores \[\(1, 0\).*\], "
+                     r"which run no block of the launch grid \(4,\)", why=GRID4),
+    _up_sync("sync_if_broadcast", "sync_if_broadcast_kernel",
+             refused=r"T.comm.broadcast \(comm op #0\) is under `if .*bx == 0`, which "
+                     r"holds on some cores of its group",
+             why="a row broadcast under `if bx == 0`: the row's other cores never take "
+                 "part (on the chip the op never completes)"),
+    _up_sync("sync_loop_broadcast", "sync_loop_broadcast_kernel",
+             undefined="the first broadcast sends C_shared, which nothing writes first"),
+]
+
+
 # -- the runner --------------------------------------------------------------------------------
 def run_case(case: Case, seed: int = 0) -> None:
     tm.enable(mesh=case.mesh, compat=case.compat)

@@ -1,0 +1,510 @@
+"""Kernels of the current SUNMMIO/Tilelang tests (``testing/python/sunmmio/``) that use
+T.comm or T.MeshTensor and are not yet elsewhere in the corpus, verbatim; each names its
+source file and the commit it was read at. A kernel written inside a test function is
+copied as that function's statements up to its ``@T.prim_func``, returned (named after
+its test). Import lines only differ: ``target`` (the tests' ``@target("Sunmmio")``, from
+``testing.python.sunmmio.common.compile_pipeline``) comes from the corpus harness;
+``tm.enable`` provides SUNMMIO's names (``T.comm``, ``T.MeshTensor``, ``T.placement``,
+the mesh symbols, ``T.Tiles``, the layout makers, ``driver``).
+"""
+# flake8: noqa
+import importlib.util
+import pathlib
+import sys
+
+import tilelang.language as T
+from tilelang import tvm as tvm
+from tilelang.carver.arch import driver
+from tilelang.layout import make_zz_layout
+
+_h = sys.modules.get("tm_corpus_harness")
+if _h is None:  # loaded on its own
+    _spec = importlib.util.spec_from_file_location(
+        "tm_corpus_harness", pathlib.Path(__file__).parent / "harness.py")
+    _h = importlib.util.module_from_spec(_spec)
+    sys.modules["tm_corpus_harness"] = _h
+    _spec.loader.exec_module(_h)
+target = _h.target
+
+
+# ---- testing/python/sunmmio/language/test_comm.py
+# @ 039b44173ff5d8035cede084e3b6f9d7a2ddeb41
+
+# ::_allreduce_frontend_kernel (test_comm_allreduce_frontend_allocates_rsram_temporaries
+# calls it with direction="all", clear=False)
+def _allreduce_frontend_kernel(direction="all", clear=True, dtype="float32"):
+    shape = (32, 32)
+    out_shape = (32,)
+
+    @T.prim_func
+    def main(A: T.Tensor(shape, dtype), Out: T.Tensor(out_shape, dtype)):
+        with T.Kernel(1, threads=128) as (bx,):
+            A_shared = T.alloc_shared(shape, dtype, scope="shared.rsram")
+            Out_shared = T.alloc_shared(out_shape, dtype, scope="shared.rsram")
+
+            T.copy(A, A_shared)
+            if not clear:
+                T.copy(Out, Out_shared)
+            T.comm.all_reduce(A_shared, Out_shared, "sum", direction, dim=1, clear=clear)
+            T.copy(Out_shared, Out)
+
+    return main
+
+
+# ::test_comm_one_to_one_regions_follow_copy_normalization_rules
+def test_comm_one_to_one_regions_follow_copy_normalization_rules():
+    @T.prim_func
+    def main():
+        with T.Kernel():
+            src = T.alloc_shared((1, 64, 64), "float32", scope="shared.rsram")
+            broadcast_dst = T.alloc_shared((64, 64), "float32", scope="shared.rsram")
+            put_dst = T.alloc_shared((32, 32), "float32", scope="shared.rsram")
+            shrink_dst = T.alloc_shared((64, 64), "float32", scope="shared.rsram")
+
+            T.comm.broadcast(src, broadcast_dst, (0, 0), direction="h")
+            T.comm.put(src[0, 16, 16], put_dst, (0, 0), (0, 1))
+            T.comm.broadcast(src[0:1, 0:32, 0:32], shrink_dst, (0, 0), direction="h")
+
+    return main
+
+
+# ::test_comm_one_to_one_full_buffer_extent_mismatch_is_rejected
+def test_comm_one_to_one_full_buffer_extent_mismatch_is_rejected():
+    @T.prim_func
+    def main():
+        with T.Kernel():
+            src = T.alloc_shared((32, 32), "float32", scope="shared.rsram")
+            dst = T.alloc_shared((32, 64), "float32", scope="shared.rsram")
+            T.comm.broadcast(src, dst, (0, 0), direction="h")
+
+    return main
+
+
+# ::test_comm_explicit_region_oob_is_warned_and_clipped
+def test_comm_explicit_region_oob_is_warned_and_clipped():
+    @T.prim_func
+    def main():
+        with T.Kernel():
+            src = T.alloc_shared((32, 32), "float32", scope="shared.rsram")
+            dst = T.alloc_shared((32, 32), "float32", scope="shared.rsram")
+            T.comm.put(src[0:32, 0:32], dst[0:64, 0:64], (0, 0), (0, 1))
+
+    return main
+
+
+# ::test_comm_all_gather_regions_follow_copy_normalization_rules
+def test_comm_all_gather_regions_follow_copy_normalization_rules():
+    @T.prim_func
+    def main():
+        with T.Kernel():
+            send = T.alloc_shared((64, 64), "float32", scope="shared.rsram")
+            recv_from_load = T.alloc_shared((4, 32, 32), "float32", scope="shared.rsram")
+            recv_load = T.alloc_shared((4, 64, 64), "float32", scope="shared.rsram")
+            recv_shrink = T.alloc_shared((4, 64, 64), "float32", scope="shared.rsram")
+            recv_axis_shrink = T.alloc_shared((130, 64), "float32", scope="shared.rsram")
+
+            T.comm.all_gather(send[16, 16], recv_from_load, direction="h")
+            T.comm.all_gather(send[0:32, 0:32], recv_load[0, 0, 0], direction="h")
+            T.comm.all_gather(send[0:32, 0:32], recv_shrink, direction="h")
+            T.comm.all_gather(send[0:32, 0:32], recv_axis_shrink, direction="h", axis=0)
+
+    return main
+
+
+# ::test_comm_all_gather_buffer_load_pair_is_rejected
+def test_comm_all_gather_buffer_load_pair_is_rejected():
+    @T.prim_func
+    def main():
+        with T.Kernel():
+            send = T.alloc_shared((32, 32), "float32", scope="shared.rsram")
+            recv = T.alloc_shared((4, 32, 32), "float32", scope="shared.rsram")
+            T.comm.all_gather(send[0, 0], recv[0, 0, 0], direction="h")
+
+    return main
+
+
+# ::test_comm_all_gather_full_buffer_extent_mismatch_is_rejected
+def test_comm_all_gather_full_buffer_extent_mismatch_is_rejected():
+    @T.prim_func
+    def main():
+        with T.Kernel():
+            send = T.alloc_shared((32, 32), "float32", scope="shared.rsram")
+            recv = T.alloc_shared((4, 64, 32), "float32", scope="shared.rsram")
+            T.comm.all_gather(send, recv, direction="h")
+
+    return main
+
+
+# ::test_comm_all_reduce_regions_follow_copy_normalization_rules
+def test_comm_all_reduce_regions_follow_copy_normalization_rules():
+    @T.prim_func
+    def main():
+        with T.Kernel():
+            src = T.alloc_shared((64, 64), "float32", scope="shared.rsram")
+            out_from_load = T.alloc_shared((32,), "float32", scope="shared.rsram")
+            out_load = T.alloc_shared((64,), "float32", scope="shared.rsram")
+            out_shrink = T.alloc_shared((64,), "float32", scope="shared.rsram")
+
+            T.comm.all_reduce(src[16, 0], out_from_load, "sum", "h", dim=1)
+            T.comm.all_reduce(src[0:32, 0:64], out_load[16], "sum", "h", dim=1)
+            T.comm.all_reduce(src[0:32, 0:64], out_shrink, "sum", "h", dim=1)
+
+    return main
+
+
+# ::test_comm_all_reduce_full_buffer_extent_mismatch_is_rejected
+def test_comm_all_reduce_full_buffer_extent_mismatch_is_rejected():
+    @T.prim_func
+    def main():
+        with T.Kernel():
+            src = T.alloc_shared((32, 64), "float32", scope="shared.rsram")
+            out = T.alloc_shared((64,), "float32", scope="shared.rsram")
+            T.comm.all_reduce(src, out, "sum", "h", dim=1)
+
+    return main
+
+
+# ::test_comm_all_reduce_buffer_load_pair_is_rejected
+def test_comm_all_reduce_buffer_load_pair_is_rejected():
+    @T.prim_func
+    def main():
+        with T.Kernel():
+            src = T.alloc_shared((32, 32), "float32", scope="shared.rsram")
+            out = T.alloc_shared((32,), "float32", scope="shared.rsram")
+            T.comm.all_reduce(src[0, 0], out[0], "sum", "h", dim=1)
+
+    return main
+
+
+# ::test_comm_dynamic_core_python_api
+def test_comm_dynamic_core_python_api():
+    @T.prim_func
+    def main(A: T.Tensor((128, 128), "float32")):
+        with T.Kernel(16, threads=128) as bx:
+            A_shared = T.alloc_shared([128, 128], "float32", scope="shared.rsram")
+            B_shared = T.alloc_shared([128, 128], "float32", scope="shared.rsram")
+            T.copy(A, A_shared)
+
+            T.comm.broadcast(A_shared, B_shared, bx, direction="h")
+            T.comm.put(A_shared, B_shared, bx, (bx + 1) % 16)
+
+    return main
+
+
+# ::test_comm_dynamic_core_lower
+def test_comm_dynamic_core_lower():
+    @T.prim_func
+    def main(A: T.Tensor((128, 128), "float32")):
+        with T.Kernel(16, threads=128) as bx:
+            A_shared = T.alloc_shared([128, 128], "float32", scope="shared.rsram")
+            B_shared = T.alloc_shared([128, 128], "float32", scope="shared.rsram")
+            T.copy(A, A_shared)
+
+            T.comm.broadcast(A_shared, B_shared, bx, direction="all")
+            T.comm.put(A_shared, B_shared, bx, (bx + 1) % 16)
+
+    return main
+
+
+# ---- testing/python/sunmmio/pipeline/test_comm.py
+# @ 039b44173ff5d8035cede084e3b6f9d7a2ddeb41 ::kernel_comm
+@target("Sunmmio")
+def kernel_comm(M, N, K, block_M, block_N, block_K, dtype="float16", accum_dtype="float32"):
+    shard_policy = T.MeshShardingPolicy(y=0, x=1)
+
+    A_shape = (M, K)
+    B_shape = (K, N)
+    C_shape = (M, N)
+    A_layout = make_zz_layout(A_shape, [0, 1], (32, 32))
+    B_layout = make_zz_layout(B_shape, [0, 1], (32, 32))
+    C_layout = make_zz_layout(C_shape, [0, 1], (32, 32))
+
+    @T.prim_func
+    def main(
+        A: T.MeshTensor(A_shape, shard_policy, dtype, layout=A_layout),
+        B: T.MeshTensor(B_shape, shard_policy, dtype, layout=B_layout),
+        C: T.MeshTensor(C_shape, shard_policy, accum_dtype, layout=C_layout),
+    ):
+        # Initialize Kernel Context
+        with T.Kernel() as _cid:
+            sharded_M, _ = A.local_shape
+            _, sharded_N = C.local_shape
+
+            A_shared = T.alloc_shared((block_M, block_K), dtype=dtype)
+            A_remote_1 = T.alloc_shared((block_M, block_K), dtype=dtype)
+            A_remote_2 = T.alloc_shared((block_M, block_K), dtype=dtype)
+            A_remote_3 = T.alloc_shared((block_M, block_K), dtype=dtype)
+            B_shared = T.alloc_shared((block_K, block_N), dtype=dtype)
+            B_remote_1 = T.alloc_shared((block_K, block_N), dtype=dtype)
+            B_remote_2 = T.alloc_shared((block_K, block_N), dtype=dtype)
+            B_remote_3 = T.alloc_shared((block_K, block_N), dtype=dtype)
+            C_shared = T.alloc_shared((block_M, block_N), dtype=accum_dtype)
+            C_allgather_1 = T.alloc_shared((16, block_M, block_N), dtype=accum_dtype)
+            C_allgather_2 = T.alloc_shared((4, block_M, block_N), dtype=accum_dtype)
+            C_allgather_3 = T.alloc_shared((4, block_M, block_N), dtype=accum_dtype)
+
+            for _bx in T.serial(T.ceildiv(sharded_N, block_N)):
+                for _by in T.serial(T.ceildiv(sharded_M, block_M)):
+                    T.clear(A_shared)
+                    T.clear(B_shared)
+                    T.clear(C_shared)  # Avoid Fill op unsupported scope error
+                    T.comm.broadcast(A_shared, A_remote_1, (0, 0), direction="all")
+                    T.comm.broadcast(A_shared, A_remote_2, (0, 0), direction="h")
+                    T.comm.broadcast(A_shared, A_remote_3, (0, 0), direction="v")
+                    T.comm.put(B_shared, B_remote_1, (1, 2), (2, 3))
+                    T.comm.put(B_shared, B_remote_2, (1, 2), (1, 3))
+                    T.comm.put(B_shared, B_remote_3, (1, 2), (3, 2))
+                    T.comm.all_gather(C_shared, C_allgather_1, direction="all")
+                    T.comm.all_gather(C_shared, C_allgather_2, direction="h")
+                    T.comm.all_gather(C_shared, C_allgather_3, direction="v")
+
+    return main
+
+
+# ---- testing/python/sunmmio/pipeline/test_summa.py
+# @ 3cb87329421b9e8cb1727fe4ba3d4dafba5dba76 ::summa_matmul
+@target("Sunmmio")
+def summa_matmul(M, N, K, block_M, block_N, block_K, dtype="float16", accum_dtype="float32"):
+    """
+    SUMMA (Scalable Universal Matrix Multiplication Algorithm)
+    for a 4x4 mesh.
+
+    Grid size: (N/block_N, M/block_M) = (4, 4)
+    """
+    shard_policy = T.MeshShardingPolicy(y=0, x=1)
+
+    A_shape = (M, K)
+    B_shape = (K, N)
+    C_shape = (M, N)
+    A_layout = make_zz_layout(A_shape, [0, 1], (32, 32))
+    B_layout = make_zz_layout(B_shape, [0, 1], (32, 32))
+    C_layout = make_zz_layout(C_shape, [0, 1], (32, 32))
+
+    @T.prim_func
+    def kernel(
+        A: T.MeshTensor(A_shape, shard_policy, dtype, layout=A_layout),
+        B: T.MeshTensor(B_shape, shard_policy, dtype, layout=B_layout),
+        C: T.MeshTensor(C_shape, shard_policy, accum_dtype, layout=C_layout),
+    ):
+        # Assume the current is a 4x4 processor grid (Mesh)
+        # Each core is responsible for outputting a 32x32 block of matrix C
+        with T.Kernel() as _cid:
+            sharded_M, sharded_K = A.local_shape
+            _, sharded_N = B.local_shape
+
+            # Allocate local SRAM cache
+            # A_shared is placed in ASRAM (usually used for A matrix cache)
+            # B_shared is placed in WSRAM (usually used for B matrix cache)
+            A_shared = T.alloc_shared((block_M, block_K), dtype)
+            B_shared = T.alloc_shared((block_K, block_N), dtype)
+
+            # Local accumulator, placed in RSRAM
+            C_local = T.alloc_shared((block_M, block_N), accum_dtype)
+            for bx in T.serial(T.ceildiv(sharded_M, block_M)):
+                for by in T.serial(T.ceildiv(sharded_N, block_N)):
+                    T.clear(C_local)
+
+                    # Number of iterations in K dimension.
+                    K_steps = T.ceildiv(sharded_K, block_K)
+
+                    # Core loop of SUMMA algorithm
+                    for k_tile in range(K_steps):
+                        # --- Step 1: Broadcast row block of matrix A ---
+                        # Broadcast directly from DRAM to asram of each core
+                        T.comm.broadcast(
+                            A[
+                                bx * block_M : bx * block_M + block_M,
+                                k_tile * block_K : k_tile * block_K + block_K,
+                            ],
+                            A_shared,
+                            (0, 0),
+                            direction="h",
+                        )
+
+                        # --- Step 2: Broadcast column block of matrix B ---
+                        # Broadcast directly from DRAM to wsram of each core
+                        T.comm.broadcast(
+                            B[
+                                k_tile * block_K : k_tile * block_K + block_K,
+                                by * block_N : by * block_N + block_N,
+                            ],
+                            B_shared,
+                            (0, 0),
+                            direction="v",
+                        )
+
+                        # --- Step 3: Local computation ---
+                        # Each core performs local GEMM using broadcasted A_shared and B_shared
+                        T.gemm(A_shared, B_shared, C_local)
+
+                    # After the loop ends, write local computation result back to DRAM
+                    T.copy(C_local, C[bx * block_M, by * block_N])
+
+    return kernel
+
+
+# ---- testing/python/sunmmio/pipeline/test_overall.py
+# @ 1c3c809a27013827e11d6c50182bd514cd1bcd43 ::kernel_overall
+@target("Sunmmio")
+def kernel_overall(M, N, K, block_M, block_N, block_K, dtype="bfloat16", accum_dtype="float32"):
+    shard_policy = T.MeshShardingPolicy(y=0, x=1)
+    device_mesh_config = driver.get_sunmmio_device_mesh_config()
+    nrows, ncols = device_mesh_config
+    ncores = nrows * ncols
+
+    A_shape = (M, K)
+    B_shape = (K, N)
+    C_shape = (M, N)
+    A_layout = make_zz_layout(A_shape, [0, 1], (32, 32))
+    B_layout = make_zz_layout(B_shape, [0, 1], (32, 32))
+    C_layout = make_zz_layout(C_shape, [0, 1], (32, 32))
+
+    @T.prim_func
+    def main(
+        A: T.MeshTensor(A_shape, shard_policy, device_mesh_config, dtype, layout=A_layout),
+        B: T.MeshTensor(B_shape, shard_policy, device_mesh_config, dtype, layout=B_layout),
+        Bias: T.MeshTensor(C_shape, shard_policy, device_mesh_config, accum_dtype, layout=C_layout),
+        C: T.MeshTensor(C_shape, shard_policy, device_mesh_config, accum_dtype, layout=C_layout),
+    ):
+        # Initialize Kernel Context
+        with T.Kernel(ncores) as _cid:
+            sharded_M, sharded_K = A.shape
+            _, sharded_N = B.shape
+
+            # [wanghz18] Automatic SRAM Scope Inference
+            # We declare generic 'shared' scope, expecting InferSramScope pass to
+            # refine them to 'shared.asram', 'shared.wsram', 'shared.rsram'
+            A_shared = T.alloc_shared((block_M, block_K), dtype=dtype)
+            B_shared = T.alloc_shared((block_K, block_N), dtype=dtype)
+            C_shared = T.alloc_shared((block_M, block_N), accum_dtype)
+            Bias_shared = T.alloc_shared((block_M, block_N), accum_dtype)
+
+            for bx in T.serial(T.ceildiv(sharded_N, block_N)):
+                for by in T.serial(T.ceildiv(sharded_M, block_M)):
+                    T.clear(C_shared)  # Avoid Fill op unsupported scope error
+
+                    # [wanghz18] GEMM Lowering to mma_sunmmio intrinsic
+                    for k in T.Pipelined(T.ceildiv(sharded_K, block_K), num_stages=2):
+                        T.copy(A[by * block_M, k * block_K], A_shared)
+                        T.copy(B[k * block_K, bx * block_N], B_shared)
+                        T.gemm(A_shared, B_shared, C_shared)
+
+                    # Load Bias
+                    T.copy(Bias[by * block_M, bx * block_N], Bias_shared)
+
+                    # [weizzh] Tiles Loop for Element-wise operation
+                    # This loop should be legalized and vectorized by LegalizeTilesLoop/TilesLoop passes
+                    for i, j in T.Tiles(C_shared, parallel=True):
+                        C_shared[i, j] = C_shared[i, j] + Bias_shared[i, j]
+
+                    # [xiaoyao-NKU] Inter-core Communication (Broadcast)
+                    C_remote = T.alloc_shared((block_M, block_N), accum_dtype)
+                    T.comm.broadcast(C_shared, C_remote, (0, 0), direction="h")
+
+                    # Store result
+                    T.copy(C_remote, C[by * block_M, bx * block_N])
+
+    return main
+
+
+# ---- testing/python/sunmmio/pipeline/test_sunmmio_pipeline_greedy_collective.py
+# @ a24545bee5dfe7f2004af15e0dc2a1e1f1394690 ::mesh_ffn_new
+@target("Sunmmio")
+def mesh_ffn_new(
+    seq=128,
+    hidden=512,
+    inner_dim=512,
+    block_seq=32,
+    block_hidden=32,
+    block_inner=32,
+    num_stages=2,
+    dtype="bfloat16",
+    accum_dtype="float",
+):
+    activation_policy = T.placement.full_shard(0, 1)
+    weight_policy = T.placement.full_shard(0, 1)
+    x_shape = (seq, hidden)
+    up_weight_shape = (hidden, inner_dim)
+    mid_shape = (seq, inner_dim)
+    down_weight_shape = (inner_dim, hidden)
+
+    @T.prim_func
+    def main(
+        X: T.MeshTensor(x_shape, activation_policy, dtype, layout=make_zz_layout(x_shape)),
+        WUp: T.MeshTensor(up_weight_shape, weight_policy, dtype, layout=make_zz_layout(up_weight_shape)),
+        WDown: T.MeshTensor(down_weight_shape, weight_policy, dtype, layout=make_zz_layout(down_weight_shape)),
+        Mid: T.MeshTensor(mid_shape, activation_policy, dtype, layout=make_zz_layout(mid_shape)),
+        Y: T.MeshTensor(x_shape, activation_policy, accum_dtype, layout=make_zz_layout(x_shape)),
+    ):
+        with T.Kernel(T.mesh_ncores()):
+            lhs_local = T.alloc_shared((block_seq, block_hidden), dtype, scope="shared.rsram")
+            up_local = T.alloc_shared((block_hidden, block_inner), dtype, scope="shared.rsram")
+            lhs_shared = T.alloc_shared((block_seq, block_hidden * T.ncols()), dtype)
+            up_shared = T.alloc_shared((block_hidden * T.nrows(), block_inner), dtype)
+            mid_acc = T.alloc_shared((block_seq, block_inner), accum_dtype, scope="shared.rsram")
+            mid_tile = T.alloc_shared((block_seq, block_inner), dtype, scope="shared.rsram")
+            mid_local = T.alloc_shared((block_seq, block_inner), dtype, scope="shared.rsram")
+            down_local = T.alloc_shared((block_inner, block_hidden), dtype, scope="shared.rsram")
+            mid_shared = T.alloc_shared((block_seq, block_inner * T.ncols()), dtype)
+            down_shared = T.alloc_shared((block_inner * T.nrows(), block_hidden), dtype)
+            out_acc = T.alloc_shared((block_seq, block_hidden), accum_dtype, scope="shared.rsram")
+
+            hidden_blocks = T.ceildiv(X.local_shape[1], block_hidden)
+            inner_blocks = T.ceildiv(Mid.local_shape[1], block_inner)
+            for bm in T.serial(T.ceildiv(X.local_shape[0], block_seq)):
+                for bn in T.serial(inner_blocks):
+                    T.clear(mid_acc)
+                    for bk in T.Pipelined(hidden_blocks, num_stages=num_stages):
+                        T.copy(
+                            X[bm * block_seq : (bm + 1) * block_seq, bk * block_hidden : (bk + 1) * block_hidden],
+                            lhs_local,
+                        )
+                        T.copy(
+                            WUp[bk * block_hidden : (bk + 1) * block_hidden, bn * block_inner : (bn + 1) * block_inner],
+                            up_local,
+                        )
+                        T.comm.all_gather(lhs_local, lhs_shared, direction="horizontal", axis=-1)
+                        T.comm.all_gather(up_local, up_shared, direction="vertical", axis=0)
+                        T.gemm(lhs_shared, up_shared, mid_acc)
+                    for i, j in T.Tiles(mid_tile, parallel=True):
+                        mid_tile[i, j] = T.Cast(dtype, T.max(mid_acc[i, j], T.float32(0)))
+                    T.copy(mid_tile, Mid[bm * block_seq, bn * block_inner])
+
+                for bh in T.serial(hidden_blocks):
+                    T.clear(out_acc)
+                    for bn in T.Pipelined(inner_blocks, num_stages=num_stages):
+                        T.copy(
+                            Mid[bm * block_seq : (bm + 1) * block_seq, bn * block_inner : (bn + 1) * block_inner],
+                            mid_local,
+                        )
+                        T.copy(
+                            WDown[bn * block_inner : (bn + 1) * block_inner, bh * block_hidden : (bh + 1) * block_hidden],
+                            down_local,
+                        )
+                        T.comm.all_gather(mid_local, mid_shared, direction="horizontal", axis=-1)
+                        T.comm.all_gather(down_local, down_shared, direction="vertical", axis=0)
+                        T.gemm(mid_shared, down_shared, out_acc)
+                    T.copy(out_acc, Y[bm * block_seq, bh * block_hidden])
+
+    return main
+
+
+# ---- testing/python/sunmmio/ops/test_allreduce.py
+# @ 21c4bbe10a57d50837b3c512183d891df1639e93 ::allreduce_kernel (it returns the module)
+def allreduce_kernel(direction="all", clear=True, dtype="float32"):
+    shape = (32, 32)
+    out_shape = shape
+
+    @T.prim_func
+    def main(A: T.Tensor(shape, dtype), Out: T.Tensor(out_shape, dtype)):
+        with T.Kernel(1, threads=128) as (bx,):
+            A_shared = T.alloc_shared(shape, dtype, scope="shared.rsram")
+            Out_shared = T.alloc_shared(out_shape, dtype, scope="shared.rsram")
+
+            T.copy(A, A_shared)
+            if not clear:
+                T.copy(Out, Out_shared)
+            T.comm.all_reduce(A_shared, Out_shared, "sum", direction, dim=1, clear=clear)
+            T.copy(Out_shared, Out)
+
+    return tvm.IRModule({"main": main})
