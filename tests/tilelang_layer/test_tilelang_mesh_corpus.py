@@ -1026,6 +1026,16 @@ def check_overall_current(inp, obs, out):
         np.testing.assert_array_equal(out["C"][0:32, 32 * col:32 * col + 32], want, str(col))
 
 
+def check_datapath_copy_current(inp, obs, out):
+    """cross_mesh_dim=0 on 2x2: each core holds 32 rows of C. T.Kernel(): every core
+    loops over by < 2 and the K tiles; each step copies the 64x64 tile at (64 by, 32 ko)
+    of its 32x128 shard (zeros past it) through the SRAMs and back (C is as it was).
+    The last step's tile (64, 96) lies wholly past the shard: every SRAM holds zeros."""
+    np.testing.assert_array_equal(out["C"], inp.arrays[0])
+    for name in ("A_shared", "B_shared", "D_shared"):
+        assert not obs[name].any(), name
+
+
 def check_row_gather_last(inp, obs, out):
     """T.Kernel(4): row 0's cores; each gathers the row's tiles A[0:32, 32 bx:32 bx+32]
     along its last axis: R_shared = A[0:32, 0:128] on each of the four."""
@@ -1101,6 +1111,10 @@ CASES += [
          "mesh_ffn_new", "upstream_current", lambda m: m.mesh_ffn_new(),
          shapes={"X": (128, 512), "WUp": (512, 512), "WDown": (512, 512),
                  "Mid": (128, 512), "Y": (128, 512)}, check=check_ffn),
+    Case("upstream_ops_datapath_copy", "SUNMMIO/Tilelang@3cb93397 testing/python/sunmmio/"
+         "ops/test_datapath.py::copy", "upstream_current",
+         lambda m: m.copy(128, 64, 64, 32)["main"], mesh=(2, 2), shapes={"C": (128, 128)},
+         observe=["A_shared", "B_shared", "D_shared"], check=check_datapath_copy_current),
 ] + [
     Case(f"upstream_ops_allreduce_{d}", "SUNMMIO/Tilelang@21c4bbe1 testing/python/sunmmio/"
          "ops/test_allreduce.py::allreduce_kernel", "upstream_current",
@@ -1110,6 +1124,19 @@ CASES += [
          why="a (32, 32) buffer reduced over dim 1 into a (32, 32) one: the upstream's "
              "frontend raises a ValueError too (its output must be (32,) or (32, 1))")
     for d in ("h", "v", "all")
+] + [
+    Case(f"upstream_inject_sync_{name}", "SUNMMIO/Tilelang@06981bef testing/python/sunmmio/"
+         f"transform/test_inject_sync.py::{test}", "fork_kernels", build, **kw)
+    for name, test, build, kw in (
+        ("broadcast_kernel", "broadcast_kernel",
+         lambda m: m.broadcast_kernel(128, 128, 32, 32), dict(check=check_broadcast_kernel)),
+        ("if", "test_inject_sunmmio_sync_if",
+         lambda m: m.inject_sync_if_kernel(128, 128, 128, 32, 32, 32),
+         dict(undefined="T.gemm accumulates into C_shared, which nothing writes first; the "
+                        "broadcast sends it")),
+        ("loop", "test_inject_sunmmio_sync_loop",
+         lambda m: m.inject_sync_loop_kernel(128, 128, 32, 32),
+         dict(undefined="the first broadcast sends C_shared, which nothing writes first")))
 ] + [
     _up_sync("comm_broadcast", "comm_broadcast_kernel", check=check_row_broadcast),
     _up_sync("comm_put", "comm_put_kernel",

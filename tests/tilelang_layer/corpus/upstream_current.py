@@ -15,6 +15,7 @@ import sys
 import tilelang.language as T
 from tilelang import tvm as tvm
 from tilelang.carver.arch import driver
+from tilelang.language.mesh_tensor import MeshShardingPolicy
 from tilelang.layout import make_zz_layout
 
 _h = sys.modules.get("tm_corpus_harness")
@@ -506,5 +507,49 @@ def allreduce_kernel(direction="all", clear=True, dtype="float32"):
                 T.copy(Out, Out_shared)
             T.comm.all_reduce(A_shared, Out_shared, "sum", direction, dim=1, clear=clear)
             T.copy(Out_shared, Out)
+
+    return tvm.IRModule({"main": main})
+
+
+# ---- testing/python/sunmmio/ops/test_datapath.py
+# @ 3cb93397d5ee8059583abfc4a986c1d9e974b369 ::copy (the file's other kernels use neither
+# T.comm nor T.MeshTensor)
+def copy(K, block_M, block_N, block_K, dtype="float32", accum_dtype="float32"):
+    _layout = make_zz_layout((128, 128), [0, 1], (32, 32))
+    MyTensor = T.MeshTensor(
+        (128, 128),
+        sharding_policy=MeshShardingPolicy(cross_mesh_dim=0),
+        device_mesh_config=(2, 2),
+        layout=_layout,
+    )
+
+    @T.prim_func
+    def main(C: MyTensor):
+        # Initialize Kernel Context
+        with T.Kernel():
+            A_shared = T.alloc_shared((block_M, block_N), dtype, scope="shared.asram")
+            B_shared = T.alloc_shared((block_M, block_N), dtype, scope="shared.wsram")
+            C_shared = T.alloc_shared((block_M, block_N), accum_dtype, scope="shared.rsram")
+            D_shared = T.alloc_shared((block_M, block_N), accum_dtype, scope="shared.rsram")
+
+            T.annotate_layout({C_shared: make_zz_layout(C_shared)})
+
+            for _bx in T.serial(T.ceildiv(128, block_N)):
+                for by in T.serial(T.ceildiv(128, block_M)):
+                    for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=3):
+                        # DRAM -> RSRAM
+                        T.copy(C[by * block_M, ko * block_K], C_shared)
+                        # DRAM -> WSRAM
+                        T.copy(C[by * block_M, ko * block_K], B_shared)
+                        # DRAM <- RSRAM
+                        T.copy(C_shared, C[by * block_M, ko * block_K])
+                        # DRAM -> ASRAM
+                        T.copy(C[by * block_M, ko * block_K], A_shared)
+                        # RSRAM -> ASRAM
+                        T.copy(C_shared[8:24, 16:48], A_shared[24:40, 8:40])
+                        # RSRAM -> WSRAM
+                        T.copy(C_shared[8:32, 48:56], B_shared[40:64, 0:8])
+                        # RSRAM <-> RSRAM
+                        T.copy(C_shared, D_shared)
 
     return tvm.IRModule({"main": main})
