@@ -1036,6 +1036,31 @@ def check_datapath_copy_current(inp, obs, out):
         assert not obs[name].any(), name
 
 
+def check_gather_from_dram(name, k):
+    """Every core gathers the same global A (each reads it from DRAM): all ``k`` slots
+    of its ``name`` hold A (stacked, or concatenated along axis 0)."""
+    def check(inp, obs, out):
+        a = inp.arrays[0]
+        for core in range(16):
+            got = obs[name][core].reshape(k, *a.shape)
+            for j in range(k):
+                np.testing.assert_array_equal(got[j], a, f"{core} {j}")
+    return check
+
+
+def check_broadcast_from_dram_current(direction):
+    """A broadcast of global A from core (0, 0): row 0 ("h"), column 0 ("v") or every
+    core ("a") holds A; the other cores' A_broadcast is never written (not compared)."""
+    def check(inp, obs, out):
+        a = inp.arrays[0]
+        for core in range(16):
+            row, col = divmod(core, 4)
+            if direction == "a" or (direction == "h" and row == 0) or (
+                    direction == "v" and col == 0):
+                np.testing.assert_array_equal(obs["A_broadcast"][core], a, str(core))
+    return check
+
+
 def check_row_gather_last(inp, obs, out):
     """T.Kernel(4): row 0's cores; each gathers the row's tiles A[0:32, 32 bx:32 bx+32]
     along its last axis: R_shared = A[0:32, 0:128] on each of the four."""
@@ -1137,6 +1162,36 @@ CASES += [
         ("loop", "test_inject_sunmmio_sync_loop",
          lambda m: m.inject_sync_loop_kernel(128, 128, 32, 32),
          dict(undefined="the first broadcast sends C_shared, which nothing writes first")))
+] + [
+    Case(f"upstream_legalize_datapath_{name}", "SUNMMIO/Tilelang@16e4e53c testing/python/"
+         f"sunmmio/transform/test_legalize_datapath.py::{name}", "upstream_current",
+         lambda m, name=name: getattr(m, name)(128, 128, 128, 32, 32, 32)["main"],
+         refused=r"a race on 'C' element \[0, 0\]: core \(0, 0\) writes it in "
+                 r"`T.copy\(C_shared\[0, 0\], C\[by \* 32, bx \* 32\]\)` and core "
+                 r"\(0, 1\) writes it",
+         why="T.Kernel(): every core loops over every C tile and stores it, so 16 cores "
+             "write each tile (with different values: only the receiving cores hold A); on "
+             "the chip the result depends on timing")
+    for name in ("gemm_broadcast_from_dram", "gemm_put_from_dram")
+] + [
+    Case("upstream_legalize_datapath_allgather_dram_to_asram", "SUNMMIO/Tilelang@16e4e53c "
+         "testing/python/sunmmio/transform/test_legalize_datapath.py::allgather_dram_to_asram",
+         "upstream_current", lambda m: m.allgather_dram_to_asram(32, 32)["main"],
+         observe=["A_gathered"], check=check_gather_from_dram("A_gathered", 4)),
+] + [
+    Case(f"upstream_legalize_datapath_broadcast_dram_to_rsram_{d}", "SUNMMIO/Tilelang@"
+         "16e4e53c testing/python/sunmmio/transform/test_legalize_datapath.py::"
+         "broadcast_dram_to_rsram", "upstream_current",
+         lambda m, d=d: m.broadcast_dram_to_rsram(32, 32, d)["main"],
+         observe=["A_broadcast"], check=check_broadcast_from_dram_current(d))
+    for d in ("h", "v", "a")
+] + [
+    Case(f"upstream_legalize_datapath_allgather_dram_to_rsram_{d}", "SUNMMIO/Tilelang@"
+         "16e4e53c testing/python/sunmmio/transform/test_legalize_datapath.py::"
+         "allgather_dram_to_rsram", "upstream_current",
+         lambda m, d=d: m.allgather_dram_to_rsram(32, 32, direction=d)["main"],
+         observe=["A_gathered"], check=check_gather_from_dram("A_gathered", k))
+    for d, k in (("h", 4), ("v", 4), ("a", 16))
 ] + [
     _up_sync("comm_broadcast", "comm_broadcast_kernel", check=check_row_broadcast),
     _up_sync("comm_put", "comm_put_kernel",

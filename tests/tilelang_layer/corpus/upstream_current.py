@@ -553,3 +553,127 @@ def copy(K, block_M, block_N, block_K, dtype="float32", accum_dtype="float32"):
                         T.copy(C_shared, D_shared)
 
     return tvm.IRModule({"main": main})
+
+
+# ---- testing/python/sunmmio/transform/test_legalize_datapath.py
+# @ 16e4e53c8094249dfe9e7951fceaf7ac95e6997e (its gemm_matmul and flashattn kernels use
+# neither T.comm nor T.MeshTensor)
+
+# ::gemm_broadcast_from_dram
+def gemm_broadcast_from_dram(M, N, K, block_M, block_N, block_K, dtype=T.float16, accum_dtype=T.float32):
+    """Build a GEMM kernel where A is loaded via broadcast from DRAM.
+
+    A is broadcast from DRAM to A_shared, which is used as the left operand
+    of T.gemm. InferSramScope should assign A_shared to shared.asram,
+    triggering DRAM->ASRAM legalization for the broadcast.
+    """
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((block_M, block_K), dtype),
+        B: T.Tensor((K, N), dtype),
+        C: T.Tensor((M, N), dtype),
+    ):
+        with T.Kernel():
+            A_shared = T.alloc_shared((block_M, block_K), dtype)
+            B_shared = T.alloc_shared((block_K, block_N), dtype)
+            C_shared = T.alloc_shared((block_M, block_N), accum_dtype)
+
+            for bx in T.serial(T.ceildiv(N, block_N)):
+                for by in T.serial(T.ceildiv(M, block_M)):
+                    T.clear(C_shared)
+                    T.comm.broadcast(A, A_shared, (0, 0), direction="h")
+                    for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=3):
+                        T.copy(B[k * block_K, bx * block_N], B_shared)
+                        T.gemm(A_shared, B_shared, C_shared)
+
+                    T.copy(C_shared, C[by * block_M, bx * block_N])
+
+    return tvm.IRModule({"main": main})
+
+
+# ::gemm_put_from_dram
+def gemm_put_from_dram(M, N, K, block_M, block_N, block_K, dtype=T.float16, accum_dtype=T.float32):
+    """Build a GEMM kernel where A is loaded via put from DRAM.
+
+    A is put from DRAM (core 0,0) to A_shared (core 0,1), and A_shared is used
+    as the left operand of T.gemm. InferSramScope should assign A_shared to
+    shared.asram, triggering DRAM->ASRAM legalization for the put.
+    """
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((block_M, block_K), dtype),
+        B: T.Tensor((K, N), dtype),
+        C: T.Tensor((M, N), dtype),
+    ):
+        with T.Kernel():
+            A_shared = T.alloc_shared((block_M, block_K), dtype)
+            B_shared = T.alloc_shared((block_K, block_N), dtype)
+            C_shared = T.alloc_shared((block_M, block_N), accum_dtype)
+
+            for bx in T.serial(T.ceildiv(N, block_N)):
+                for by in T.serial(T.ceildiv(M, block_M)):
+                    T.clear(C_shared)
+                    T.comm.put(A, A_shared, (0, 0), (0, 1))
+                    for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=3):
+                        T.copy(B[k * block_K, bx * block_N], B_shared)
+                        T.gemm(A_shared, B_shared, C_shared)
+
+                    T.copy(C_shared, C[by * block_M, bx * block_N])
+
+    return tvm.IRModule({"main": main})
+
+
+# ::allgather_dram_to_asram
+def allgather_dram_to_asram(block_M, block_K, dtype=T.float16):
+    """Build a kernel where all_gather goes from DRAM to an explicitly ASRAM-scoped buffer.
+
+    The recv buffer is allocated with explicit scope="shared.asram" to bypass
+    InferSramScope (which wouldn't naturally assign a 3D buffer to ASRAM).
+    This directly tests the legalize pass on the all_gather DRAM->ASRAM path.
+
+    For horizontal all_gather with 4 cols: send [block_M, block_K] -> recv [4, block_M, block_K].
+    """
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((block_M, block_K), dtype),
+    ):
+        with T.Kernel():
+            A_gathered = T.alloc_shared([4, block_M, block_K], dtype, scope="shared.asram")
+            T.comm.all_gather(A, A_gathered, direction="h")
+
+    return tvm.IRModule({"main": main})
+
+
+# ::broadcast_dram_to_rsram
+def broadcast_dram_to_rsram(block_M, block_K, direction, dtype=T.float16):
+    """Build a directional broadcast directly from DRAM to RSRAM."""
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((block_M, block_K), dtype),
+    ):
+        with T.Kernel(T.mesh_ncores()):
+            A_broadcast = T.alloc_shared((block_M, block_K), dtype, scope="shared.rsram")
+            T.comm.broadcast(A, A_broadcast, (0, 0), direction=direction)
+
+    return tvm.IRModule({"main": main})
+
+
+# ::allgather_dram_to_rsram
+def allgather_dram_to_rsram(block_M, block_K, dtype=T.float16, direction="h"):
+    """Build a directional all-gather directly from DRAM to RSRAM."""
+
+    recv_num = {"h": 4, "v": 4, "a": 16}[direction]
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((block_M, block_K), dtype),
+    ):
+        with T.Kernel(T.mesh_ncores()):
+            A_gathered = T.alloc_shared((recv_num * block_M, block_K), dtype, scope="shared.rsram")
+            T.comm.all_gather(A, A_gathered, direction=direction, axis=0)
+
+    return tvm.IRModule({"main": main})
