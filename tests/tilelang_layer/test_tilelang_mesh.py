@@ -482,6 +482,46 @@ def test_mesh_tensor_source_must_stay_in_its_shard():
         prepare_tilelang_mesh(k)
 
 
+def _gemm_from_laid_dram(layout_b, b_scope="shared"):
+    """A 2x2 kernel copying T.MeshTensor B (DRAM layout ``layout_b``) into T.gemm's B
+    operand ``B_s`` (scope ``b_scope``)."""
+    from tilelang.layout import make_zn_layout, make_zz_layout
+    lay = {"zn": make_zn_layout, "zz": make_zz_layout}[layout_b]((8, 8), [0, 1], (4, 4))
+    pol = T.MeshShardingPolicy(y=0, x=1)
+
+    @T.prim_func
+    def k(A: T.MeshTensor((8, 8), pol, (2, 2), "float32"),
+          B: T.MeshTensor((8, 8), pol, (2, 2), "float32", layout=lay),
+          C: T.MeshTensor((8, 8), pol, (2, 2), "float32")):
+        with T.Kernel(4) as cid:
+            A_s = T.alloc_shared((4, 4), "float32")
+            B_s = T.alloc_shared((4, 4), "float32", scope=b_scope)
+            C_s = T.alloc_shared((4, 4), "float32")
+            T.clear(C_s)
+            T.copy(A[0, 0], A_s)
+            T.copy(B[0, 0], B_s)
+            T.gemm(A_s, B_s, C_s)
+            T.copy(C_s, C[0, 0])
+    return k
+
+
+@pytest.mark.parametrize("layout_b, scope, refused", [
+    ("zn", "shared", True), ("zn", "shared.wsram", True), ("zn", "shared.rsram", False),
+    ("zz", "shared", False)])
+def test_a_zn_dram_tensor_cannot_be_copied_into_wsram(layout_b, scope, refused):
+    """SUNMMIO's DMA into WSRAM (T.gemm's B SRAM, where its scope inference puts an
+    unscoped B) needs a ZZ-like DRAM layout: its compiler refuses a ZN tensor there."""
+    tm.enable(mesh=(2, 2))
+    k = _gemm_from_laid_dram(layout_b, scope)
+    if refused:
+        with pytest.raises(ValueError, match=r"T.copy of T.MeshTensor 'B' \(DRAM layout "
+                                             r"zn\(.*into 'B_s', which is WSRAM .*needs a "
+                                             r"ZZ-like DRAM layout"):
+            prepare_tilelang_mesh(k)
+    else:
+        prepare_tilelang_mesh(k)
+
+
 def test_kernel_meshes_must_agree():
     tm.enable(mesh=(2, 2))
 

@@ -1061,12 +1061,26 @@ def check_broadcast_from_dram_current(direction):
     return check
 
 
+def check_dram_zn_to_asram(inp, obs, out):
+    """T.Kernel(1, 1) on 2x2: only core 0 runs. Its 64x32 and 32x64 tiles reach past its
+    32x16 and 16x32 shards (zeros read), so its C shard is A_00 @ B_00; the other cores'
+    shards of C are as they were."""
+    a, b, c = inp.arrays[:3]
+    want = c.copy()
+    want[0:32, 0:32] = a[0:32, 0:16] @ b[0:16, 0:32]
+    np.testing.assert_array_equal(out["C"], want)
+
+
 def check_row_gather_last(inp, obs, out):
     """T.Kernel(4): row 0's cores; each gathers the row's tiles A[0:32, 32 bx:32 bx+32]
     along its last axis: R_shared = A[0:32, 0:128] on each of the four."""
     a = inp.arrays[0]
     for core in range(4):
         np.testing.assert_array_equal(obs["R_shared"][core], a[0:32, 0:128])
+
+
+UP_LAYOUT = ("SUNMMIO/Tilelang@1f6a0068 testing/python/sunmmio/transform/"
+             "test_layout_inference.py::")
 
 
 def _up_sync(name, build, **kw):
@@ -1192,6 +1206,31 @@ CASES += [
          lambda m, d=d: m.allgather_dram_to_rsram(32, 32, direction=d)["main"],
          observe=["A_gathered"], check=check_gather_from_dram("A_gathered", k))
     for d, k in (("h", 4), ("v", 4), ("a", 16))
+] + [
+    Case(f"upstream_layout_inference_{name}", f"{UP_LAYOUT}{name}_kernel",
+         "fork_layout_inference", lambda m, name=name: m.__dict__[f"{name}_kernel"]()["main"],
+         refused=rf"T.comm.{op} \(comm op #0\) involves cores \[.*\], which run no "
+                 rf"block of the launch grid \({grid}\)", why=why)
+    for name, op, grid, why in (
+        ("broadcast_zz", "broadcast", "2, 2", FEW), ("broadcast_zn", "broadcast", "1,", ONE),
+        ("broadcast_from_global_to_rsram", "broadcast", "1,", ONE),
+        ("put_zz", "put", "2, 2", FEW), ("allgather_zz", "all_gather", "2, 2", FEW),
+        ("allgather_row_major", "all_gather", "1,", ONE),
+        ("broadcast_mismatched_layouts", "broadcast", "1,", ONE))
+] + [
+    Case("upstream_layout_inference_dram_zn_to_asram", f"{UP_LAYOUT}dram_zn_to_asram_kernel",
+         "fork_layout_inference", lambda m: m.dram_zn_to_asram_kernel()["main"], mesh=(2, 2),
+         shapes={"A": (64, 32), "B": (32, 64), "C": (64, 64)}, check=check_dram_zn_to_asram),
+    Case("upstream_layout_inference_dram_zn_to_wsram", f"{UP_LAYOUT}dram_zn_to_wsram_kernel",
+         "fork_layout_inference", lambda m: m.dram_zn_to_wsram_kernel()["main"], mesh=(2, 2),
+         refused=r"T.copy of T.MeshTensor 'B' \(DRAM layout zn\(.*into 'B_shared', which "
+                 r"is WSRAM",
+         why="a ZN-laid DRAM tensor copied into WSRAM (T.gemm's B): the chip's DMA needs a "
+             "ZZ-like DRAM layout there, and SUNMMIO's compiler refuses the kernel"),
+    Case("upstream_layout_inference_matmul_persistent", f"{UP_LAYOUT}matmul_persistent",
+         "fork_layout_inference",
+         lambda m: m.matmul_persistent(128, 128, 128, 32, 32, 32, 2)["main"], shapes=S128,
+         check=check_gemm),
 ] + [
     _up_sync("comm_broadcast", "comm_broadcast_kernel", check=check_row_broadcast),
     _up_sync("comm_put", "comm_put_kernel",

@@ -543,6 +543,39 @@ def _stack_params(func: tirx.PrimFunc, stmt: tirx.Stmt, params: dict[int, MeshPa
     return out, new_params, new_map, flags
 
 
+# -- 0. what the chip's DMA cannot move ------------------------------------------------------
+#: recorded DRAM layouts the DRAM-to-WSRAM DMA cannot read (not ZZ-like: the blocks'
+#: inner order is column-first)
+_NOT_ZZ_LIKE = ("zn(",)
+_OPERAND_SCOPES = ("shared.asram", "shared.rsram")
+
+
+def _check_dram_to_wsram(stmt: tirx.Stmt, by_buffer: dict) -> None:
+    """SUNMMIO's DMA from DRAM into WSRAM (T.gemm's ``B`` SRAM) needs a ZZ-like DRAM
+    layout; a ZN-laid ``T.MeshTensor`` copied there is refused, as SUNMMIO's compiler
+    refuses it (its layout inference). A copy into ASRAM is staged through RSRAM by the
+    chip's compiler, and any layout may be read there. WSRAM: a ``shared.wsram``
+    buffer, or an unscoped shared one that ``T.gemm`` reads as ``B`` (where SUNMMIO's
+    scope inference places it)."""
+    wsram = set()
+    for f in find_calls(stmt, lambda c: getattr(c.op, "name", None) == "tl.tileop.gemm"):
+        buf = region_of(f.call.args[1]).buffer
+        if buf.scope().startswith("shared") and buf.scope() not in _OPERAND_SCOPES:
+            wsram.add(buf.data)
+    for f in find_calls(stmt, lambda c: getattr(c.op, "name", None) == "tl.tileop.copy"):
+        src, dst = region_of(f.call.args[0]), region_of(f.call.args[1])
+        p = by_buffer.get(src.buffer)
+        if p is None or not (p.layout or "").startswith(_NOT_ZZ_LIKE):
+            continue
+        if dst.buffer.data in wsram or dst.buffer.scope() == "shared.wsram":
+            raise ValueError(
+                f"{WHERE}: T.copy of T.MeshTensor {p.name!r} (DRAM layout {p.layout}) into "
+                f"{dst.buffer.name!r}, which is WSRAM (T.gemm's B operand): the chip's DMA "
+                f"from DRAM into WSRAM needs a ZZ-like DRAM layout (make_zz_layout, "
+                f"make_zzz_layout, make_nzz_layout) and SUNMMIO's compiler refuses this "
+                f"copy; give {p.name!r} a ZZ-like layout")
+
+
 # -- 2b. T.gemm's operands as SUNMMIO's MMA reads them ---------------------------------------
 def _gemm_operands(stmt: tirx.Stmt) -> tirx.Stmt:
     """SUNMMIO's MMA reads its ``A`` and ``B`` operands (from their SRAMs) before it
@@ -730,6 +763,7 @@ def prepare_tilelang_mesh(func: tirx.PrimFunc) -> PreparedKernel:
     by_buffer = {func.buffer_map[func.params[i]]: p for i, p in params.items()}
     globals_ = {b.data: b for i, v in enumerate(func.params)
                 if (b := func.buffer_map.get(v)) is not None and i not in params}
+    _check_dram_to_wsram(func.body, by_buffer)
     body = _stage_sources(func.body, ops, by_buffer, launch, globals_)
     body, new_params, new_map, written = _stack_params(func, body, params, launch)
     body = _gemm_operands(body)
