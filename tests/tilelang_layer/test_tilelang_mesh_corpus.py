@@ -1083,6 +1083,16 @@ UP_LAYOUT = ("SUNMMIO/Tilelang@1f6a0068 testing/python/sunmmio/transform/"
              "test_layout_inference.py::")
 
 
+def _ulg(name, kind=None, undefined=""):
+    """The current upstream's LegalizeSunmmioGemm kernels (T.Kernel(), A.local_shape):
+    the same programs as the fork's above, run under the upstream's name."""
+    c = _lg(name, kind, undefined)
+    return Case(c.id.replace("fork_", "upstream_"), "SUNMMIO/Tilelang@25478d65 testing/python/"
+                "sunmmio/transform/test_legalize_gemm.py::" + c.source.split("::", 1)[1],
+                "upstream_legalize_gemm", c.build, shapes=c.shapes, check=c.check,
+                undefined=c.undefined)
+
+
 def _up_sync(name, build, **kw):
     """The current upstream's comm/sync codegen kernels: the fork's text unchanged
     (fork_comm_sync.py), run again under the upstream's name."""
@@ -1231,6 +1241,22 @@ CASES += [
          "fork_layout_inference",
          lambda m: m.matmul_persistent(128, 128, 128, 32, 32, 32, 2)["main"], shapes=S128,
          check=check_gemm),
+] + [
+    _ulg("with_allgather", "global"),
+    _ulg("with_copy_to_asram", undefined="T.gemm reads A_dist's other cores' slots, which "
+                                          "nothing writes (only slot 0 is copied)"),
+    _ulg("with_hoisted_copy_writer", "local"),
+    _ulg("with_hoisted_copy_writer_bf16_acc", "local_bf16"),
+    _ulg("with_two_independent_hoisted_writers", "two_writers"),
+    _ulg("with_hoisted_writer_dirty_source", "local"),
+    _ulg("with_hoisted_allgather", "global"),
+    _ulg("with_hoisted_allgather_dirty_source", "global"),
+    _ulg("multi_consumer_groupable", "two_consumers"),
+    _ulg("multi_consumer_non_groupable", "two_consumers_b2"),
+    _ulg("flash_attention_shaped", "flash"),
+    _ulg("no_reaching_writer", undefined="T.gemm reads A_shared, which nothing writes"),
+    _ulg("multiple_writers", "writers_by_core"),
+    _ulg("diverging_scopes", "local"),
 ] + [
     _up_sync("comm_broadcast", "comm_broadcast_kernel", check=check_row_broadcast),
     _up_sync("comm_put", "comm_put_kernel",
