@@ -1241,6 +1241,10 @@ CASES += [
          "fork_layout_inference",
          lambda m: m.matmul_persistent(128, 128, 128, 32, 32, 32, 2)["main"], shapes=S128,
          check=check_gemm),
+    Case("upstream_pipeline_mma_3times", "SUNMMIO/Tilelang@1c3c809a testing/python/sunmmio/"
+         "pipeline/test_mma_3times.py::kernel_mma_3times_single_thread", "upstream_current",
+         lambda m: m.kernel_mma_3times_single_thread(),
+         shapes={"A": (16, 16), "B": (16, 16), "C": (16, 16)}, check=check_mma3),
 ] + [
     _ulg("with_allgather", "global"),
     _ulg("with_copy_to_asram", undefined="T.gemm reads A_dist's other cores' slots, which "
