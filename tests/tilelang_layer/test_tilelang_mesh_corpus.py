@@ -1245,6 +1245,14 @@ CASES += [
          "pipeline/test_mma_3times.py::kernel_mma_3times_single_thread", "upstream_current",
          lambda m: m.kernel_mma_3times_single_thread(),
          shapes={"A": (16, 16), "B": (16, 16), "C": (16, 16)}, check=check_mma3),
+    Case("upstream_example_sunmmio_gemm", "SUNMMIO/Tilelang@3cb93397 examples/gemm/"
+         "sunmmio_example_gemm.py::matmul_persistent", "upstream_current",
+         lambda m: m.matmul_persistent(128, 128, 128, 32, 32, 32, 2), shapes=S128,
+         check=check_gemm),
+    Case("upstream_example_gemm_with_mesh_tensor", "SUNMMIO/Tilelang@5101cfe4 examples/gemm/"
+         "example_gemm_with_mesh_tensor.py::matmul", "upstream_example_gemm_mesh_tensor",
+         lambda m: m.matmul(128, 128, 128, 32, 32, 32), mesh=(1, 1), shapes=S128,
+         check=check_gemm_f16),
 ] + [
     _ulg("with_allgather", "global"),
     _ulg("with_copy_to_asram", undefined="T.gemm reads A_dist's other cores' slots, which "
