@@ -1071,6 +1071,33 @@ def check_dram_zn_to_asram(inp, obs, out):
     np.testing.assert_array_equal(out["C"], want)
 
 
+def check_sum(inp, obs, out):
+    """C = A + B (bfloat16 inputs: integer values, the sum exact), stored in float32."""
+    np.testing.assert_array_equal(out["C"], inp.arrays[0] + inp.arrays[1])
+
+
+def check_reduction_example(inp, obs, out):
+    """y=0, x=1 on 4x4: core (r, c) holds A[m, K-part c, :]. It sums its N tiles
+    (Acc[i, j] = sum over the tiles of A[m, k_c + i, tile + j]), gathers the row's four
+    Accs side by side and reduces them: B[m, k_c + i] is the sum over the row's parts
+    c' of A's row sums at k_c' + i (the same i in every part)."""
+    a = inp.arrays[0]
+    rs = a.sum(axis=2)                       # (M, K): integer sums, exact in float32
+    kp = a.shape[1] // 4
+    parts = rs.reshape(a.shape[0], 4, kp).sum(axis=1)
+    np.testing.assert_array_equal(out["B"], np.tile(parts, (1, 4)))
+
+
+def check_rmsnorm(inp, obs, out):
+    """Per row: the sum of squares (integer, exact in float32), inv_rms =
+    1 / sqrtf(sum / N + eps) in float32, Y = X * inv_rms rounded to bfloat16."""
+    x = inp.arrays[0]
+    n = np.float32(x.shape[1])
+    total = (x * x).sum(axis=1).astype(np.float32)
+    inv = np.float32(1) / np.sqrt((total / n + np.float32(1e-12)).astype(np.float32))
+    np.testing.assert_array_equal(out["Y"], rnd(x * inv[:, None], "bfloat16"))
+
+
 def check_row_gather_last(inp, obs, out):
     """T.Kernel(4): row 0's cores; each gathers the row's tiles A[0:32, 32 bx:32 bx+32]
     along its last axis: R_shared = A[0:32, 0:128] on each of the four."""
@@ -1253,6 +1280,22 @@ CASES += [
          "example_gemm_with_mesh_tensor.py::matmul", "upstream_example_gemm_mesh_tensor",
          lambda m: m.matmul(128, 128, 128, 32, 32, 32), mesh=(1, 1), shapes=S128,
          check=check_gemm_f16),
+    Case("upstream_example_elementwise_add", "SUNMMIO/Tilelang@1c3c809a examples/sunmmio/"
+         "elementwise/elementwise_add.py::_elementwise_add_prim_func", "upstream_current",
+         lambda m: m._elementwise_add_prim_func(256, 256, 32, 32, T.bfloat16, T.float32),
+         shapes={"A": (256, 256), "B": (256, 256), "C": (256, 256)}, check=check_sum),
+    Case("upstream_example_bf16_gemm", "SUNMMIO/Tilelang@4e463000 examples/sunmmio/gemm/"
+         "bf16_gemm.py::matmul_persistent", "upstream_current",
+         lambda m: m.bf16_gemm_matmul_persistent(128, 128, 128, 32, 32, 32), shapes=S128,
+         check=check_gemm),
+    Case("upstream_example_reduction", "SUNMMIO/Tilelang@3cb93397 examples/sunmmio/"
+         "reduction/reduction.py::reduction", "upstream_current",
+         lambda m: m.reduction(8, 128, 64, 32, 32, T.bfloat16, T.float32),
+         shapes={"A": (8, 128, 64), "B": (8, 128)}, check=check_reduction_example),
+    Case("upstream_example_rmsnorm", "SUNMMIO/Tilelang@3cb93397 examples/sunmmio/rmsnorm/"
+         "rmsnorm.py::rmsnorm_kernel", "upstream_current",
+         lambda m: m.rmsnorm_kernel(128, 256, 32, 32),
+         shapes={"X": (128, 256), "Y": (128, 256)}, check=check_rmsnorm),
 ] + [
     _ulg("with_allgather", "global"),
     _ulg("with_copy_to_asram", undefined="T.gemm reads A_dist's other cores' slots, which "
