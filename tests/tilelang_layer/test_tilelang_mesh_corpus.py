@@ -1098,6 +1098,12 @@ def check_rmsnorm(inp, obs, out):
     np.testing.assert_array_equal(out["Y"], rnd(x * inv[:, None], "bfloat16"))
 
 
+def check_bf16_product(inp, obs, out):
+    """C = A * B, the product of two bfloat16 values in bfloat16 (TIR's own type),
+    stored in float32."""
+    np.testing.assert_array_equal(out["C"], rnd(inp.arrays[0] * inp.arrays[1], "bfloat16"))
+
+
 def check_row_gather_last(inp, obs, out):
     """T.Kernel(4): row 0's cores; each gathers the row's tiles A[0:32, 32 bx:32 bx+32]
     along its last axis: R_shared = A[0:32, 0:128] on each of the four."""
@@ -1296,6 +1302,22 @@ CASES += [
          "rmsnorm.py::rmsnorm_kernel", "upstream_current",
          lambda m: m.rmsnorm_kernel(128, 256, 32, 32),
          shapes={"X": (128, 256), "Y": (128, 256)}, check=check_rmsnorm),
+    Case("upstream_example_1d_reduction", "SUNMMIO/Tilelang@3cb93397 examples/sunmmio/"
+         "reduction/1d_reduction.py::reduction", "upstream_current",
+         lambda m: m.reduction_1d(1024, 128, T.bfloat16, T.bfloat16),
+         shapes={"A": (1024,), "B": (1,)},
+         refused=r"T.MeshTensor output 'B' .* is replicated, but the copies of cores "
+                 r"\(0, 0\) and \(1, 0\) disagree",
+         why="B is replicated on every core (replicate=ALL), yet each mesh row sums its "
+             "own part of A into its copies: the copies differ, so B has no one value"),
+    Case("upstream_example_bf16_gemm_zzn", "SUNMMIO/Tilelang@4e463000 examples/sunmmio/gemm/"
+         "bf16_gemm_zzn.py::matmul_persistent_zzn", "upstream_current",
+         lambda m: m.matmul_persistent_zzn(256, 256, 256, 32, 64, 64),
+         shapes={"A": (256, 256), "B": (256, 256), "C": (256, 256)}, check=check_gemm),
+    Case("upstream_example_mixed_precision_mul", "SUNMMIO/Tilelang@11b567a9 examples/sunmmio/"
+         "elementwise/mixed_precision_mul.py::mixed_precision_mul", "upstream_current",
+         lambda m: m.mixed_precision_mul(),
+         shapes={"A": (256, 512), "B": (256, 512), "C": (256, 512)}, check=check_bf16_product),
 ] + [
     _ulg("with_allgather", "global"),
     _ulg("with_copy_to_asram", undefined="T.gemm reads A_dist's other cores' slots, which "

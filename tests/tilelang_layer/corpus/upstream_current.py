@@ -16,7 +16,7 @@ import tilelang.language as T
 from tilelang import tvm as tvm
 from tilelang.carver.arch import driver
 from tilelang.language.mesh_tensor import MeshShardingPolicy
-from tilelang.layout import make_row_major, make_zz_layout
+from tilelang.layout import make_aligned_row_major, make_nzz_layout, make_row_major, make_zz_layout
 
 _h = sys.modules.get("tm_corpus_harness")
 if _h is None:  # loaded on its own
@@ -976,3 +976,143 @@ def rmsnorm_kernel(M, N, block_M, block_N, dtype: T.dtype = T.bfloat16, eps: flo
                     T.copy(Y_shared, Y[bx * block_M : (bx + 1) * block_M, by * block_N : (by + 1) * block_N])
 
     return main
+
+
+# ---- examples/sunmmio/reduction/1d_reduction.py
+# @ 3cb93397d5ee8059583abfc4a986c1d9e974b369 ::reduction (renamed reduction_1d here: the
+# name is taken above)
+def reduction_1d(M, block_M, in_dtype, out_dtype):
+    device_mesh_config = driver.get_sunmmio_device_mesh_config()
+    _, ncols = device_mesh_config
+
+    A_layout = make_row_major((M,))
+    B_layout = make_aligned_row_major((1,), align_bytes=1024, dtype=out_dtype)
+    A_placement = T.MeshShardingPolicy(y=0, replicate=T.MeshReplicationType.ROW)
+    B_placement = T.MeshShardingPolicy(replicate=T.MeshReplicationType.ALL)
+
+    @T.prim_func
+    def main(
+        A: T.MeshTensor((M), A_placement, device_mesh_config, in_dtype, layout=A_layout),
+        B: T.MeshTensor((1), B_placement, device_mesh_config, out_dtype, layout=B_layout),
+    ):
+        with T.Kernel() as _cid:
+            sharded_M = A.local_shape[0]
+
+            A_shared = T.alloc_shared((block_M), in_dtype)
+            Acc_shared = T.alloc_shared((block_M), out_dtype)
+            Acc_dist_shared = T.alloc_shared((ncols * block_M), out_dtype)
+            B_shared = T.alloc_shared((1,), out_dtype)
+            T.annotate_layout({B_shared: B_layout})
+
+            T.clear(Acc_shared)
+            for bx in T.serial(T.ceildiv(sharded_M, block_M)):
+                T.copy(A[bx * block_M : (bx + 1) * block_M], A_shared)
+                for i in T.Tiles([block_M]):
+                    Acc_shared[i] = A_shared[i] + Acc_shared[i]
+            T.comm.all_gather(Acc_shared, Acc_dist_shared, "h", axis=-1)
+            T.reduce_sum(Acc_dist_shared, B_shared, dim=-1)
+            T.copy(B_shared, B)
+
+    return main
+
+
+# ---- examples/sunmmio/gemm/bf16_gemm_zzn.py
+# @ 4e4630002e0d1ec83ac608e14cdee3ba2339c5ff ::_validate_config, matmul_persistent_zzn
+def _validate_config(M, N, K, block_M, block_N, block_K):
+    mesh_rows, mesh_cols = driver.get_sunmmio_device_mesh_config()
+    asram_bytes = block_M * (mesh_cols * block_K) * 2
+    wsram_bytes = (mesh_rows * block_K) * block_N * 2
+
+    if min(M, N, K, block_M, block_N, block_K) <= 0:
+        raise ValueError("matrix and block dimensions must be positive")
+    if block_M % 32 != 0 or block_N % 32 != 0 or block_K % 32 != 0:
+        raise ValueError("block_M, block_N, and block_K must be multiples of 32")
+    if asram_bytes > 128 * 1024:
+        raise ValueError(f"A tile requires {asram_bytes} ASRAM bytes, exceeding the 128 KiB limit")
+    if wsram_bytes > 1024 * 1024:
+        raise ValueError(f"B tile requires {wsram_bytes} WSRAM bytes, exceeding the 1 MiB limit")
+    sharded_M = ((M + mesh_rows * 32 - 1) // (mesh_rows * 32)) * 32
+    if block_M > sharded_M:
+        raise ValueError(f"block_M must not exceed the ZZ-padded per-core M extent ({sharded_M})")
+    if K % (mesh_rows * block_K) != 0:
+        raise ValueError(f"K must be a multiple of mesh_rows * block_K ({mesh_rows * block_K})")
+    if N % (mesh_cols * block_N) != 0:
+        raise ValueError(f"N must be a multiple of mesh_cols * block_N ({mesh_cols * block_N})")
+
+
+def matmul_persistent_zzn(M, N, K, block_M, block_N, block_K, dtype=T.bfloat16, accum_dtype=T.float32):
+    _validate_config(M, N, K, block_M, block_N, block_K)
+
+    A_layout = make_zz_layout((M, K))
+    B_layout = make_nzz_layout(
+        (K, N),
+        axes=(0, 1),
+        block_shape=(32, 32),
+        cluster_shape=(block_K // 32, block_N // 32),
+    )
+    C_layout = make_zz_layout((M, N))
+    placement = T.MeshShardingPolicy(y=0, x=1)
+
+    @T.prim_func
+    def main(
+        A: T.MeshTensor((M, K), placement, dtype, layout=A_layout),
+        B: T.MeshTensor((K, N), placement, dtype, layout=B_layout),
+        C: T.MeshTensor((M, N), placement, accum_dtype, layout=C_layout),
+    ):
+        with T.Kernel() as _cid:
+            sharded_M, sharded_K = A.local_shape
+            _, sharded_N = B.local_shape
+
+            A_shared_dist = T.alloc_shared((block_M, block_K * T.mesh_ncols()), dtype)
+            B_shared_dist = T.alloc_shared((block_K * T.mesh_nrows(), block_N), dtype)
+            C_shared = T.alloc_shared((block_M, block_N), accum_dtype)
+
+            for bx in T.serial(T.ceildiv(sharded_M, block_M)):
+                for by in T.serial(T.ceildiv(sharded_N, block_N)):
+                    T.clear(C_shared)
+                    for k in T.serial(T.ceildiv(sharded_K, block_K)):
+                        T.comm.all_gather(
+                            A[bx * block_M : (bx + 1) * block_M, k * block_K : (k + 1) * block_K],
+                            A_shared_dist,
+                            direction="horizontal",
+                            axis=-1,
+                        )
+                        T.comm.all_gather(
+                            B[k * block_K : (k + 1) * block_K, by * block_N : (by + 1) * block_N],
+                            B_shared_dist,
+                            direction="vertical",
+                            axis=0,
+                        )
+                        T.gemm(A_shared_dist, B_shared_dist, C_shared)
+                    T.copy(C_shared, C[bx * block_M, by * block_N])
+
+    return main
+
+
+# ---- examples/sunmmio/elementwise/mixed_precision_mul.py
+# @ 11b567a9c93d709cb2317749b56b51ea5eb42ec5 ::mixed_precision_mul (the example's
+# @tilelang.jit targets SUNMMIO's simulator: here the harness stand-in)
+@_h.tilelang_jit.jit(target="sunmmio", execution_backend="sunmmio_sunsim")
+def mixed_precision_mul(M=256, N=512, block_M=64, block_N=128):
+    placement = T.placement.full_shard(0, 1)
+
+    @T.prim_func
+    def mixed_mul(
+        A: T.MeshTensor((M, N), placement, T.bfloat16),
+        B: T.MeshTensor((M, N), placement, T.bfloat16),
+        C: T.MeshTensor((M, N), placement, T.float32),
+    ):
+        with T.Kernel():
+            local_m, local_n = A.local_shape
+            A_shared = T.alloc_shared((block_M, block_N), T.bfloat16)
+            B_shared = T.alloc_shared((block_M, block_N), T.bfloat16)
+            C_shared = T.alloc_shared((block_M, block_N), T.float32)
+            for bm in T.serial(T.ceildiv(local_m, block_M)):
+                for bn in T.serial(T.ceildiv(local_n, block_N)):
+                    T.copy(A[bm * block_M, bn * block_N], A_shared)
+                    T.copy(B[bm * block_M, bn * block_N], B_shared)
+                    for i, j in T.Tiles(A_shared):
+                        C_shared[i, j] = A_shared[i, j] * B_shared[i, j]
+                    T.copy(C_shared, C[bm * block_M, bn * block_N])
+
+    return mixed_mul
