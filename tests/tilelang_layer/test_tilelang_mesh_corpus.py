@@ -1318,6 +1318,15 @@ CASES += [
          "elementwise/mixed_precision_mul.py::mixed_precision_mul", "upstream_current",
          lambda m: m.mixed_precision_mul(),
          shapes={"A": (256, 512), "B": (256, 512), "C": (256, 512)}, check=check_bf16_product),
+    Case("upstream_example_rmsnorm_pipelined", "SUNMMIO/Tilelang@3cb87329 examples/sunmmio/"
+         "rmsnorm/rmsnorm_pipelined.py::rmsnorm_kernel", "upstream_current",
+         lambda m: m.rmsnorm_pipelined_kernel(128, 256, 32, 32),
+         shapes={"X": (128, 256), "Y": (128, 256)}, check=check_rmsnorm),
+    Case("upstream_example_elementwise_add_dynamic", "SUNMMIO/Tilelang@3cb93397 examples/"
+         "sunmmio/elementwise/elementwise_add_dynamic.py::_elementwise_add_prim_func",
+         "upstream_current",
+         lambda m: m._elementwise_add_dynamic_prim_func(32, 32, T.bfloat16, T.float32),
+         shapes={"A": (200, 136), "B": (200, 136), "C": (200, 136)}, check=check_sum),
 ] + [
     _ulg("with_allgather", "global"),
     _ulg("with_copy_to_asram", undefined="T.gemm reads A_dist's other cores' slots, which "

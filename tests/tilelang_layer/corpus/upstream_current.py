@@ -1116,3 +1116,182 @@ def mixed_precision_mul(M=256, N=512, block_M=64, block_N=128):
                     T.copy(C_shared, C[bm * block_M, bn * block_N])
 
     return mixed_mul
+
+
+# ---- examples/sunmmio/rmsnorm/rmsnorm_pipelined.py
+# @ 3cb87329421b9e8cb1727fe4ba3d4dafba5dba76 ::rmsnorm_kernel (renamed
+# rmsnorm_pipelined_kernel here: the name is taken above)
+def rmsnorm_pipelined_kernel(M, N, block_M, block_N, dtype: T.dtype = T.bfloat16, eps: float = 1e-12) -> "Callable":
+    zz_layout = make_zz_layout((M, N))
+    placement = T.MeshShardingPolicy(y=0, x=1)
+
+    accum_dtype = T.float32
+
+    @T.prim_func
+    def main(
+        X: T.MeshTensor((M, N), placement, dtype, layout=zz_layout),
+        Y: T.MeshTensor((M, N), placement, dtype, layout=zz_layout),
+    ):
+        with T.Kernel() as (_cid):
+            sharded_M, sharded_N = X.local_shape
+
+            # --- Explicit scope: an elementwise + reduction kernel with no
+            # tensor-core GEMM, so every on-chip buffer lives in RSRAM (the
+            # tile/vector unit's working memory). X_db/Y_db carry a leading
+            # 2-stage axis for double buffering. ---
+            X_db = T.alloc_shared((2, block_M, block_N), dtype, scope="shared.rsram")
+            Y_db = T.alloc_shared((2, block_M, block_N), dtype, scope="shared.rsram")
+            x_sq = T.alloc_shared((block_M, block_N), accum_dtype, scope="shared.rsram")
+            tile_sumsq = T.alloc_shared((block_M,), accum_dtype, scope="shared.rsram")
+            local_sumsq = T.alloc_shared((block_M,), accum_dtype, scope="shared.rsram")
+            sumsq_dist = T.alloc_shared((T.mesh_ncols(), block_M), accum_dtype, scope="shared.rsram")
+            total_sumsq = T.alloc_shared((block_M,), accum_dtype, scope="shared.rsram")
+            inv_rms = T.alloc_shared((block_M,), accum_dtype, scope="shared.rsram")
+
+            # --- Explicit layout, chosen to follow the data flow:
+            #   * X_db/Y_db/x_sq carry [block_M, block_N] tiles that cross the DMA
+            #     boundary with the ZZ-laid-out global X/Y (and ZZ matches the
+            #     tile unit's 32x32 blocks), so they are ZZ on the trailing two
+            #     dims -> a plain DMA with no layout transform.
+            #   * The 1D reduction vectors (and the gather buffer sumsq_dist) are
+            #     not blocked, so aligned row-major.
+            # These match what inference would pick; stating them just makes the
+            # file self-documenting. ---
+            T.annotate_layout(
+                {
+                    X_db: make_zz_layout(X_db),
+                    Y_db: make_zz_layout(Y_db),
+                    x_sq: make_zz_layout(x_sq),
+                    tile_sumsq: make_aligned_row_major(tile_sumsq, accum_dtype),
+                    local_sumsq: make_aligned_row_major(local_sumsq, accum_dtype),
+                    sumsq_dist: make_aligned_row_major(sumsq_dist, accum_dtype),
+                    total_sumsq: make_aligned_row_major(total_sumsq, accum_dtype),
+                    inv_rms: make_aligned_row_major(inv_rms, accum_dtype),
+                }
+            )
+
+            nt = T.ceildiv(sharded_N, block_N)
+
+            for bx in T.serial(T.ceildiv(sharded_M, block_M)):
+                T.fill(local_sumsq, 0)
+
+                # --- Pass 1: sum of squares, X double-buffered. ---
+                # Prologue: load the first tile into stage 0.
+                T.copy(X[bx * block_M : (bx + 1) * block_M, 0:block_N], X_db[0, :, :])
+                for by in T.serial(nt):
+                    # Prefetch the next tile into the other stage (async DMA),
+                    # overlapping the square+reduce on the current stage.
+                    if by + 1 < nt:
+                        T.copy(X[bx * block_M : (bx + 1) * block_M, (by + 1) * block_N : (by + 2) * block_N], X_db[(by + 1) % 2, :, :])
+                    for i, j in T.Tiles([block_M, block_N]):
+                        x_sq[i, j] = X_db[by % 2, i, j].astype(accum_dtype) * X_db[by % 2, i, j].astype(accum_dtype)
+                    T.reduce_sum(x_sq, tile_sumsq, dim=-1, clear=True)
+                    for i in T.Tiles([block_M]):
+                        local_sumsq[i] = local_sumsq[i] + tile_sumsq[i]
+
+                # Combine partial sums across the row (the N-sharding axis).
+                T.comm.all_gather(local_sumsq, sumsq_dist, direction="h")
+                T.reduce_sum(sumsq_dist, total_sumsq, dim=0, clear=True)
+
+                for i in T.Tiles([block_M]):
+                    inv_rms[i] = T.rsqrt(total_sumsq[i] / N + eps)
+
+                # --- Pass 2: scale and write, X and Y double-buffered. ---
+                T.copy(X[bx * block_M : (bx + 1) * block_M, 0:block_N], X_db[0, :, :])
+                for by in T.serial(nt):
+                    if by + 1 < nt:
+                        T.copy(X[bx * block_M : (bx + 1) * block_M, (by + 1) * block_N : (by + 2) * block_N], X_db[(by + 1) % 2, :, :])
+                    for i, j in T.Tiles([block_M, block_N]):
+                        Y_db[by % 2, i, j] = X_db[by % 2, i, j] * inv_rms[i]
+                    # Store the current output stage (async DMA); the next
+                    # iteration scales into the other stage, so this store is
+                    # free to drain in the background.
+                    T.copy(Y_db[by % 2, :, :], Y[bx * block_M : (bx + 1) * block_M, by * block_N : (by + 1) * block_N])
+
+    return main
+
+
+# ---- examples/sunmmio/elementwise/elementwise_add_dynamic.py
+# @ 3cb93397d5ee8059583abfc4a986c1d9e974b369 ::_elementwise_add_prim_func (renamed
+# _elementwise_add_dynamic_prim_func here: the name is taken above)
+def _elementwise_add_dynamic_prim_func(block_M, block_N, in_dtype, out_dtype):
+    M = T.dynamic("m")
+    N = T.dynamic("n")
+
+    device_mesh_config = driver.get_sunmmio_device_mesh_config()
+
+    zz_layout = make_zz_layout((M, N))
+    placement = T.MeshShardingPolicy(y=0, x=1)
+
+    @T.prim_func
+    def elem_add(
+        A: T.MeshTensor((M, N), placement, device_mesh_config, in_dtype, layout=zz_layout),
+        B: T.MeshTensor((M, N), placement, device_mesh_config, in_dtype, layout=zz_layout),
+        C: T.MeshTensor((M, N), placement, device_mesh_config, out_dtype, layout=zz_layout),
+    ):
+        with T.Kernel() as _cid:
+            sharded_M, sharded_N = A.local_shape
+
+            A_shared = T.alloc_shared((block_M, block_N), in_dtype)
+            B_shared = T.alloc_shared((block_M, block_N), in_dtype)
+            C_shared = T.alloc_shared((block_M, block_N), out_dtype)
+
+            for bx in T.serial(T.ceildiv(sharded_M, block_M)):
+                for by in T.serial(T.ceildiv(sharded_N, block_N)):
+                    T.copy(A[bx * block_M, by * block_N], A_shared)
+                    T.copy(B[bx * block_M, by * block_N], B_shared)
+                    for i, j in T.Tiles([block_M, block_N]):
+                        C_shared[i, j] = A_shared[i, j] + B_shared[i, j]
+                    T.copy(C_shared, C[bx * block_M, by * block_N])
+
+    return elem_add
+
+
+# ---- examples/sunmmio/gemm/dynamic_b16_gemm.py
+# @ 49f101be5a682448f266a43cddcb676dd1611128 ::matmul_persistent_dynamic
+# (not a corpus case yet: its all_gather reads a T.MeshTensor slice in loops whose
+# bounds are the symbolic shard size, which PrepareTilelangMesh must bound at compile
+# time; see docs/tilelang_mesh.md, "The corpus")
+def matmul_persistent_dynamic(K, block_M, block_N, block_K, dtype=T.bfloat16, accum_dtype=T.float32):
+    M = T.dynamic("m")
+    N = T.dynamic("n")
+
+    A_layout = make_zz_layout((M, K))
+    B_layout = make_zz_layout((K, N))
+    C_layout = make_zz_layout((M, N))
+    placement = T.MeshShardingPolicy(y=0, x=1)
+
+    @T.prim_func
+    def main(
+        A: T.MeshTensor((M, K), placement, dtype, layout=A_layout),
+        B: T.MeshTensor((K, N), placement, dtype, layout=B_layout),
+        C: T.MeshTensor((M, N), placement, accum_dtype, layout=C_layout),
+    ):
+        with T.Kernel() as _cid:
+            sharded_M, sharded_K = A.local_shape
+            _, sharded_N = B.local_shape
+
+            A_shared_dist = T.alloc_shared((block_M, block_K * T.mesh_ncols()), dtype)
+            B_shared_dist = T.alloc_shared((block_K * T.mesh_nrows(), block_N), dtype)
+            C_shared = T.alloc_shared((block_M, block_N), accum_dtype)
+
+            for bx in T.serial(T.ceildiv(sharded_M, block_M)):
+                for by in T.serial(T.ceildiv(sharded_N, block_N)):
+                    T.clear(C_shared)
+                    for k in T.serial(T.ceildiv(sharded_K, block_K)):
+                        T.comm.all_gather(
+                            A[bx * block_M : (bx + 1) * block_M, k * block_K : (k + 1) * block_K],
+                            A_shared_dist,
+                            direction="horizontal",
+                            axis=-1,
+                        )
+                        T.comm.all_gather(
+                            B[k * block_K : (k + 1) * block_K, by * block_N : (by + 1) * block_N],
+                            B_shared_dist,
+                            direction="vertical",
+                            axis=0,
+                        )
+                        T.gemm(A_shared_dist, B_shared_dist, C_shared)
+                    T.copy(C_shared, C[bx * block_M, by * block_N])
+
+    return main
