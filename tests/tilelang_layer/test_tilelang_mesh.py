@@ -311,7 +311,8 @@ FORK_CHECKS = [
     ("size_below", lambda c, b: T.comm.put(b["S"], b["D"], 0, 1, size=-2), ValueError,
      r"size must be an integer >= -1\."),
     ("recv_small", lambda c, b: T.comm.all_gather(b["S"], b["D4"], "h", axis=1), ValueError,
-     r"T\.comm\.all_gather: receive buffer shape must be \[2, 6\] to hold gathered data from 2 cores, but got "
+     r"T\.comm\.all_gather: receive buffer shape must be \[2, 6\] to hold gathered data "
+     r"from 2 cores, but got "
      r"\[4, 3\]\."),
     ("recv_stacked", lambda c, b: T.comm.all_gather(b["S"], b["G"], "all"), ValueError,
      r"T\.comm\.all_gather: receive buffer shape must be \[4, 2, 3\]"),
@@ -323,7 +324,8 @@ FORK_CHECKS = [
     ("src_offset", lambda c, b: T.comm.all_gather(b["S"], b["G"], "h", src_offset_byte=-4),
      ValueError, r"src_offset_byte must be a non-negative integer\."),
     ("out_shape", lambda c, b: T.comm.all_reduce(b["S"], b["O"], "sum", "h", dim=0), ValueError,
-     r"T\.comm\.all_reduce: invalid reduce output shape, buffer shape is \[2, 3\], dim is 0, output shape is "
+     r"T\.comm\.all_reduce: invalid reduce output shape, buffer shape is \[2, 3\], dim is 0, "
+     r"output shape is "
      r"\[2\], expected shapes are \[3\] or \[1, 3\]"),
     ("dim_range", lambda c, b: T.comm.all_reduce(b["S"], b["O"], "sum", "h", dim=2), ValueError,
      r"T\.comm\.all_reduce: dim 2 out of bounds for buffer with 2 dimensions\."),
