@@ -311,10 +311,11 @@ FORK_CHECKS = [
     ("size_below", lambda c, b: T.comm.put(b["S"], b["D"], 0, 1, size=-2), ValueError,
      r"size must be an integer >= -1\."),
     ("recv_small", lambda c, b: T.comm.all_gather(b["S"], b["D4"], "h", axis=1), ValueError,
-     r"Receive buffer shape must be \[2, 6\] to hold gathered data from 2 cores, but got "
+     r"T\.comm\.all_gather: receive buffer shape must be \[2, 6\] to hold gathered data "
+     r"from 2 cores, but got "
      r"\[4, 3\]\."),
     ("recv_stacked", lambda c, b: T.comm.all_gather(b["S"], b["G"], "all"), ValueError,
-     r"Receive buffer shape must be \[4, 2, 3\]"),
+     r"T\.comm\.all_gather: receive buffer shape must be \[4, 2, 3\]"),
     ("axis_range", lambda c, b: T.comm.all_gather(b["S"], b["G"], "h", axis=2), ValueError,
      r"axis 2 out of range for send buffer with 2 dimensions\."),
     ("axis_middle", lambda c, b: T.comm.all_gather(b["S3"], b["G3"], "h", axis=1), ValueError,
@@ -323,12 +324,13 @@ FORK_CHECKS = [
     ("src_offset", lambda c, b: T.comm.all_gather(b["S"], b["G"], "h", src_offset_byte=-4),
      ValueError, r"src_offset_byte must be a non-negative integer\."),
     ("out_shape", lambda c, b: T.comm.all_reduce(b["S"], b["O"], "sum", "h", dim=0), ValueError,
-     r"Invalid reduce output shape, buffer shape is \[2, 3\], dim is 0, output shape is "
+     r"T\.comm\.all_reduce: invalid reduce output shape, buffer shape is \[2, 3\], dim is 0, "
+     r"output shape is "
      r"\[2\], expected shapes are \[3\] or \[1, 3\]"),
     ("dim_range", lambda c, b: T.comm.all_reduce(b["S"], b["O"], "sum", "h", dim=2), ValueError,
-     r"dim 2 out of bounds for buffer with 2 dimensions\."),
+     r"T\.comm\.all_reduce: dim 2 out of bounds for buffer with 2 dimensions\."),
     ("dim_negative", lambda c, b: T.comm.all_reduce(b["S"], b["O"], "sum", "h", dim=-2),
-     ValueError, r"dim -2 out of bounds for buffer with 2 dimensions\."),
+     ValueError, r"T\.comm\.all_reduce: dim -2 out of bounds for buffer with 2 dimensions\."),
     ("direction", lambda c, b: T.comm.broadcast(b["S"], b["D"], 0, "diagonal"), ValueError,
      r"Invalid direction string: diagonal"),
     ("direction_type", lambda c, b: T.comm.all_gather(b["S"], b["G"], 1), TypeError,
@@ -479,6 +481,46 @@ def test_mesh_tensor_source_must_stay_in_its_shard():
 
     with pytest.raises(ValueError, match=r"reads T.MeshTensor 'A' outside its shard of shape "
                                          r"\(4, 4\)"):
+        prepare_tilelang_mesh(k)
+
+
+def _gemm_from_laid_dram(layout_b, b_scope="shared"):
+    """A 2x2 kernel copying T.MeshTensor B (DRAM layout ``layout_b``) into T.gemm's B
+    operand ``B_s`` (scope ``b_scope``)."""
+    from tilelang.layout import make_zn_layout, make_zz_layout
+    lay = {"zn": make_zn_layout, "zz": make_zz_layout}[layout_b]((8, 8), [0, 1], (4, 4))
+    pol = T.MeshShardingPolicy(y=0, x=1)
+
+    @T.prim_func
+    def k(A: T.MeshTensor((8, 8), pol, (2, 2), "float32"),
+          B: T.MeshTensor((8, 8), pol, (2, 2), "float32", layout=lay),
+          C: T.MeshTensor((8, 8), pol, (2, 2), "float32")):
+        with T.Kernel(4) as cid:
+            A_s = T.alloc_shared((4, 4), "float32")
+            B_s = T.alloc_shared((4, 4), "float32", scope=b_scope)
+            C_s = T.alloc_shared((4, 4), "float32")
+            T.clear(C_s)
+            T.copy(A[0, 0], A_s)
+            T.copy(B[0, 0], B_s)
+            T.gemm(A_s, B_s, C_s)
+            T.copy(C_s, C[0, 0])
+    return k
+
+
+@pytest.mark.parametrize("layout_b, scope, refused", [
+    ("zn", "shared", True), ("zn", "shared.wsram", True), ("zn", "shared.rsram", False),
+    ("zz", "shared", False)])
+def test_a_zn_dram_tensor_cannot_be_copied_into_wsram(layout_b, scope, refused):
+    """SUNMMIO's DMA into WSRAM (T.gemm's B SRAM, where its scope inference puts an
+    unscoped B) needs a ZZ-like DRAM layout: its compiler refuses a ZN tensor there."""
+    tm.enable(mesh=(2, 2))
+    k = _gemm_from_laid_dram(layout_b, scope)
+    if refused:
+        with pytest.raises(ValueError, match=r"T.copy\(B -> B_s\): B is kept in DRAM "
+                                             r"in layout zn\(.*B_s, in WSRAM.*only from a "
+                                             r"ZZ-like DRAM layout"):
+            prepare_tilelang_mesh(k)
+    else:
         prepare_tilelang_mesh(k)
 
 

@@ -1101,6 +1101,409 @@ CASES += [
                        r"which run no block of the launch grid \(4,\)", why=GRID4),
 ]
 
+
+# --- i27: the current SUNMMIO/Tilelang's tests (testing/python/sunmmio/) not yet above -------
+UPC = "SUNMMIO/Tilelang@039b4417 testing/python/sunmmio/language/test_comm.py::"
+UPC_SYNC = ("SUNMMIO/Tilelang@1c3c809a testing/python/sunmmio/codegen/"
+            "test_comm_sync_kernels_opt_validate.py::")
+NOTHING_WRITES = ("its comm ops send on-chip buffers that nothing writes (the test checks "
+                  "how the operands are normalized)")
+RACE = ("every core names itself (bx) as the broadcast's source: each row's four cores "
+        "broadcast at once into the same buffers (on the chip a race)")
+
+
+def _upc(name, **kw):
+    return Case(f"upstream_{name}", f"{UPC}{name}", "upstream_current",
+                lambda m: getattr(m, name)(), **kw)
+
+
+def check_pipeline_comm_current(inp, obs, out):
+    """T.Kernel() on 4x4, 64x64 shards, one 64x64 tile each: every source is cleared
+    before it is sent, so every buffer a transfer lands in holds zeros (puts from (1, 2):
+    to (2, 3) through the turn core (2, 2), to (1, 3), to (3, 2))."""
+    z = np.zeros((64, 64), np.float32)
+    for core in range(16):
+        row, col = divmod(core, 4)
+        np.testing.assert_array_equal(obs["A_remote_1"][core], z)
+        if row == 0:
+            np.testing.assert_array_equal(obs["A_remote_2"][core], z)
+        if col == 0:
+            np.testing.assert_array_equal(obs["A_remote_3"][core], z)
+        for name, cores in (("B_remote_1", (10, 11)), ("B_remote_2", (7,)),
+                            ("B_remote_3", (14,))):
+            if core in cores:
+                np.testing.assert_array_equal(obs[name][core], z)
+        for name in ("C_allgather_1", "C_allgather_2", "C_allgather_3"):
+            assert not obs[name][core].any(), (name, core)
+
+
+def check_ffn(inp, obs, out):
+    """full_shard(0, 1) on 4x4: each core's row-block of X is gathered along its mesh
+    row and its column-block of WUp along its mesh column, so the 32-wide K tiles of
+    the four cores together cover the whole hidden axis: Mid = bf16(relu(X @ WUp)),
+    Y = Mid @ WDown (float32; integer values, every sum exact)."""
+    x, wup, wdown = inp.arrays[:3]
+    mid = rnd(np.maximum(x @ wup, 0), "bfloat16")
+    np.testing.assert_array_equal(out["Mid"], mid)
+    np.testing.assert_array_equal(out["Y"], mid @ wdown)
+
+
+def check_overall_current(inp, obs, out):
+    """T.serial loops over 64x64 tiles of 32x32 shards: each core's one tile meets its
+    shard in the top-left 32x32 (the rest of the copies lie past the shard: zeros read,
+    nothing written), so C_shared = A_loc @ B_loc + Bias_loc there. The row broadcast
+    from (0, 0) reaches row 0 only: its four cores store core (0, 0)'s result in their
+    shards of C. Rows 1-3 store C_remote, which nothing writes there (no defined value:
+    not compared)."""
+    a, b, bias = inp.arrays[:3]
+    want = a[0:32, 0:32] @ b[0:32, 0:32] + bias[0:32, 0:32]
+    for col in range(4):
+        np.testing.assert_array_equal(out["C"][0:32, 32 * col:32 * col + 32], want, str(col))
+
+
+def check_datapath_copy_current(inp, obs, out):
+    """cross_mesh_dim=0 on 2x2: each core holds 32 rows of C. T.Kernel(): every core
+    loops over by < 2 and the K tiles; each step copies the 64x64 tile at (64 by, 32 ko)
+    of its 32x128 shard (zeros past it) through the SRAMs and back (C is as it was).
+    The last step's tile (64, 96) lies wholly past the shard: every SRAM holds zeros."""
+    np.testing.assert_array_equal(out["C"], inp.arrays[0])
+    for name in ("A_shared", "B_shared", "D_shared"):
+        assert not obs[name].any(), name
+
+
+def check_gather_from_dram(name, k):
+    """Every core gathers the same global A (each reads it from DRAM): all ``k`` slots
+    of its ``name`` hold A (stacked, or concatenated along axis 0)."""
+    def check(inp, obs, out):
+        a = inp.arrays[0]
+        for core in range(16):
+            got = obs[name][core].reshape(k, *a.shape)
+            for j in range(k):
+                np.testing.assert_array_equal(got[j], a, f"{core} {j}")
+    return check
+
+
+def check_broadcast_from_dram_current(direction):
+    """A broadcast of global A from core (0, 0): row 0 ("h"), column 0 ("v") or every
+    core ("a") holds A; the other cores' A_broadcast is never written (not compared)."""
+    def check(inp, obs, out):
+        a = inp.arrays[0]
+        for core in range(16):
+            row, col = divmod(core, 4)
+            if direction == "a" or (direction == "h" and row == 0) or (
+                    direction == "v" and col == 0):
+                np.testing.assert_array_equal(obs["A_broadcast"][core], a, str(core))
+    return check
+
+
+def check_dram_zn_to_asram(inp, obs, out):
+    """T.Kernel(1, 1) on 2x2: only core 0 runs. Its 64x32 and 32x64 tiles reach past its
+    32x16 and 16x32 shards (zeros read), so its C shard is A_00 @ B_00; the other cores'
+    shards of C are as they were."""
+    a, b, c = inp.arrays[:3]
+    want = c.copy()
+    want[0:32, 0:32] = a[0:32, 0:16] @ b[0:16, 0:32]
+    np.testing.assert_array_equal(out["C"], want)
+
+
+def check_sum(inp, obs, out):
+    """C = A + B (bfloat16 inputs: integer values, the sum exact), stored in float32."""
+    np.testing.assert_array_equal(out["C"], inp.arrays[0] + inp.arrays[1])
+
+
+def check_reduction_example(inp, obs, out):
+    """y=0, x=1 on 4x4: core (r, c) holds A[m, K-part c, :]. It sums its N tiles
+    (Acc[i, j] = sum over the tiles of A[m, k_c + i, tile + j]), gathers the row's four
+    Accs side by side and reduces them: B[m, k_c + i] is the sum over the row's parts
+    c' of A's row sums at k_c' + i (the same i in every part)."""
+    a = inp.arrays[0]
+    rs = a.sum(axis=2)                       # (M, K): integer sums, exact in float32
+    kp = a.shape[1] // 4
+    parts = rs.reshape(a.shape[0], 4, kp).sum(axis=1)
+    np.testing.assert_array_equal(out["B"], np.tile(parts, (1, 4)))
+
+
+def check_rmsnorm(inp, obs, out):
+    """Per row: the sum of squares (integer, exact in float32), inv_rms =
+    1 / sqrtf(sum / N + eps) in float32, Y = X * inv_rms rounded to bfloat16."""
+    x = inp.arrays[0]
+    n = np.float32(x.shape[1])
+    total = (x * x).sum(axis=1).astype(np.float32)
+    inv = np.float32(1) / np.sqrt((total / n + np.float32(1e-12)).astype(np.float32))
+    np.testing.assert_array_equal(out["Y"], rnd(x * inv[:, None], "bfloat16"))
+
+
+def check_bf16_product(inp, obs, out):
+    """C = A * B, the product of two bfloat16 values in bfloat16 (TIR's own type),
+    stored in float32."""
+    np.testing.assert_array_equal(out["C"], rnd(inp.arrays[0] * inp.arrays[1], "bfloat16"))
+
+
+def check_row_gather_last(inp, obs, out):
+    """T.Kernel(4): row 0's cores; each gathers the row's tiles A[0:32, 32 bx:32 bx+32]
+    along its last axis: R_shared = A[0:32, 0:128] on each of the four."""
+    a = inp.arrays[0]
+    for core in range(4):
+        np.testing.assert_array_equal(obs["R_shared"][core], a[0:32, 0:128])
+
+
+UP_LAYOUT = ("SUNMMIO/Tilelang@1f6a0068 testing/python/sunmmio/transform/"
+             "test_layout_inference.py::")
+
+
+def _ulg(name, kind=None, undefined=""):
+    """The current upstream's LegalizeSunmmioGemm kernels (T.Kernel(), A.local_shape):
+    the same programs as the fork's above, run under the upstream's name."""
+    c = _lg(name, kind, undefined)
+    return Case(c.id.replace("fork_", "upstream_"), "SUNMMIO/Tilelang@25478d65 testing/python/"
+                "sunmmio/transform/test_legalize_gemm.py::" + c.source.split("::", 1)[1],
+                "upstream_legalize_gemm", c.build, shapes=c.shapes, check=c.check,
+                undefined=c.undefined)
+
+
+def _up_sync(name, build, **kw):
+    """The current upstream's comm/sync codegen kernels: the fork's text unchanged
+    (fork_comm_sync.py), run again under the upstream's name."""
+    return Case(f"upstream_comm_sync_{name}", f"{UPC_SYNC}{build}", "fork_comm_sync",
+                kw.pop("make", lambda m: getattr(m, build)()), **kw)
+
+
+CASES += [
+    Case("upstream_allreduce_frontend_kernel", f"{UPC}_allreduce_frontend_kernel",
+         "upstream_current", lambda m: m._allreduce_frontend_kernel("all", clear=False),
+         refused=r"T.comm.all_reduce \(comm op #0\) involves cores \[\(0, 1\)",
+         why=ONE),
+    _upc("test_comm_one_to_one_regions_follow_copy_normalization_rules",
+         undefined=NOTHING_WRITES),
+    _upc("test_comm_one_to_one_full_buffer_extent_mismatch_is_rejected",
+         refused=r"T.comm.broadcast extent mismatch: exact match is required",
+         why="the upstream's frontend raises the same ValueError: a (32, 32) buffer "
+             "broadcast into a (32, 64) one"),
+    _upc("test_comm_explicit_region_oob_is_warned_and_clipped", undefined=NOTHING_WRITES),
+    _upc("test_comm_all_gather_regions_follow_copy_normalization_rules",
+         undefined=NOTHING_WRITES),
+    _upc("test_comm_all_gather_buffer_load_pair_is_rejected",
+         refused=r"T.comm.all_gather cannot infer extents when both operands are BufferLoad",
+         why="the upstream's frontend raises the same ValueError: two single elements "
+             "give no extents"),
+    _upc("test_comm_all_gather_full_buffer_extent_mismatch_is_rejected",
+         refused=r"T.comm.all_gather.*\[4, 32, 32\].*\[4, 64, 32\]",
+         why="the upstream's frontend raises a ValueError: a (4, 64, 32) buffer cannot "
+             "receive four (32, 32) slots exactly"),
+    _upc("test_comm_all_reduce_regions_follow_copy_normalization_rules",
+         undefined=NOTHING_WRITES),
+    _upc("test_comm_all_reduce_full_buffer_extent_mismatch_is_rejected",
+         refused=r"T.comm.all_reduce: invalid reduce output shape",
+         why="the upstream's frontend raises a ValueError: a (32, 64) buffer reduced "
+             "over dim 1 into a (64,) one"),
+    _upc("test_comm_all_reduce_buffer_load_pair_is_rejected",
+         refused=r"T.comm.all_reduce cannot infer extents when both operands are BufferLoad",
+         why="the upstream's frontend raises the same ValueError: two single elements "
+             "give no extents"),
+    _upc("test_comm_dynamic_core_python_api",
+         refused=r"T.comm.broadcast \(comm op #0\): cores \(0, 0\) and \(0, 1\) both "
+                 r"broadcast to", why=RACE),
+    _upc("test_comm_dynamic_core_lower",
+         refused=r"T.comm.broadcast \(comm op #0\): cores \(0, 0\) and \(0, 1\) both "
+                 r"broadcast to", why=RACE),
+    Case("upstream_pipeline_kernel_comm", "SUNMMIO/Tilelang@039b4417 testing/python/sunmmio/"
+         "pipeline/test_comm.py::kernel_comm", "upstream_current",
+         lambda m: m.kernel_comm(256, 256, 256, 64, 64, 64),
+         observe=["A_remote_1", "A_remote_2", "A_remote_3", "B_remote_1", "B_remote_2",
+                  "B_remote_3", "C_allgather_1", "C_allgather_2", "C_allgather_3"],
+         shapes={"A": (256, 256), "B": (256, 256), "C": (256, 256)},
+         check=check_pipeline_comm_current),
+    Case("upstream_pipeline_summa", "SUNMMIO/Tilelang@3cb87329 testing/python/sunmmio/"
+         "pipeline/test_summa.py::summa_matmul", "upstream_current",
+         lambda m: m.summa_matmul(128, 128, 128, 32, 32, 32), shapes=S128,
+         undefined="both broadcasts are from core (0, 0): a core outside row 0 gets no A "
+                   "tile, one outside column 0 no B tile, and T.gemm reads them"),
+    Case("upstream_pipeline_kernel_overall", "SUNMMIO/Tilelang@1c3c809a testing/python/"
+         "sunmmio/pipeline/test_overall.py::kernel_overall", "upstream_current",
+         lambda m: m.kernel_overall(128, 128, 128, 64, 64, 32),
+         shapes={"A": (128, 128), "B": (128, 128), "Bias": (128, 128), "C": (128, 128)},
+         check=check_overall_current),
+    Case("upstream_pipeline_greedy_collective_mesh_ffn_new", "SUNMMIO/Tilelang@a24545be "
+         "testing/python/sunmmio/pipeline/test_sunmmio_pipeline_greedy_collective.py::"
+         "mesh_ffn_new", "upstream_current", lambda m: m.mesh_ffn_new(),
+         shapes={"X": (128, 512), "WUp": (512, 512), "WDown": (512, 512),
+                 "Mid": (128, 512), "Y": (128, 512)}, check=check_ffn),
+    Case("upstream_ops_datapath_copy", "SUNMMIO/Tilelang@3cb93397 testing/python/sunmmio/"
+         "ops/test_datapath.py::copy", "upstream_current",
+         lambda m: m.copy(128, 64, 64, 32)["main"], mesh=(2, 2), shapes={"C": (128, 128)},
+         observe=["A_shared", "B_shared", "D_shared"], check=check_datapath_copy_current),
+] + [
+    Case(f"upstream_ops_allreduce_{d}", "SUNMMIO/Tilelang@21c4bbe1 testing/python/sunmmio/"
+         "ops/test_allreduce.py::allreduce_kernel", "upstream_current",
+         lambda m, d=d: m.allreduce_kernel(d)["main"],
+         refused=r"T.comm.all_reduce: invalid reduce output shape, buffer shape is "
+                 r"\[32, 32\], dim is 1, output shape is \[32, 32\]",
+         why="a (32, 32) buffer reduced over dim 1 into a (32, 32) one: the upstream's "
+             "frontend raises a ValueError too (its output must be (32,) or (32, 1))")
+    for d in ("h", "v", "all")
+] + [
+    Case(f"upstream_inject_sync_{name}", "SUNMMIO/Tilelang@06981bef testing/python/sunmmio/"
+         f"transform/test_inject_sync.py::{test}", "fork_kernels", build, **kw)
+    for name, test, build, kw in (
+        ("broadcast_kernel", "broadcast_kernel",
+         lambda m: m.broadcast_kernel(128, 128, 32, 32), dict(check=check_broadcast_kernel)),
+        ("if", "test_inject_sunmmio_sync_if",
+         lambda m: m.inject_sync_if_kernel(128, 128, 128, 32, 32, 32),
+         dict(undefined="T.gemm accumulates into C_shared, which nothing writes first; the "
+                        "broadcast sends it")),
+        ("loop", "test_inject_sunmmio_sync_loop",
+         lambda m: m.inject_sync_loop_kernel(128, 128, 32, 32),
+         dict(undefined="the first broadcast sends C_shared, which nothing writes first")))
+] + [
+    Case(f"upstream_legalize_datapath_{name}", "SUNMMIO/Tilelang@16e4e53c testing/python/"
+         f"sunmmio/transform/test_legalize_datapath.py::{name}", "upstream_current",
+         lambda m, name=name: getattr(m, name)(128, 128, 128, 32, 32, 32)["main"],
+         refused=r"a race on 'C' element \[0, 0\]: core \(0, 0\) writes it in "
+                 r"`T.copy\(C_shared\[0, 0\], C\[by \* 32, bx \* 32\]\)` and core "
+                 r"\(0, 1\) writes it",
+         why="T.Kernel(): every core loops over every C tile and stores it, so 16 cores "
+             "write each tile (with different values: only the receiving cores hold A); on "
+             "the chip the result depends on timing")
+    for name in ("gemm_broadcast_from_dram", "gemm_put_from_dram")
+] + [
+    Case("upstream_legalize_datapath_allgather_dram_to_asram", "SUNMMIO/Tilelang@16e4e53c "
+         "testing/python/sunmmio/transform/test_legalize_datapath.py::allgather_dram_to_asram",
+         "upstream_current", lambda m: m.allgather_dram_to_asram(32, 32)["main"],
+         observe=["A_gathered"], check=check_gather_from_dram("A_gathered", 4)),
+] + [
+    Case(f"upstream_legalize_datapath_broadcast_dram_to_rsram_{d}", "SUNMMIO/Tilelang@"
+         "16e4e53c testing/python/sunmmio/transform/test_legalize_datapath.py::"
+         "broadcast_dram_to_rsram", "upstream_current",
+         lambda m, d=d: m.broadcast_dram_to_rsram(32, 32, d)["main"],
+         observe=["A_broadcast"], check=check_broadcast_from_dram_current(d))
+    for d in ("h", "v", "a")
+] + [
+    Case(f"upstream_legalize_datapath_allgather_dram_to_rsram_{d}", "SUNMMIO/Tilelang@"
+         "16e4e53c testing/python/sunmmio/transform/test_legalize_datapath.py::"
+         "allgather_dram_to_rsram", "upstream_current",
+         lambda m, d=d: m.allgather_dram_to_rsram(32, 32, direction=d)["main"],
+         observe=["A_gathered"], check=check_gather_from_dram("A_gathered", k))
+    for d, k in (("h", 4), ("v", 4), ("a", 16))
+] + [
+    Case(f"upstream_layout_inference_{name}", f"{UP_LAYOUT}{name}_kernel",
+         "fork_layout_inference", lambda m, name=name: m.__dict__[f"{name}_kernel"]()["main"],
+         refused=rf"T.comm.{op} \(comm op #0\) involves cores \[.*\], which run no "
+                 rf"block of the launch grid \({grid}\)", why=why)
+    for name, op, grid, why in (
+        ("broadcast_zz", "broadcast", "2, 2", FEW), ("broadcast_zn", "broadcast", "1,", ONE),
+        ("broadcast_from_global_to_rsram", "broadcast", "1,", ONE),
+        ("put_zz", "put", "2, 2", FEW), ("allgather_zz", "all_gather", "2, 2", FEW),
+        ("allgather_row_major", "all_gather", "1,", ONE),
+        ("broadcast_mismatched_layouts", "broadcast", "1,", ONE))
+] + [
+    Case("upstream_layout_inference_dram_zn_to_asram", f"{UP_LAYOUT}dram_zn_to_asram_kernel",
+         "fork_layout_inference", lambda m: m.dram_zn_to_asram_kernel()["main"], mesh=(2, 2),
+         shapes={"A": (64, 32), "B": (32, 64), "C": (64, 64)}, check=check_dram_zn_to_asram),
+    Case("upstream_layout_inference_dram_zn_to_wsram", f"{UP_LAYOUT}dram_zn_to_wsram_kernel",
+         "fork_layout_inference", lambda m: m.dram_zn_to_wsram_kernel()["main"], mesh=(2, 2),
+         refused=r"T.copy\(B -> B_shared\): B is kept in DRAM in layout zn\(.*B_shared, "
+                 r"in WSRAM",
+         why="a ZN-laid DRAM tensor copied into WSRAM (T.gemm's B): the chip's DMA needs a "
+             "ZZ-like DRAM layout there, and SUNMMIO's compiler refuses the kernel"),
+    Case("upstream_layout_inference_matmul_persistent", f"{UP_LAYOUT}matmul_persistent",
+         "fork_layout_inference",
+         lambda m: m.matmul_persistent(128, 128, 128, 32, 32, 32, 2)["main"], shapes=S128,
+         check=check_gemm),
+    Case("upstream_pipeline_mma_3times", "SUNMMIO/Tilelang@1c3c809a testing/python/sunmmio/"
+         "pipeline/test_mma_3times.py::kernel_mma_3times_single_thread", "upstream_current",
+         lambda m: m.kernel_mma_3times_single_thread(),
+         shapes={"A": (16, 16), "B": (16, 16), "C": (16, 16)}, check=check_mma3),
+    Case("upstream_example_sunmmio_gemm", "SUNMMIO/Tilelang@3cb93397 examples/gemm/"
+         "sunmmio_example_gemm.py::matmul_persistent", "upstream_current",
+         lambda m: m.matmul_persistent(128, 128, 128, 32, 32, 32, 2), shapes=S128,
+         check=check_gemm),
+    Case("upstream_example_gemm_with_mesh_tensor", "SUNMMIO/Tilelang@5101cfe4 examples/gemm/"
+         "example_gemm_with_mesh_tensor.py::matmul", "upstream_example_gemm_mesh_tensor",
+         lambda m: m.matmul(128, 128, 128, 32, 32, 32), mesh=(1, 1), shapes=S128,
+         check=check_gemm_f16),
+    Case("upstream_example_elementwise_add", "SUNMMIO/Tilelang@1c3c809a examples/sunmmio/"
+         "elementwise/elementwise_add.py::_elementwise_add_prim_func", "upstream_current",
+         lambda m: m._elementwise_add_prim_func(256, 256, 32, 32, T.bfloat16, T.float32),
+         shapes={"A": (256, 256), "B": (256, 256), "C": (256, 256)}, check=check_sum),
+    Case("upstream_example_bf16_gemm", "SUNMMIO/Tilelang@4e463000 examples/sunmmio/gemm/"
+         "bf16_gemm.py::matmul_persistent", "upstream_current",
+         lambda m: m.bf16_gemm_matmul_persistent(128, 128, 128, 32, 32, 32), shapes=S128,
+         check=check_gemm),
+    Case("upstream_example_reduction", "SUNMMIO/Tilelang@3cb93397 examples/sunmmio/"
+         "reduction/reduction.py::reduction", "upstream_current",
+         lambda m: m.reduction(8, 128, 64, 32, 32, T.bfloat16, T.float32),
+         shapes={"A": (8, 128, 64), "B": (8, 128)}, check=check_reduction_example),
+    Case("upstream_example_rmsnorm", "SUNMMIO/Tilelang@3cb93397 examples/sunmmio/rmsnorm/"
+         "rmsnorm.py::rmsnorm_kernel", "upstream_current",
+         lambda m: m.rmsnorm_kernel(128, 256, 32, 32),
+         shapes={"X": (128, 256), "Y": (128, 256)}, check=check_rmsnorm),
+    Case("upstream_example_1d_reduction", "SUNMMIO/Tilelang@3cb93397 examples/sunmmio/"
+         "reduction/1d_reduction.py::reduction", "upstream_current",
+         lambda m: m.reduction_1d(1024, 128, T.bfloat16, T.bfloat16),
+         shapes={"A": (1024,), "B": (1,)},
+         refused=r"T.MeshTensor output 'B' .* is replicated, but the copies of cores "
+                 r"\(0, 0\) and \(1, 0\) disagree",
+         why="B is replicated on every core (replicate=ALL), yet each mesh row sums its "
+             "own part of A into its copies: the copies differ, so B has no one value"),
+    Case("upstream_example_bf16_gemm_zzn", "SUNMMIO/Tilelang@4e463000 examples/sunmmio/gemm/"
+         "bf16_gemm_zzn.py::matmul_persistent_zzn", "upstream_current",
+         lambda m: m.matmul_persistent_zzn(256, 256, 256, 32, 64, 64),
+         shapes={"A": (256, 256), "B": (256, 256), "C": (256, 256)}, check=check_gemm),
+    Case("upstream_example_mixed_precision_mul", "SUNMMIO/Tilelang@11b567a9 examples/sunmmio/"
+         "elementwise/mixed_precision_mul.py::mixed_precision_mul", "upstream_current",
+         lambda m: m.mixed_precision_mul(),
+         shapes={"A": (256, 512), "B": (256, 512), "C": (256, 512)}, check=check_bf16_product),
+    Case("upstream_example_rmsnorm_pipelined", "SUNMMIO/Tilelang@3cb87329 examples/sunmmio/"
+         "rmsnorm/rmsnorm_pipelined.py::rmsnorm_kernel", "upstream_current",
+         lambda m: m.rmsnorm_pipelined_kernel(128, 256, 32, 32),
+         shapes={"X": (128, 256), "Y": (128, 256)}, check=check_rmsnorm),
+    Case("upstream_example_elementwise_add_dynamic", "SUNMMIO/Tilelang@3cb93397 examples/"
+         "sunmmio/elementwise/elementwise_add_dynamic.py::_elementwise_add_prim_func",
+         "upstream_current",
+         lambda m: m._elementwise_add_dynamic_prim_func(32, 32, T.bfloat16, T.float32),
+         shapes={"A": (200, 136), "B": (200, 136), "C": (200, 136)}, check=check_sum),
+] + [
+    _ulg("with_allgather", "global"),
+    _ulg("with_copy_to_asram", undefined="T.gemm reads A_dist's other cores' slots, which "
+                                          "nothing writes (only slot 0 is copied)"),
+    _ulg("with_hoisted_copy_writer", "local"),
+    _ulg("with_hoisted_copy_writer_bf16_acc", "local_bf16"),
+    _ulg("with_two_independent_hoisted_writers", "two_writers"),
+    _ulg("with_hoisted_writer_dirty_source", "local"),
+    _ulg("with_hoisted_allgather", "global"),
+    _ulg("with_hoisted_allgather_dirty_source", "global"),
+    _ulg("multi_consumer_groupable", "two_consumers"),
+    _ulg("multi_consumer_non_groupable", "two_consumers_b2"),
+    _ulg("flash_attention_shaped", "flash"),
+    _ulg("no_reaching_writer", undefined="T.gemm reads A_shared, which nothing writes"),
+    _ulg("multiple_writers", "writers_by_core"),
+    _ulg("diverging_scopes", "local"),
+] + [
+    _up_sync("comm_broadcast", "comm_broadcast_kernel", check=check_row_broadcast),
+    _up_sync("comm_put", "comm_put_kernel",
+             refused=r"T.comm.put \(comm op #0\) involves cores \[\(1, 2\), \(2, 2\), "
+                     r"\(2, 3\)\], which run no block of the launch grid \(4,\)", why=GRID4),
+    _up_sync("comm_all_gather_axis0_all", "comm_all_gather_kernel",
+             make=lambda m: m.comm_all_gather_kernel(direction="all", axis=0),
+             refused=r"T.comm.all_gather \(comm op #0\) involves cores \[\(1, 0\).*\], "
+                     r"which run no block of the launch grid \(4,\)", why=GRID4),
+    _up_sync("comm_all_gather_axis_last_horizontal", "comm_all_gather_kernel",
+             make=lambda m: m.comm_all_gather_kernel(direction="horizontal", axis=-1),
+             observe=["R_shared"], check=check_row_gather_last),
+    _up_sync("comm_all_gather_axis_last_all", "comm_all_gather_kernel",
+             make=lambda m: m.comm_all_gather_kernel(direction="all", axis=-1),
+             refused=r"T.comm.all_gather \(comm op #0\) involves cores \[\(1, 0\).*\], "
+                     r"which run no block of the launch grid \(4,\)", why=GRID4),
+    _up_sync("sync_if_broadcast", "sync_if_broadcast_kernel",
+             refused=r"T.comm.broadcast \(comm op #0\) is under `if .*bx == 0`, which "
+                     r"holds on some cores of its group",
+             why="a row broadcast under `if bx == 0`: the row's other cores never take "
+                 "part (on the chip the op never completes)"),
+    _up_sync("sync_loop_broadcast", "sync_loop_broadcast_kernel",
+             undefined="the first broadcast sends C_shared, which nothing writes first"),
+]
+
+
 # -- the runner --------------------------------------------------------------------------------
 def run_case(case: Case, seed: int = 0) -> None:
     tm.enable(mesh=case.mesh, compat=case.compat)

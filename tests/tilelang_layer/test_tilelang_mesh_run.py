@@ -230,6 +230,34 @@ def test_an_atomic_add_into_a_mesh_tensor_reaches_the_caller():
     np.testing.assert_array_equal(a.numpy(), 1 + 2 * x.numpy() + owner)
 
 
+@pytest.mark.slow
+def test_a_reduction_reads_an_all_gathered_buffer():
+    """A row's all_gather into G, then T.reduce_sum over the gathered axis (SUNMMIO's
+    RMSNorm and reduction examples): each core gets the sum of its row's tiles. G lives
+    across the comm op; it used to be read through a pointer into the cores' shared
+    array, and TileLang's CPU reduction stopped with an InternalError ("CPU reduce only
+    supports local src and local/local.var dst buffers")."""
+    tm.enable(mesh=(2, 2))
+
+    @T.prim_func
+    def k(A: T.Tensor((4, 3), "float32"), Out: T.Tensor((4, 3), "float32")):
+        with T.Kernel(4) as cid:
+            S = T.alloc_shared((3,), "float32")
+            G = T.alloc_shared((2, 3), "float32")
+            R = T.alloc_shared((3,), "float32")
+            T.copy(A[cid, 0:3], S)
+            T.comm.all_gather(S, G, "h")
+            T.reduce_sum(G, R, dim=0)
+            T.copy(R, Out[cid, 0:3])
+
+    kern = compile_mesh_kernel(k, compile_flags=FLAGS)
+    a = torch.arange(12, dtype=torch.float32).reshape(4, 3)
+    out = torch.zeros(4, 3)
+    kern(a, out)
+    rows = a.numpy().reshape(2, 2, 3).sum(axis=1)
+    np.testing.assert_array_equal(out.numpy(), np.repeat(rows, 2, axis=0))
+
+
 # -- the demo ---------------------------------------------------------------------------------
 def test_demo_runs_the_fork_gemm_and_prints_its_traffic(capsys):
     assert cli_main(["demo", "--tilelang-mesh", "--size", "40", "--repeat", "1"]) == 0

@@ -15,6 +15,11 @@ from tvm.runtime import DataType
 from .expr import static_int
 
 COPY_OP = "tl.tileop.copy"
+#: tile-op operands (by position) that stock TileLang's CPU lowering takes only in local
+#: memory: ``T.clear``/``T.fill``'s target, ``T.gemm``'s accumulator, both buffers of a
+#: reduction
+LOCAL_OPERANDS = {"tl.tileop.fill": (0,), "tl.tileop.gemm": (2,),
+                  "tl.tileop.reduce": (0, 1)}
 
 
 def itemsize(dtype: Any) -> int:

@@ -773,8 +773,8 @@ def _gather_operands(op: str, send: Any, recv: Any, k: int, axis: Any
     fits = len(r_ext) == len(want) and all(a >= b for a, b in zip(r_ext, want))
     exact = tuple(r_ext) == want
     if not exact and (s.kind == r.kind == "buffer" or _STATE.compat == "2025" or not fits):
-        raise ValueError(f"Receive buffer shape must be {list(want)} to hold gathered data "
-                         f"from {k} cores, but got {list(r_ext)}.")
+        raise ValueError(f"{full}: receive buffer shape must be {list(want)} to hold "
+                         f"gathered data from {k} cores, but got {list(r_ext)}.")
     return (_encoded(s, s_ext, "src"), _encoded(r, want, "dst"), tuple(s_ext), s.buffer,
             r.buffer, axis)
 
@@ -790,7 +790,8 @@ def _reduce_operands(op: str, buffer: Any, out: Any, dim: Any
                          f"values.")
     rank = len(s.mins)
     if not _is_int(dim) or not -1 <= dim < rank:
-        raise ValueError(f"dim {dim} out of bounds for buffer with {rank} dimensions.")
+        raise ValueError(f"{full}: dim {dim} out of bounds for buffer with {rank} "
+                         f"dimensions.")
     dim = rank - 1 if dim == -1 else int(dim)
     if s.kind == "load":
         o_ext = list(_static(full, "dst", o, _clip(full, o, o.extents)))  # type: ignore
@@ -811,7 +812,8 @@ def _reduce_operands(op: str, buffer: Any, out: Any, dim: Any
         shrink = drop if len(o_ext) == len(drop) else keep
         if (s.kind == o.kind == "buffer" or _STATE.compat == "2025" or len(o_ext) != len(shrink)
                 or any(a < b for a, b in zip(o_ext, shrink))):
-            raise ValueError(f"Invalid reduce output shape, buffer shape is {list(s_ext)}, "
+            raise ValueError(f"{full}: invalid reduce output shape, buffer shape is "
+                             f"{list(s_ext)}, "
                              f"dim is {dim}, output shape is {list(o_ext)}, expected shapes "
                              f"are {list(drop)} or {list(keep)}")
         o_ext = shrink

@@ -18,7 +18,9 @@ The kernel keeps one launch (its block loops get extent 1); inside it:
   reading it, or when it is small (``MeshPassConfig.small_private_bytes``) and every
   segment using it overwrites it entirely before reading it (the micro-kernel's accumulator stays in registers); a small one
   used by one segment inside a loop is copied in and out of its slice around the
-  segment; region starts may not read per-core buffers;
+  segment, and so is, around every segment using it, a buffer that a reduction, a
+  ``T.fill`` or ``T.gemm``'s accumulator uses (TileLang's CPU lowering takes those only
+  in local memory); region starts may not read per-core buffers;
 - each comm op becomes a loop nest over destination cores copying (or reducing) between
   cores' slices, through a staging array when ``src`` and ``dst`` share a buffer;
 - lets that depend on the core are substituted where they are used.
@@ -44,7 +46,7 @@ from ..pass_config import DEFAULT, WORKSPACES, MeshPassConfig
 from ..ir.memory import Memory, View
 from ..ir.names import DIST_RANK_ATTR
 from ..ir.resolve import prim_func
-from ..ir.scope import Found, Let, WhileLoop, find_calls, itemsize
+from ..ir.scope import LOCAL_OPERANDS, Found, Let, WhileLoop, find_calls, itemsize, region_of
 from .narrow_float import FORMATS
 
 __all__ = ["LowerMeshComm", "lower_mesh_comm", "check_collective_rule", "WORKSPACE_ATTR",
@@ -607,6 +609,14 @@ class _Lowering:
                 if b.data in vs:
                     seg_uses.setdefault(b.data, []).append(i)
         in_comm = {r.buffer.data for o in self.ops if o.src is not None for r in (o.src, o.dst)}
+        # a tile op that stock TileLang lowers only on local buffers (a reduction, T.gemm's
+        # accumulator, T.fill) keeps its buffer local: copied in and out of its slice
+        # around each segment, not read through a pointer into the shared array
+        local_ops = {region_of(f.call.args[pos]).buffer.data
+                     for seg in self.planner.segs for s in seg.stmts
+                     for f in find_calls(s, lambda c: getattr(c.op, "name", None)
+                                         in LOCAL_OPERANDS)
+                     for pos in LOCAL_OPERANDS[f.call.op.name]}
         self.stores: dict = {}
         self.ptrs: list = []
         for b in allocs:
@@ -622,13 +632,13 @@ class _Lowering:
                     continue  # scratch of one segment that runs once per core
                 if dead(segs[0]):
                     continue  # overwritten before it is read: nothing to carry over
-                private = small
+                private = small or b.data in local_ops
             elif b.data not in in_comm and small and all(dead(i) for i in segs):
                 # every segment using it overwrites it first: a small scratch (it lives on
                 # the stack), nothing carried
                 continue
             else:
-                private = False
+                private = b.data in local_ops
             if n is None:
                 raise ValueError(f"LowerMeshComm: per-core buffer {b.name!r} has symbolic shape "
                                  f"{list(b.shape)}; buffers live across comm ops need static "

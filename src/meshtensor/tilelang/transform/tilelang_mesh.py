@@ -39,6 +39,7 @@ from ..ir.expr import static_int
 from ..ir.launch import Launch, launch_grid, upstream_launch_guard
 from ..ir.mesh_param import MeshParam, mesh_params
 from ..ir.names import DIST_RANK_ATTR
+from ..ir.scope import LOCAL_OPERANDS as _LOCAL_OPERANDS
 from ..ir.scope import find_calls, region_of
 from .narrow_float import exact_float_constants
 
@@ -49,9 +50,6 @@ WHERE = "PrepareTilelangMesh"
 #: the function attribute naming the symbolic sizes the kernel takes as scalar
 #: parameters after its own (see :func:`_size_params`)
 SIZE_PARAMS = "meshtensor.size_params"
-# operands (by position) that stock TileLang's CPU lowering wants in local memory
-_LOCAL_OPERANDS = {"tl.tileop.fill": (0,), "tl.tileop.gemm": (2,),
-                   "tl.tileop.reduce": (0, 1)}
 
 
 @dataclass(frozen=True, eq=False)
