@@ -69,6 +69,36 @@ def test_ring_allreduce_from_puts_equals_the_sum_on_every_rank(W):
         np.testing.assert_array_equal(per_rank[r][1].numpy(), want, err_msg=f"rank {r}")
 
 
+# --- T.dist: all_reduce against the ring, in float32, in rank order -----------------
+
+def _all_reduce(W):
+    tm.enable(mesh=(2, 2))
+    with tm.world(W):
+        @T.prim_func
+        def reduce_sum(A: T.Tensor((4, L), "float32"), B: T.Tensor((4, L), "float32"),
+                       rank_id: T.dist.RankId):
+            with T.Kernel(4, threads=1) as bx:
+                src = T.alloc_shared((L,), "float32")
+                dst = T.alloc_shared((L,), "float32")
+                T.copy(A[bx, 0:L], src)
+                T.dist.all_reduce(src, dst, "sum", signal=T.dist.signal())  # required
+                T.copy(dst, B[bx, 0:L])
+    return compile_mesh_kernel(reduce_sum, check_races=True)
+
+
+def test_all_reduce_sums_in_rank_order_bit_for_bit():
+    W = 4
+    kernel = _all_reduce(W)
+    rng = np.random.default_rng(6)
+    a = [rng.standard_normal((4, L)).astype(np.float32) for _ in range(W)]
+    per_rank = [[torch.from_numpy(x.copy()), torch.zeros(4, L)] for x in a]
+    kernel.run_ranks(per_rank)
+    want = ((a[0] + a[1]) + a[2]) + a[3]
+    assert not np.array_equal(want, ((a[3] + a[2]) + a[1]) + a[0])   # order shows
+    for r in range(W):
+        np.testing.assert_array_equal(per_rank[r][1].numpy(), want, err_msg=f"rank {r}")
+
+
 # --- T.dist: a 2-rank exchange in two halves, manual expectations ---------------------
 
 def _exchange():
