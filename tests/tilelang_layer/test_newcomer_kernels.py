@@ -12,7 +12,8 @@ import torch
 import tilelang
 import tilelang.language as T
 
-from meshtensor.tilelang import DistDeadlockError, DistRaceError, compile_mesh_kernel
+from meshtensor.tilelang import (DistDeadlockError, DistRaceError, analyze_dist_communication,
+                                 compile_mesh_kernel)
 from meshtensor.tilelang import tilelang_mesh as tm
 
 pytestmark = pytest.mark.slow
@@ -67,6 +68,18 @@ def test_ring_allreduce_from_puts_equals_the_sum_on_every_rank(W):
     for r in range(W):
         assert not np.array_equal(a[r], want)       # data really moved
         np.testing.assert_array_equal(per_rank[r][1].numpy(), want, err_msg=f"rank {r}")
+
+
+def test_ring_allreduce_traffic_is_three_messages_per_link():
+    W = 4
+    traffic = analyze_dist_communication(_ring_allreduce(W))
+    # every core sends W - 1 vectors of L float32 to its peer on the next chip
+    want = {(r, (r + 1) % W, c): [(W - 1) * L * 4, W - 1] for r in range(W)
+            for c in range(4)}
+    assert {k: list(v) for k, v in traffic.chip.items()} == want
+    assert (traffic.chip_bytes, traffic.chip_messages) == (W * 4 * 96, W * 4 * 3)
+    # the documented default link: 25 GB/s and 1 us a message
+    assert traffic.time()["chip"] == pytest.approx(96 / 25e9 + 3 * 1e-6)
 
 
 # --- T.dist: all_reduce against the ring, in float32, in rank order -----------------
@@ -293,6 +306,43 @@ def test_sunmmio_broadcast_along_rows_then_bfloat16_gate():
     fused = (x.astype(np.float32) * g.astype(np.float32) + x.astype(np.float32))
     assert not np.array_equal(fused.astype(BF16).astype(np.float32), want)
     np.testing.assert_array_equal(y.float().numpy(), want)
+
+
+# --- Both layers: row sums over a chip's row (T.comm), then over the chips (T.dist) ----
+
+def _row_sums_over_chips(W):
+    tm.enable(mesh=(2, 2))
+    with tm.world(W):
+        @T.prim_func
+        def row_sums2(A: T.MeshTensor((W * M, N), T.placement.full_shard(0, 1), "bfloat16",
+                                      rank_placement=T.dist.placement.shard(0)),
+                      S: T.MeshTensor((M,), T.placement.row_shard(0), "bfloat16"),
+                      rank_id: T.dist.RankId):
+            with T.Kernel() as cid:
+                m, n = A.local_shape
+                A_s = T.alloc_shared((m, n), "bfloat16")
+                P_s = T.alloc_shared((m,), "bfloat16")
+                Q_s = T.alloc_shared((m,), "bfloat16")
+                T.copy(A[0:m, 0:n], A_s)
+                T.comm.all_reduce(A_s, P_s, "sum", "h", dim=1)          # my chip's row
+                T.dist.all_reduce(P_s, Q_s, "sum", signal=T.dist.signal())  # the chips
+                T.copy(Q_s, S[0:m])
+    return compile_mesh_kernel(row_sums2, check_races=True)
+
+
+def test_row_sums_over_a_chip_row_then_over_chips_in_bfloat16():
+    W = 2
+    kernel = _row_sums_over_chips(W)
+    a = np.random.default_rng(7).standard_normal((W * M, N)).astype(BF16)
+    s = torch.zeros(M, dtype=torch.bfloat16)
+    kernel(_bf16_tensor(a), s)         # rank r holds rows r*M..(r+1)*M (balanced)
+    parts = a.reshape(W, M, N)
+    per_rank = [_bf16_fold([_bf16_fold([parts[r][:, j] for j in range(c * 8, c * 8 + 8)])
+                            for c in range(2)]) for r in range(W)]
+    want = _bf16_fold(per_rank).astype(np.float32)
+    assert not np.array_equal(parts.astype(np.float32).sum(axis=(0, 2)).astype(BF16)
+                              .astype(np.float32), want)
+    np.testing.assert_array_equal(s.float().numpy(), want)
 
 
 # --- Newcomer mistakes ----------------------------------------------------------------
