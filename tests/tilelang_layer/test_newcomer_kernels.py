@@ -41,13 +41,13 @@ def _ring_allreduce(W):
                 s = T.dist.signal()
                 T.copy(A[bx, 0:L], mine)
                 T.copy(A[bx, 0:L], acc)
+                nxt = (rank_id + 1) % T.dist.world_size()
                 for step in T.serial(W - 1):
                     # pass on what arrived last step (my own vector first)
                     if step == 0:
-                        T.dist.put(mine, recv[0, 0:L], (rank_id + 1) % W, signal=s,
-                                   submit=True)
+                        T.dist.put(mine, recv[0, 0:L], nxt, signal=s, submit=True)
                     else:
-                        T.dist.put(recv[step - 1, 0:L], recv[step, 0:L], (rank_id + 1) % W,
+                        T.dist.put(recv[step - 1, 0:L], recv[step, 0:L], nxt,
                                    signal=s, submit=True)
                     T.dist.wait_signal(s)
                     for i in T.serial(L):
