@@ -308,6 +308,22 @@ def test_sunmmio_broadcast_along_rows_then_bfloat16_gate():
     np.testing.assert_array_equal(y.float().numpy(), want)
 
 
+def test_sunmmio_2d_launch_puts_block_bx_by_on_row_by_col_bx():
+    tm.enable(mesh=(2, 3))
+
+    @T.prim_func
+    def where(O: T.MeshTensor((2, 3), T.placement.full_shard(0, 1), "float32"),
+              P: T.MeshTensor((2, 3), T.placement.full_shard(0, 1), "float32")):
+        with T.Kernel(3, 2) as (bx, by):              # (ncols, nrows), as the docs say
+            O[0, 0] = T.cast(by * 10 + bx, "float32")
+            P[0, 0] = T.cast(T.comm.current_core(), "float32")
+    o, p = torch.zeros(2, 3), torch.zeros(2, 3)
+    compile_mesh_kernel(where)(o, p)
+    row, col = np.mgrid[0:2, 0:3]
+    np.testing.assert_array_equal(o.numpy(), row * 10 + col)
+    np.testing.assert_array_equal(p.numpy(), row * 3 + col)
+
+
 # --- Both layers: row sums over a chip's row (T.comm), then over the chips (T.dist) ----
 
 def _row_sums_over_chips(W):
