@@ -490,6 +490,19 @@ def _split_group():
     return compile_mesh_kernel(k)
 
 
+def _global_call_of_rank_dependent_output():
+    """Each rank writes its id into a plain T.Tensor, then the kernel is called with
+    the global tensor (docs/tdist.md: such a kernel is run with run_ranks)."""
+    tm.enable(mesh=(1, 2))
+    with tm.world(2):
+        @T.prim_func
+        def who(B: T.Tensor((2, 4), "float32"), rank_id: T.dist.RankId):
+            with T.Kernel(2, threads=1) as bx:
+                for i in T.serial(4):
+                    B[bx, i] = T.cast(rank_id, "float32")
+    compile_mesh_kernel(who)(torch.zeros(2, 4))
+
+
 _MISTAKES = {
     "race": lambda: compile_mesh_kernel(_two_rank("race")),
     "count": lambda: _run_two_rank("count"),
@@ -498,6 +511,7 @@ _MISTAKES = {
     "direction": _bad_direction,
     "ring_reuse": _ring_reusing_one_buffer,
     "split_group": _split_group,
+    "global_call": _global_call_of_rank_dependent_output,
 }
 _messages = {}
 
@@ -565,6 +579,18 @@ def test_condition_is_quoted_as_written():
     assert "cid % 2 == 0" in str(_error("split_group"))
 
 
+def test_global_call_of_a_kernel_whose_ranks_disagree_is_refused():
+    msg = str(_error("global_call"))
+    assert "ranks 0 and 1 disagree" in msg and "(first at [0, 0]: 0.0 vs 1.0)" in msg
+
+
+@pytest.mark.xfail(strict=True, reason="names the output 'B_handle' and does not point "
+                   "to kernel.run_ranks, which docs/tdist.md says such a kernel needs")
+def test_global_call_refusal_names_b_and_run_ranks():
+    msg = str(_error("global_call"))
+    assert "'B'" in msg and "run_ranks" in msg
+
+
 def test_wrong_dst_rank_names_the_put_and_the_range():
     msg = str(_error("rank_oob"))
     assert "T.dist.put (dist op #1)" in msg and "dst_rank 2 is outside [0, 2)" in msg
@@ -581,7 +607,7 @@ def test_wrong_direction_names_the_op_and_the_choices():
     assert "T.comm.broadcast" in msg and "horizontal" in msg
 
 
-_WIDE = pytest.mark.xfail(strict=True, reason="lines of 117-375 columns")
+_WIDE = pytest.mark.xfail(strict=True, reason="lines of 117-383 columns")
 
 
 @pytest.mark.parametrize("name", [pytest.param("race", marks=_WIDE),
@@ -589,6 +615,7 @@ _WIDE = pytest.mark.xfail(strict=True, reason="lines of 117-375 columns")
                                   pytest.param("late_submit", marks=_WIDE),
                                   pytest.param("ring_reuse", marks=_WIDE),
                                   pytest.param("split_group", marks=_WIDE),
+                                  pytest.param("global_call", marks=_WIDE),
                                   "rank_oob", "direction"])
 def test_mistake_messages_fit_80_columns(name):
     lines = str(_error(name)).splitlines()
