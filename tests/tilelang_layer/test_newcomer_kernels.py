@@ -94,7 +94,7 @@ def _all_reduce(W):
                 src = T.alloc_shared((L,), "float32")
                 dst = T.alloc_shared((L,), "float32")
                 T.copy(A[bx, 0:L], src)
-                T.dist.all_reduce(src, dst, "sum", signal=T.dist.signal())  # required
+                T.dist.all_reduce(src, dst, "sum", signal=T.dist.signal())
                 T.copy(dst, B[bx, 0:L])
     return compile_mesh_kernel(reduce_sum, check_races=True)
 
