@@ -35,13 +35,14 @@ def kernel(W, mesh, mode="ok"):
                 s = T.dist.signal()
                 t = T.dist.signal()
                 u = T.dist.signal()
+                v = T.dist.signal()  # (a collective's signal serves it alone)
                 if mode == "deadlock":
                     ml = T.dist.signals(1, expect="manual")
                     T.dist.wait_signal(ml[0], expected_delta=1)
                 for j in T.serial(N):  # each rank's own data, every result replicated
                     src[j] = A[bx, j] * T.float32(rank_id + 1)
                 if mode == "bad_rank":
-                    T.dist.put(src, red, rank_id * 2, signal=u, submit=True)
+                    T.dist.put(src, red, rank_id * 2, signal=v, submit=True)
                 T.dist.all_gather(src, gat, signal=s, submit=True)
                 T.dist.wait_signal(s)
                 T.dist.all_reduce(src, red, "sum", signal=t)
