@@ -50,3 +50,43 @@ def spawn_lock(tmp_path_factory):
             fcntl.flock(lock, fcntl.LOCK_EX)
             yield
     return held
+
+
+# Error messages are wrapped to 80 columns (``meshtensor.text.fit``): a line break in
+# one is layout, not content. ``pytest.raises(..., match=...)`` here matches the
+# message as written or with its line breaks (and the indents after them) read as
+# single spaces, so a test's pattern names the words, wherever the lines break.
+_pytest_raises = pytest.raises
+
+
+def _flat(message: str) -> str:
+    return " ".join(message.split())
+
+
+class _Raises:
+    def __init__(self, expected, match, kw):
+        self._cm = _pytest_raises(expected, **kw)
+        self._match = match
+
+    def __enter__(self):
+        self._info = self._cm.__enter__()
+        return self._info
+
+    def __exit__(self, *exc):
+        handled = self._cm.__exit__(*exc)
+        if handled and self._match is not None:
+            import re
+            msg = str(self._info.value)
+            if not (re.search(self._match, msg) or re.search(self._match, _flat(msg))):
+                raise AssertionError(f"Regex pattern did not match.\n  Expected regex: "
+                                     f"{self._match!r}\n  Actual message: {msg!r}")
+        return handled
+
+
+def _raises(expected, *args, match=None, **kw):
+    if args:  # the call form, pytest.raises(E, func, *args): as pytest has it
+        return _pytest_raises(expected, *args, match=match, **kw)
+    return _Raises(expected, match, kw)
+
+
+pytest.raises = _raises

@@ -84,6 +84,36 @@ def wrap(text: str, width: int, *, indent: str = "") -> list[str]:
                          break_on_hyphens=False) or [text[:width]]
 
 
+def fit(message: str, width: int = DEFAULT_WIDTH) -> str:
+    """An error message in lines of at most ``width`` columns: each longer line
+    wrapped at its spaces, the rest of it indented two more spaces than its start
+    (a word longer than a line stays whole).
+
+    >>> print(fit("T.dist.put (dist op #1): its source must use shared.rsram or "
+    ...           "global/DRAM, got 'shared.wsram'", 40))
+    T.dist.put (dist op #1): its source must
+      use shared.rsram or global/DRAM, got
+      'shared.wsram'
+    """
+    out: list[str] = []
+    for line in message.split("\n"):
+        if len(line) <= width:
+            out.append(line)
+            continue
+        lead = line[:len(line) - len(line.lstrip(" "))]
+        out += textwrap.wrap(line, width, initial_indent="", subsequent_indent=lead + "  ",
+                             break_on_hyphens=False, break_long_words=False) or [line]
+    return "\n".join(out)
+
+
+def fitted(error: BaseException) -> BaseException:
+    """``error`` with its message :func:`fit` to the default width (in place: its type
+    and traceback stay)."""
+    if error.args and isinstance(error.args[0], str):
+        error.args = (fit(error.args[0]),) + error.args[1:]
+    return error
+
+
 def columns(headers: Sequence[str], rows: Sequence[Sequence[object]], width: int, *,
             key: int = 1, left: Sequence[int] = (0,), gap: int = 2) -> list[str]:
     """A table of ``rows`` under ``headers`` in at most ``width`` columns: where all

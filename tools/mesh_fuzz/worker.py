@@ -41,7 +41,8 @@ def error_info(e: BaseException, phase: str) -> dict:
     status = "refused" if isinstance(e, ValueError) and ours else "crash"
     text = "".join(traceback.format_exception(type(e), e, e.__traceback__))
     return {"status": status, "phase": phase, "type": type(e).__name__,
-            "message": str(e), "traceback": text[-6000:]}
+            "message": " ".join(str(e).split()),  # (wrapped at 80 columns: joined)
+            "traceback": text[-6000:]}
 
 
 def first_line(info: dict) -> str:

@@ -98,7 +98,8 @@ def run_one(seed: str, index: int, plant_rate: float = 0.25,
         out.message = f"{type(e).__name__}: {e}"
         if prog.plant is None:
             out.status = "refused"
-        elif re.search(EXPECTED[prog.plant], str(e), re.MULTILINE):
+        elif (re.search(EXPECTED[prog.plant], str(e), re.MULTILINE) or
+              re.search(EXPECTED[prog.plant], " ".join(str(e).split()))):  # (wrapped text)
             out.status = "caught"
         else:
             out.status = "other"

@@ -23,6 +23,7 @@ from .ir.memory import Memory
 from .ir.mesh_param import bind_symbols
 from .ir.scope import find_calls
 from .logs import quiet_tilelang
+from ..text import fitted
 from .pass_config import DEFAULT, MeshPassConfig
 from .transform.lower_comm import WORKSPACE_ATTR, lower_mesh_comm
 from .transform.narrow_float import FORMATS, legalize_narrow_floats, narrow_dtypes
@@ -282,13 +283,13 @@ def compile_mesh_kernel(func: tirx.PrimFunc, target: str = "c", *, check_races: 
         config = dataclasses.replace(config, check_races=config.check_races or check_races,
                                      spmdize=config.spmdize or spmdize)
     from .transform.lower_dist import has_dist_ops
-    if has_dist_ops(func):  # a T.dist kernel: every rank of the world (runtime.dist_kernel)
-        return _compile_dist(func, target, config, kw)
     try:
+        if has_dist_ops(func):  # a T.dist kernel: every rank (runtime.dist_kernel)
+            return _compile_dist(func, target, config, kw)
         return _compile_mesh_kernel(func, target, config, kw)
-    except ValueError as e:
+    except (ValueError, TypeError) as e:
         if func.attrs is None or SPMDIZED_ATTR not in func.attrs:
-            raise
+            raise fitted(e)  # (a refusal in 80 columns)
         # spmdize promises kernels the layer accepts: a refusal here is its bug
         raise ValueError(f"compile_mesh_kernel refuses a kernel that spmdize wrote, which "
                          f"is a bug in spmdize, not in your kernel (please report it with "

@@ -724,13 +724,14 @@ def _linear(exprs: Sequence[tirx.PrimExpr], mesh: Mesh) -> tirx.PrimExpr:
     return exprs[0] if len(exprs) == 1 else exprs[0] * mesh.shape[1] + exprs[1]
 
 
-def _direction(direction: Any) -> int:
+def _direction(direction: Any, op: str) -> int:
     if not isinstance(direction, str):
-        raise TypeError(f"direction must be a string (h/horizontal, v/vertical, a/all), got "
-                        f"{type(direction).__name__}")
+        raise TypeError(f"T.comm.{op}: direction must be a string (h/horizontal, "
+                        f"v/vertical, a/all), got {type(direction).__name__}")
     code = DIRECTION_MAP.get(direction.lower())
-    if code is None:
-        raise ValueError(f"Invalid direction string: {direction}")
+    if code is None:  # (the fork's text, "Invalid direction string", kept first)
+        raise ValueError(f"Invalid direction string: {direction}\n  T.comm.{op} takes "
+                         f"h/horizontal (a row), v/vertical (a column) or a/all")
     return code
 
 
@@ -905,7 +906,7 @@ class TilelangMeshComm:
         other cores keep ``dst``. ``src`` may be global memory (read by ``src_core``)."""
         mesh = enabled_mesh()
         s_call, d_call, n = _transfer("broadcast", src, dst, size)
-        code = _direction(direction)
+        code = _direction(direction, "broadcast")
         core = _core_exprs(src_core, "src_core", mesh)
         return _statement(encode("tm_broadcast", mesh, _DIR_AXES[code],
                                  {"src_core": core, "size": n}, s_call, d_call))
@@ -936,7 +937,7 @@ class TilelangMeshComm:
         concatenated along it. ``size``: the first elements of each send, into the first
         elements of its slot."""
         op, mesh = "all_gather", enabled_mesh()
-        code = _direction(direction)
+        code = _direction(direction, op)
         k = int(np.prod([mesh.shape[a] for a in _DIR_AXES[code]]))
         s_call, d_call, s_ext, s_buf, d_buf, axis = _gather_operands(op, send_buffer,
                                                                      recv_buffer, k, axis)
@@ -965,7 +966,7 @@ class TilelangMeshComm:
             raise ValueError(f"Reduction op must be one of {list(REDUCE_TYPE_LIST)}, but got "
                              f"{shown}.")
         kind = reduce_type.lower()
-        code = _direction(direction)
+        code = _direction(direction, "all_reduce")
         if clear not in (True, False):
             raise ValueError("clear must be a boolean value.")
         _dtypes(op, s_buf, d_buf)

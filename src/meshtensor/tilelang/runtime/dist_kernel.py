@@ -25,6 +25,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ...text import fitted
 from ..transform.lower_dist import DistProgram
 from . import shim
 from .dist_rank import DistRaceError, DistRuntimeError, Job, RankRuntime
@@ -145,7 +146,7 @@ class DistKernel:
         """Write the ranks' results into the global tensors: a rank-sharded one from each
         rank's slice; any other from the ranks' copies, which must agree."""
         kinds = [k for k in self._kinds() if k[0] != "rank"]
-        names = [v.name for i, v in enumerate(self.prim_func.params)
+        names = [_param_name(self.prim_func, v) for i, v in enumerate(self.prim_func.params)
                  if i != self.program.rank_param]
         for j, (k, a) in enumerate(zip(kinds, args)):
             if k[0] == "scalar" or (k[0] == "mesh" and not k[3]):
@@ -396,6 +397,13 @@ def _bits(t: Any) -> np.ndarray:
         arr.view(np.uint8).reshape(1, -1)
 
 
+def _param_name(func: Any, v: Any) -> str:
+    """A parameter as the kernel's author named it (a tensor's buffer name: TVM calls
+    its handle ``<name>_handle``)."""
+    b = func.buffer_map.get(v)
+    return str(b.name) if b is not None else str(v.name)
+
+
 def _agree(what: str, copies: list, who: str = "ranks") -> None:
     """``ValueError`` unless every copy has the same bits."""
     ref = _bits(copies[0])
@@ -404,16 +412,18 @@ def _agree(what: str, copies: list, who: str = "ranks") -> None:
         diff = (b != ref).any(axis=-1)
         if diff.any():
             at = tuple(int(i) for i in np.argwhere(diff)[0])
-            raise ValueError(f"{what} is one tensor, but the copies of {who} "
+            raise fitted(ValueError(f"{what} is one tensor, but the copies of {who} "
                              f"0 and {r} disagree at {int(diff.sum())} of {diff.size} elements "
                              f"(first at {list(at)}: {copies[0][at].item()} vs "
                              f"{c[at].item()}); every copy of a replicated output must be "
-                             f"written alike")
+                             f"written alike" + (
+                                 "; to give each rank its own tensors, call "
+                                 "kernel.run_ranks(per_rank_args)" if who == "ranks" else "")))
 
 
 def _compare_runs(kernel: DistKernel, early: list[list], late: list[list]) -> None:
     """A checked call: refuse a result that differs between the two delivery policies."""
-    names = [v.name for v in kernel.prim_func.params]
+    names = [_param_name(kernel.prim_func, v) for v in kernel.prim_func.params]
     for r in range(kernel.world):
         for j, (a, b) in enumerate(zip(early[r], late[r])):
             if not hasattr(a, "shape") or j == kernel.program.rank_param:

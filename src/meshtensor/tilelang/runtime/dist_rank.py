@@ -40,6 +40,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ...text import fitted, plural
 from ..transform.lower_dist import DistProgram, SignalPlan, Site
 
 __all__ = ["Job", "RankRuntime", "DistDeadlockError", "DistRaceError", "DistRuntimeError",
@@ -47,7 +48,12 @@ __all__ = ["Job", "RankRuntime", "DistDeadlockError", "DistRaceError", "DistRunt
 
 
 class DistRuntimeError(ValueError):
-    """A ``T.dist`` kernel did what the chip does not define (raised by the call)."""
+    """A ``T.dist`` kernel did what the chip does not define (raised by the call; its
+    report in lines of at most 80 columns)."""
+
+    def __init__(self, *args: Any):
+        super().__init__(*args)
+        fitted(self)
 
 
 class DistDeadlockError(DistRuntimeError):
@@ -135,6 +141,7 @@ class JobState:
         self.senders: dict = {}                # value-kind receiver -> its one sender
         self.inflight: list[Message] = []      # late policy: sent, not landed
         self.inbox: list[list] = [[] for _ in range(world)]  # data to land at a resume
+        self.queued: dict = {}                 # blocked actor -> sends it has queued
         self.error: Exception | None = None
         self.origin: int | None = None         # the rank that found the error
         self.holder: int | None = None         # the actor holding the baton
@@ -305,6 +312,10 @@ def deadlock_text(prog: DistProgram, st: JobState) -> str:
             how = "any of " if c.mode == "any" else "all of " if len(parts) > 1 else ""
             lines.append(f"  rank {q} core {core} waits in {c.site.name} for "
                          f"{how}{'; '.join(parts)}")
+            if st.queued.get(a):
+                lines.append(f"    with {plural(st.queued[a], 'queued send')} not submitted "
+                             f"(the send queue is not submitted: call T.dist.submit(), "
+                             f"or put with submit=True, before the wait)")
     return "\n".join(lines)
 
 
@@ -434,6 +445,7 @@ class RankRuntime:
                 continue
             st.status[me] = "blocked"
             st.cond[me] = cond
+            st.queued[me] = len(self.queue[cond.core])  # (for the deadlock report)
             self._yield(cond.core)
             self.acquire(cond.core)
 

@@ -195,6 +195,21 @@ def _stage_sources(stmt: tirx.Stmt, ops: list[CommOp], params: dict, launch: Lau
     return _add_allocs(out, new_bufs)
 
 
+def _launch_names(expr: Any, launch: Launch) -> str:
+    """A note naming the block indices ``expr`` uses: TileLang's IR calls them ``bx``
+    (``by``) whatever name the kernel's ``with T.Kernel(...) as ...`` gave them."""
+    used = sorted({str(v.name) for v in launch.vars if _uses(expr, v)})
+    return (f" ({', '.join(used)}: the block index T.Kernel binds, whatever you named "
+            f"it)") if used else ""
+
+
+def _uses(expr: Any, var: Any) -> bool:
+    found: list = []
+    tirx.stmt_functor.post_order_visit(
+        tirx.Evaluate(expr), lambda n: found.append(n) if n.same_as(var) else None)
+    return bool(found)
+
+
 # -- DMA copies out of a blocked DRAM layout -------------------------------------------------------
 #: the fork's layouts whose blocks are column-major inside (not "ZZ-like")
 _ZN_LIKE = ("zn(",)
@@ -514,7 +529,7 @@ def _check_guard(o: CommOp, cond: Any, launch: Launch, idle: _Idle | None = None
                     f"its group {[mesh.multi_index(c) for c in sorted(grp)]} but not on "
                     f"{[mesh.multi_index(c) for c in off]}; every core of a group takes "
                     f"part in the op on the chip, so the condition must be uniform over "
-                    f"each group the op involves")
+                    f"each group the op involves" + _launch_names(cond, launch))
         if o.op in ("tm_broadcast", "tm_put"):
             for p in pts:
                 if not active[p] and groups[p] not in named:
