@@ -500,7 +500,7 @@ def test_chip_to_chip_traffic_and_time():
     # core (0, 0)'s put leaves by core (1, 0) and core (1, 0)'s by core (0, 0): every
     # link to the next rank carries one put and one barrier signal, the others a signal
     for (s, d, c), got in t.chip.items():
-        assert got == ([32, 2] if d == (s + 1) % W else [0, 1]), (s, d, c)
+        assert got == ((32, 2) if d == (s + 1) % W else (0, 1)), (s, d, c)
     assert t.rank_bytes()[0] == (128, 128)
     m = get_machine("generic").replace(chip_link_bandwidth=32e9, chip_link_latency=1e-6)
     est = t.time(m)

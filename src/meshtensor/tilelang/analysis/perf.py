@@ -604,6 +604,11 @@ def _per_core_buffers(func: tirx.PrimFunc) -> tuple[tuple[str, str, int], ...]:
     return tuple(out)
 
 
+#: the calls LowerDist leaves for a rank's runtime (puts, waits; the chip-to-chip
+#: traffic report times them)
+_DIST_RUNTIME = ("meshtensor_rt_", "meshtensor_marker_")
+
+
 def count_mesh_kernel(kernel: Any, mesh: Any = None) -> KernelWork:
     """The machine-independent counts of a mesh kernel (a PrimFunc, ``JITKernel``,
     ``MeshKernel`` or IRModule): per superstep in execution order and per core, its
@@ -645,6 +650,9 @@ def count_mesh_kernel(kernel: Any, mesh: Any = None) -> KernelWork:
             continue  # copies from the view below (indexed as the traffic report has them)
         else:
             label = str(f.call.args[0].value) if op == "tirx.call_extern" else op
+            if label.startswith(_DIST_RUNTIME):
+                continue  # a T.dist rank's runtime: its traffic is timed apart
+
             uncounted[label] = uncounted.get(label, 0) + 1
     for c in view.copies:
         counter.copy(c)

@@ -18,29 +18,35 @@ core's ``bytes / link_bandwidth + hops * hop_latency + message_overhead``, the b
 core's. Computation is not counted (``meshtensor profile`` adds the per-rank kernel's
 own estimate).
 
->>> DistTraffic(2, (1, 1), {(0, 1, 0): [16, 1], (1, 0, 0): [16, 1]}, {}).chip_bytes
+>>> DistTraffic(2, (1, 1), {(0, 1, 0): (16, 1), (1, 0, 0): (16, 1)}, {}).chip_bytes
 32
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Mapping
 
 __all__ = ["DistTraffic", "analyze_dist_communication"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class DistTraffic:
     """What a ``T.dist`` kernel's chips moved: ``chip[(src rank, dst rank, core)] =
-    [bytes, messages]`` on each directed chip-to-chip link between corresponding cores
-    (``core`` a linear id), and ``onchip[(rank, src core, dst core)] = [bytes,
-    transfers]`` on the chips' meshes."""
+    (bytes, messages)`` on each directed chip-to-chip link between corresponding cores
+    (``core`` a linear id), and ``onchip[(rank, src core, dst core)] = (bytes,
+    transfers)`` on the chips' meshes (read-only)."""
 
     world: int
     mesh_shape: tuple[int, int]
-    chip: dict = field(default_factory=dict)
-    onchip: dict = field(default_factory=dict)
+    chip: Mapping = field(default_factory=dict)
+    onchip: Mapping = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in ("chip", "onchip"):
+            object.__setattr__(self, name, MappingProxyType(
+                {k: (int(v[0]), int(v[1])) for k, v in getattr(self, name).items()}))
 
     @property
     def chip_bytes(self) -> int:
@@ -135,11 +141,10 @@ def analyze_dist_communication(kernel: Any, *args: Any) -> DistTraffic:
         ka[kernel.program.rank_param] = r
         kernel_args.append(ka)
     job = kernel.run_job(kernel_args, "early", record=True)
-    t = DistTraffic(kernel.world, kernel.mesh_shape)
+    chip: dict = {}
+    onchip: dict = {}
     for kind, a, b, c, nbytes, _ in job.log:
-        key = (a, b, c)
-        box = t.chip if kind == "chip" else t.onchip
-        got = box.setdefault(key, [0, 0])
+        got = (chip if kind == "chip" else onchip).setdefault((a, b, c), [0, 0])
         got[0] += int(nbytes)
         got[1] += 1
-    return t
+    return DistTraffic(kernel.world, kernel.mesh_shape, chip, onchip)
