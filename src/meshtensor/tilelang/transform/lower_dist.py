@@ -199,6 +199,13 @@ def _inline_lets(e: Any, scope: Sequence) -> Any:
 _PAYLOAD_SCOPES = ("global", "", "shared", "shared.dyn", "shared.rsram")
 
 
+def _tile_op_name(call: tirx.Call) -> str:
+    """A tile op as the kernel wrote it (``tl.tileop.copy`` -> ``T.copy``)."""
+    name = str(call.op.name)
+    return f"T.{name.rsplit('.', 1)[-1]}" if name.startswith("tl.tileop.") else \
+        f"tile op {name}"
+
+
 def _opaque_loads(e: Any) -> Any:
     """``e`` with every memory read replaced by a fresh variable (its value, not
     where it is read, is what a condition on it depends on)."""
@@ -1175,7 +1182,7 @@ class _Lowering:
                 for r, writes in self._tile_regions(t):
                     if writes and self._overlap(r, o["src"]):
                         raise ValueError(
-                            f"{self.err.name(o)}: the tile op {t.value.op.name} after it writes "
+                            f"{self.err.name(o)}: the {_tile_op_name(t.value)} after it writes "
                             f"{_region_text(r)}, the put's source {_region_text(o['src'])}, "
                             f"before T.dist.wait(): the chip reads a put's source any time "
                             f"until T.dist.wait() returns (a race)")
@@ -1190,7 +1197,7 @@ class _Lowering:
                     if self._overlap(r, o["dst"]):
                         how = "writes" if writes else "reads"
                         raise ValueError(
-                            f"{self.err.name(o)}: the tile op {t.value.op.name} after it {how} "
+                            f"{self.err.name(o)}: the {_tile_op_name(t.value)} after it {how} "
                             f"{_region_text(r)}, which overlaps the put's destination "
                             f"{_region_text(o['dst'])} (every rank receives one), before "
                             f"the wait that covers its "
