@@ -69,6 +69,16 @@ __all__ = ["world", "current_world", "world_size", "RankId", "RankPlacementSpec"
 _local = threading.local()
 
 
+def __dir__() -> list[str]:
+    """``dir(T.dist)``: the public names and the module's dunders, not its imports
+    and helpers (which stay reachable as attributes).
+
+    >>> "put" in __dir__(), "np" in __dir__()
+    (True, False)
+    """
+    return sorted(set(__all__) | {n for n in globals() if n.startswith("__")})
+
+
 # -- the world ---------------------------------------------------------------------------------
 def _check_world(world_size: Any) -> int:
     if isinstance(world_size, bool) or not _is_int(world_size) or world_size <= 0:
