@@ -250,3 +250,14 @@ def test_signal_used_in_another_kernel():
         T.dist.put_signal(held[0], 1)
     with pytest.raises(ValueError, match="cannot be used across different PrimFuncs"):
         build(second)
+
+
+def test_dir_lists_only_the_public_names():
+    """``dir(T.dist)`` (tab completion, ``help``) shows what a kernel writer uses, not
+    the module's imports and helpers; every name stays reachable."""
+    names = dir(T.dist)
+    assert T.dist is dist
+    assert [n for n in names if not n.startswith("__")] == sorted(dist.__all__)
+    assert "__doc__" in names and "__name__" in names
+    assert "np" not in names and "_context" not in names
+    assert T.dist.np is dist.np and callable(T.dist._context)

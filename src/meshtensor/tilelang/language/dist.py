@@ -21,6 +21,17 @@ same text) and emits ONE record of :mod:`..ir.dist_op` where the kernel calls it
 - ``placement.replicated()`` / ``placement.shard(dim)`` for ``T.MeshTensor(...,
   rank_placement=...)``, and ``world_size()``.
 
+The ``Example::`` blocks of the public names are kernel code, too large for doctests.
+Unless an example shows its own ``@T.prim_func``, it is the body of this kernel, built
+for 4 ranks of 2x2 cores (``compile_mesh_kernel(k).run_ranks(...)`` runs it)::
+
+    tm.enable(mesh=(2, 2))
+    with tm.world(4):
+        @T.prim_func
+        def k(A: T.Tensor((4, 8), "float32"), B: T.Tensor((4, 32), "float32"),
+              rank_id: T.dist.RankId):
+            ...                 # the example
+
 >>> with world(4):
 ...     int(world_size())
 4
@@ -56,6 +67,16 @@ __all__ = ["world", "current_world", "world_size", "RankId", "RankPlacementSpec"
            "SIGNAL_KINDS", "is_rank_var", "rank_var_facts", "RANK_ID_MARK"]
 
 _local = threading.local()
+
+
+def __dir__() -> list[str]:
+    """``dir(T.dist)``: the public names and the module's dunders, not its imports
+    and helpers (which stay reachable as attributes).
+
+    >>> "put" in __dir__(), "np" in __dir__()
+    (True, False)
+    """
+    return sorted(set(__all__) | {n for n in globals() if n.startswith("__")})
 
 
 # -- the world ---------------------------------------------------------------------------------
@@ -95,7 +116,21 @@ def current_world() -> int:
 
 def world_size() -> tirx.IntImm:
     """``T.dist.world_size()``: the compile-time number of ranks, an ``int32``
-    immediate (1 outside a :func:`world` block)."""
+    immediate (1 outside a :func:`world` block). Use it to write a kernel once for any
+    number of ranks.
+
+    Example::
+
+        with T.Kernel(4, threads=1) as bx:
+            src = T.alloc_shared((8,), "float32")
+            dst = T.alloc_shared((8,), "float32")
+            s = T.dist.signal()
+            T.copy(A[bx, 0:8], src)
+            nxt = (rank_id + 1) % T.dist.world_size()      # the next rank of the ring
+            T.dist.put(src, dst, nxt, signal=s, submit=True)
+            T.dist.wait_signal(s)
+            T.copy(dst, A[bx, 0:8])
+    """
     return tirx.IntImm("int32", current_world())
 
 
@@ -167,16 +202,38 @@ class RankPlacementSpec:
 
 
 class _Placement:
-    """``T.dist.placement``: ``replicated()`` or ``shard(dim)``."""
+    """``T.dist.placement``: ``replicated()`` or ``shard(dim)``, the
+    ``rank_placement=`` of a ``T.MeshTensor`` parameter: how the tensor is split over
+    the ranks before its placement splits each rank's part over the cores. Called
+    with the global tensor, the kernel gives each rank its part and gathers the
+    results back.
+
+    Example::
+
+        @T.prim_func
+        def k(A: T.MeshTensor((8, 8), T.placement.row_shard(0), T.float32,
+                              rank_placement=T.dist.placement.shard(0)),
+              rank_id: T.dist.RankId):
+            with T.Kernel() as cid:
+                lm, ln = A.local_shape                 # rows 2r, 2r + 1 on rank r
+                s = T.alloc_shared((lm, ln), T.float32)
+                T.copy(A, s)
+                for i, j in T.grid(lm, ln):
+                    s[i, j] = s[i, j] + T.float32(rank_id)
+                T.copy(s, A)
+                T.dist.barrier()
+    """
 
     @staticmethod
     def replicated() -> RankPlacementSpec:
-        """Every rank holds the complete tensor."""
+        """Every rank holds the complete tensor (``rank_placement=
+        T.dist.placement.replicated()``), as a tensor without ``rank_placement`` does."""
         return RankPlacementSpec("replicated")
 
     @staticmethod
     def shard(dim: int) -> RankPlacementSpec:
-        """Dim ``dim`` is split over the ranks (balanced)."""
+        """Dim ``dim`` is split over the ranks (balanced: the first ``D % W`` ranks
+        get one more), as in ``rank_placement=T.dist.placement.shard(0)``."""
         return RankPlacementSpec("shard", dim)
 
 
@@ -188,7 +245,20 @@ class SignalKind(str, Enum):
     """The receiver-signal kinds of the chip: an 8-bit increment register (``INC``,
     8 per scope, any number of senders), a 32-bit value register (``VALUE``, 32 per
     scope, one sender) or a word in memory (``MEMORY``, no count limit, one sender),
-    each in SRAM or DRAM (the scope of the puts' destinations)."""
+    each in SRAM or DRAM (the scope of the puts' destinations). Pass one as
+    ``kind=`` to :func:`signal` or :func:`signals`; without it the compiler picks.
+
+    Example::
+
+        with T.Kernel(4, threads=1) as bx:
+            src = T.alloc_shared((8,), "float32")
+            dst = T.alloc_shared((8,), "float32")
+            s = T.dist.signal(kind=T.dist.SignalKind.SRAM_FLAGREG_VALUE)  # one sender
+            T.copy(A[bx, 0:8], src)
+            T.dist.put(src, dst, (rank_id + 1) % 4, signal=s, submit=True)
+            T.dist.wait_signal(s)
+            T.copy(dst, A[bx, 0:8])
+    """
 
     SRAM_FLAGREG_INC = "sram_flagreg_inc"
     DRAM_FLAGREG_INC = "dram_flagreg_inc"
@@ -211,7 +281,20 @@ SIGNAL_KINDS = {
 
 class ExpectMode(str, Enum):
     """Who updates a signal's expected value: the compiler (``AUTO``: it counts the
-    arrivals of every put site) or the program (``MANUAL``: ``expected_delta=``)."""
+    arrivals of every put site) or the program (``MANUAL``: ``expected_delta=``).
+    Pass it, or its string ``"auto"``/``"manual"``, as ``expect=``.
+
+    Example::
+
+        with T.Kernel(4, threads=1) as bx:
+            src = T.alloc_shared((8,), "float32")
+            dst = T.alloc_shared((8,), "float32")
+            sl = T.dist.signals(1, expect=T.dist.ExpectMode.MANUAL)
+            T.copy(A[bx, 0:8], src)
+            T.dist.put(src, dst, (rank_id + 1) % 4, signal=sl[0], submit=True)
+            T.dist.wait_signal(sl[0], expected_delta=1)     # we count: one arrival
+            T.copy(dst, A[bx, 0:8])
+    """
 
     AUTO = "auto"
     MANUAL = "manual"
@@ -219,7 +302,21 @@ class ExpectMode(str, Enum):
 
 class CollectiveDomain(str, Enum):
     """Endpoints of ``all_to_all``/``all_to_allv``: one per rank (``RANK``) or one per
-    rank and row (``ROW``)."""
+    rank and row (``ROW``). Pass it, or its string ``"rank"``/``"row"``, as
+    ``domain=``; the leading dims of the buffers are the endpoints.
+
+    Example::
+
+        with T.Kernel(4, threads=1) as bx:
+            src = T.alloc_shared((4, 2, 8), "float32")     # [rank, row, data]
+            dst = T.alloc_shared((4, 2, 8), "float32")
+            s = T.dist.signal()
+            for q, r, j in T.grid(4, 2, 8):
+                src[q, r, j] = A[bx, j] + q * 10 + r
+            T.dist.all_to_all(src, dst, signal=s, domain=T.dist.CollectiveDomain.ROW,
+                              submit=True)
+            T.dist.wait_signal(s)
+    """
 
     RANK = "rank"
     ROW = "row"
@@ -280,7 +377,16 @@ class _RankIdType:
     """``T.dist.RankId``: the annotation of the kernel's one rank-id parameter (an
     ``int32`` the runner fills per rank). Its variable carries a span named
     ``T.dist.RankId`` (how the ops and passes find it) whose line and column numbers
-    record the world size and the ``(nrows, ncols)`` mesh the kernel is built for."""
+    record the world size and the ``(nrows, ncols)`` mesh the kernel is built for.
+
+    Example::
+
+        @T.prim_func
+        def k(A: T.Tensor((4, 8), "float32"), rank_id: T.dist.RankId):
+            with T.Kernel(4, threads=1) as bx:
+                T.dist.barrier()
+                A[bx, 0] = T.float32(rank_id)      # 0.0 on rank 0, 3.0 on rank 3
+    """
 
     dtype = "int32"
 
@@ -372,7 +478,20 @@ def _not_a_value(what: str) -> None:
 @dataclass(frozen=True, eq=False)
 class Signal:
     """A receiver signal (``T.dist.signal()``) or one member of a :class:`SignalList`
-    (``member``: an int or an integer expression)."""
+    (``member``: an int or an integer expression). A handle, not a value: pass it to
+    the ops (``signal=``, :func:`wait_signal`), never to an expression.
+
+    Example::
+
+        with T.Kernel(4, threads=1) as bx:
+            src = T.alloc_shared((8,), "float32")
+            dst = T.alloc_shared((8,), "float32")
+            s = T.dist.signal()                             # a Signal
+            T.copy(A[bx, 0:8], src)
+            T.dist.put(src, dst, (rank_id + 1) % 4, signal=s, submit=True)
+            T.dist.wait_signal(s)
+            T.copy(dst, A[bx, 0:8])
+    """
 
     kind: SignalKind | None
     id: int
@@ -397,7 +516,23 @@ class Signal:
 class SignalList:
     """A compile-time-sized group of homogeneous signals (``T.dist.signals(count)``);
     ``lst[i]`` is member ``i`` (a static index, or an integer expression with
-    ``expect="manual"`` or ``None``)."""
+    ``expect="manual"`` or ``None``); ``len(lst)`` is its count and it iterates over
+    its members.
+
+    Example::
+
+        with T.Kernel(4, threads=1) as bx:
+            src = T.alloc_shared((8,), "float32")
+            dst = T.alloc_shared((2, 8), "float32")
+            sl = T.dist.signals(2)                          # a SignalList
+            T.copy(A[bx, 0:8], src)
+            T.dist.put(src, dst[0, 0:8], (rank_id + 1) % 4, signal=sl[0])
+            T.dist.put(src, dst[1, 0:8], (rank_id + 3) % 4, signal=sl[1])
+            T.dist.submit()
+            for m in sl:                                    # each member in turn
+                T.dist.wait_signal(m)
+            T.copy(dst[1, 0:8], A[bx, 0:8])
+    """
 
     kind: SignalKind | None
     id: int
@@ -443,7 +578,20 @@ class SignalList:
 class DistCompletion:
     """One phase of a signal list's arrivals (``T.dist.completion``, or returned by
     ``all_gather``/``all_to_allv`` with ``signals=``): member ``i`` is pending while
-    its expected arrivals have not all come."""
+    its expected arrivals have not all come. Drain it with :func:`wait_all`, or with
+    :func:`wait_any` while :func:`has_pending`.
+
+    Example::
+
+        with T.Kernel(4, threads=1) as bx:
+            src = T.alloc_shared((8,), "float32")
+            dst = T.alloc_shared((4, 8), "float32")
+            sl = T.dist.signals(4)                          # one per source rank
+            T.copy(A[bx, 0:8], src)
+            c = T.dist.all_gather(src, dst, signals=sl, submit=True)  # a DistCompletion
+            T.dist.wait_all(c)
+            T.copy(dst[0, 0:8], A[bx, 0:8])
+    """
 
     id: int
     signals: SignalList
@@ -473,8 +621,22 @@ def _declare(name: str, kind: Any, expect: Any, count: int, implicit: bool = Fal
 
 
 def signal(*, kind: SignalKind | None = None, expect: Any = None) -> Signal:
-    """Declare one receiver signal (one per receiving core of every rank); ``kind=None``
-    lets the compiler choose (an INC register of the destinations' scope)."""
+    """Declare one receiver signal (one per receiving core of every rank): puts name
+    it, it counts their arrivals at the receiver, and :func:`wait_signal` waits until
+    it reaches its expected value. ``kind=None`` lets the compiler choose (an INC
+    register of the destinations' scope); ``expect`` is an :class:`ExpectMode`.
+
+    Example::
+
+        with T.Kernel(4, threads=1) as bx:
+            src = T.alloc_shared((8,), "float32")
+            dst = T.alloc_shared((8,), "float32")
+            s = T.dist.signal()                # kind and expected count chosen for us
+            T.copy(A[bx, 0:8], src)
+            T.dist.put(src, dst, (rank_id + 1) % 4, signal=s, submit=True)
+            T.dist.wait_signal(s)              # the previous rank's src has landed
+            T.copy(dst, A[bx, 0:8])
+    """
     b, sid, kind, mode = _declare("T.dist.signal", kind, expect, 0)
     return Signal(kind, sid, mode, b)
 
@@ -496,7 +658,24 @@ def _count(count: Any) -> int:
 
 
 def signals(count: Any, *, kind: SignalKind | None = None, expect: Any = None) -> SignalList:
-    """Declare ``count`` homogeneous receiver signals (a :class:`SignalList`)."""
+    """Declare ``count`` homogeneous receiver signals (a :class:`SignalList`), all of
+    one ``kind`` and ``expect`` as in :func:`signal`: one per source, per region or
+    per phase, for :func:`wait_all`, :func:`completion` and the collectives'
+    ``signals=``.
+
+    Example::
+
+        with T.Kernel(4, threads=1) as bx:
+            src = T.alloc_shared((8,), "float32")
+            dst = T.alloc_shared((2, 8), "float32")
+            sl = T.dist.signals(2)                 # one signal per half of dst
+            T.copy(A[bx, 0:8], src)
+            T.dist.put(src, dst[0, 0:8], (rank_id + 1) % 4, signal=sl[0])
+            T.dist.put(src, dst[1, 0:8], (rank_id + 3) % 4, signal=sl[1])
+            T.dist.submit()
+            T.dist.wait_all(sl)
+            T.copy(dst[0, 0:8], A[bx, 0:8])
+    """
     kind = _kind_arg(kind)
     _expect_mode(expect)
     n = _count(count)
@@ -622,7 +801,21 @@ def put(src: Any, dst: Any, dst_rank: Any, *, dst_row: Any = None, signal: Signa
     """Enqueue the write of this core's ``src`` region into ``dst`` on core
     ``(dst_row, my column)`` of rank ``dst_rank`` (``dst_row`` defaults to my row);
     ``signal`` (at the receiver) counts its arrival. It travels at the next
-    ``submit()`` (``submit=True``: now, from an empty queue)."""
+    ``submit()`` (``submit=True``: now, from an empty queue). ``src`` may be written
+    again after :func:`wait`; ``dst`` may be read after the receiver's wait on
+    ``signal``.
+
+    Example::
+
+        with T.Kernel(4, threads=1) as bx:
+            src = T.alloc_shared((8,), "float32")
+            dst = T.alloc_shared((8,), "float32")
+            s = T.dist.signal()
+            T.copy(A[bx, 0:8], src)
+            T.dist.put(src, dst, (rank_id + 1) % 4, signal=s, submit=True)
+            T.dist.wait_signal(s)
+            T.copy(dst, A[bx, 0:8])            # rank r now holds rank r - 1's row
+    """
     name = "T.dist.put"
     sig = _check_signal(signal, name)
     sub = _check_submit(submit, name)
@@ -644,7 +837,20 @@ def routed_put(src: Any, dst: Any, routes: Any, *, signal: Signal, src_rank: Any
     """Enqueue a compile-time table of routes ``[src_row, dst_rank, dst_row]``: the
     core of row ``src_row`` in my column sends its ``src`` to ``dst`` on core
     ``(dst_row, my column)`` of rank ``dst_rank``; ``src_rank`` restricts the table to
-    one rank."""
+    one rank. Cores of rows no route names send nothing.
+
+    Example::
+
+        with T.Kernel(4, threads=1) as bx:
+            src = T.alloc_shared((8,), "float32")
+            dst = T.alloc_shared((8,), "float32")
+            s = T.dist.signal()
+            T.copy(A[bx, 0:8], src)
+            # row 0 of each column sends to row 1 of the same column on the next rank
+            T.dist.routed_put(src, dst, [[0, (rank_id + 1) % 4, 1]], signal=s,
+                              submit=True)
+            T.dist.wait_signal(s)              # row 1: one arrival; row 0: none
+    """
     name = "T.dist.routed_put"
     sig = _check_signal(signal, name)
     sub = _check_submit(submit, name)
@@ -684,7 +890,15 @@ def routed_put(src: Any, dst: Any, routes: Any, *, signal: Signal, src_rank: Any
 
 def put_signal(signal: Signal, dst_rank: Any, *, submit: bool = False) -> None:
     """Enqueue a bare update of ``signal`` on my core's peer in rank ``dst_rank`` (no
-    data)."""
+    data): a "ready" or "done" message.
+
+    Example::
+
+        with T.Kernel(4, threads=1) as bx:
+            s = T.dist.signal()
+            T.dist.put_signal(s, (rank_id + 1) % 4, submit=True)  # tell the next rank
+            T.dist.wait_signal(s)                  # the previous rank told us
+    """
     name = "T.dist.put_signal"
     sig = _check_signal(signal, name)
     sub = _check_submit(submit, name)
@@ -696,13 +910,41 @@ def put_signal(signal: Signal, dst_rank: Any, *, submit: bool = False) -> None:
 
 
 def submit() -> None:
-    """Send every descriptor in this core's queue."""
+    """Send every descriptor in this core's queue: the puts and signals enqueued
+    without ``submit=True`` travel now.
+
+    Example::
+
+        with T.Kernel(4, threads=1) as bx:
+            src = T.alloc_shared((8,), "float32")
+            d0 = T.alloc_shared((8,), "float32")
+            d1 = T.alloc_shared((8,), "float32")
+            s = T.dist.signal()
+            T.copy(A[bx, 0:8], src)
+            T.dist.put(src, d0, (rank_id + 1) % 4, signal=s)
+            T.dist.put(src, d1, (rank_id + 3) % 4, signal=s)
+            T.dist.submit()                        # both puts leave now
+            T.dist.wait_signal(s)                  # both arrivals here
+    """
     _emit("submit", "T.dist.submit", {})
 
 
 def wait() -> None:
     """Wait until every submitted send of this core has completed locally (its sources
-    may be reused); it does not wait for the receivers."""
+    may be reused); it does not wait for the receivers.
+
+    Example::
+
+        with T.Kernel(4, threads=1) as bx:
+            src = T.alloc_shared((8,), "float32")
+            dst = T.alloc_shared((8,), "float32")
+            s = T.dist.signal()
+            T.copy(A[bx, 0:8], src)
+            T.dist.put(src, dst, (rank_id + 1) % 4, signal=s, submit=True)
+            T.dist.wait()                          # src has been read
+            T.copy(A[bx, 0:8], src)                # so it may be written again
+            T.dist.wait_signal(s)
+    """
     _emit("wait_send", "T.dist.wait", {})
 
 
@@ -710,7 +952,20 @@ def wait_signal(signal: Signal, *, expected_delta: Any = None, dst: Any = None) 
     """Wait until ``signal`` reaches its expected value (``expected_delta``, with
     ``expect="manual"``, first adds to it). ``dst``, a buffer or region, is the
     upstream's earlier spelling (the region the wait makes visible): checked, and
-    otherwise without effect, since the wait makes every delivery it covers visible."""
+    otherwise without effect, since the wait makes every delivery it covers visible.
+    After it, the destinations of the puts it covers may be read.
+
+    Example::
+
+        with T.Kernel(4, threads=1) as bx:
+            src = T.alloc_shared((8,), "float32")
+            dst = T.alloc_shared((8,), "float32")
+            s = T.dist.signal()
+            T.copy(A[bx, 0:8], src)
+            T.dist.put(src, dst, (rank_id + 1) % 4, signal=s, submit=True)
+            T.dist.wait_signal(s)                  # dst has landed
+            T.copy(dst, A[bx, 0:8])
+    """
     name = "T.dist.wait_signal"
     sig = _check_signal(signal, name)
     if dst is not None:
@@ -748,7 +1003,23 @@ def _deltas(name: str, x: Any, n: int) -> tirx.Call:
 
 def wait_signals(signal_list: SignalList, *, expected_deltas: Any) -> None:
     """Add ``expected_deltas[i]`` to member ``i``'s expected value and wait for every
-    member (``expect="manual"``)."""
+    member (``expect="manual"``). ``expected_deltas`` is an ``int32``/``uint32``
+    buffer or region of ``len(signal_list)`` values, computed by the kernel.
+
+    Example::
+
+        with T.Kernel(4, threads=1) as bx:
+            src = T.alloc_shared((8,), "float32")
+            dst = T.alloc_shared((8,), "float32")
+            deltas = T.alloc_shared((2,), "int32")
+            sl = T.dist.signals(2, expect="manual")
+            T.copy(A[bx, 0:8], src)
+            T.dist.put(src, dst, (rank_id + 1) % 4, signal=sl[0], submit=True)
+            deltas[0] = 1                          # one arrival on member 0
+            deltas[1] = 0                          # none on member 1
+            T.dist.wait_signals(sl, expected_deltas=deltas)
+            T.copy(dst, A[bx, 0:8])
+    """
     name = "T.dist.wait_signals"
     lst = _check_list(signal_list, name)
     if lst.expect is not ExpectMode.MANUAL:
@@ -760,7 +1031,21 @@ def wait_signals(signal_list: SignalList, *, expected_deltas: Any) -> None:
 
 def wait_all(signal_list: Any, *, dst: Any = None) -> None:
     """Wait for every member of a signal list, or drain a completion. ``dst``, as in
-    :func:`wait_signal`, is the upstream's earlier spelling: checked, without effect."""
+    :func:`wait_signal`, is the upstream's earlier spelling: checked, without effect.
+
+    Example::
+
+        with T.Kernel(4, threads=1) as bx:
+            src = T.alloc_shared((8,), "float32")
+            dst = T.alloc_shared((2, 8), "float32")
+            sl = T.dist.signals(2)
+            T.copy(A[bx, 0:8], src)
+            T.dist.put(src, dst[0, 0:8], (rank_id + 1) % 4, signal=sl[0])
+            T.dist.put(src, dst[1, 0:8], (rank_id + 3) % 4, signal=sl[1])
+            T.dist.submit()
+            T.dist.wait_all(sl)                    # both halves of dst have landed
+            T.copy(dst[1, 0:8], A[bx, 0:8])
+    """
     name = "T.dist.wait_all"
     if dst is not None:
         _operand(name, "dst", dst, "w")
@@ -778,7 +1063,23 @@ def wait_all(signal_list: Any, *, dst: Any = None) -> None:
 def completion(signals: SignalList, *, expected_deltas: Any = None) -> DistCompletion:
     """Snapshot one phase of ``signals``: member ``i`` is pending iff its expected
     delta (``expected_deltas[i]``, or the arrivals the compiler counted since the
-    last snapshot) is positive."""
+    last snapshot) is positive. Drain it (:func:`wait_all`, or :func:`wait_any` while
+    :func:`has_pending`) before the next completion on the same signals.
+
+    Example::
+
+        with T.Kernel(4, threads=1) as bx:
+            src = T.alloc_shared((8,), "float32")
+            dst = T.alloc_shared((2, 8), "float32")
+            sl = T.dist.signals(2)
+            T.copy(A[bx, 0:8], src)
+            T.dist.put(src, dst[0, 0:8], (rank_id + 1) % 4, signal=sl[0])
+            T.dist.put(src, dst[1, 0:8], (rank_id + 3) % 4, signal=sl[1])
+            T.dist.submit()
+            c = T.dist.completion(sl)              # both members pending
+            T.dist.wait_all(c)
+            T.copy(dst[0, 0:8], A[bx, 0:8])
+    """
     name = "T.dist.completion"
     lst = _check_list(signals, name)
     if expected_deltas is None:
@@ -797,14 +1098,44 @@ def completion(signals: SignalList, *, expected_deltas: Any = None) -> DistCompl
 
 
 def has_pending(completion: DistCompletion) -> tirx.Call:
-    """Whether a completion still has pending members (a ``bool`` expression)."""
+    """Whether a completion still has pending members (a ``bool`` expression): the
+    condition of a ``while`` loop that drains it with :func:`wait_any`.
+
+    Example::
+
+        with T.Kernel(4, threads=1) as bx:
+            src = T.alloc_shared((8,), "float32")
+            dst = T.alloc_shared((4, 8), "float32")
+            sl = T.dist.signals(4)
+            T.copy(A[bx, 0:8], src)
+            c = T.dist.all_gather(src, dst, signals=sl, submit=True)
+            while T.dist.has_pending(c):           # every other rank's slot, once
+                i = T.dist.wait_any(c)
+                for j in T.serial(8):
+                    B[bx, i * 8 + j] = dst[i, j]
+    """
     c = _check_completion(completion, "T.dist.has_pending")
     return _value("has_pending", "T.dist.has_pending", {"completion": c.id})
 
 
 def wait_any(completion: DistCompletion) -> tirx.Call:
     """Wait for one pending member of a completion to arrive, consume it and return
-    its index (an ``int32`` value; bind it: ``i = T.dist.wait_any(c)``)."""
+    its index (an ``int32`` value; bind it: ``i = T.dist.wait_any(c)``). Use the index
+    so that the result does not depend on the order of arrivals.
+
+    Example::
+
+        with T.Kernel(4, threads=1) as bx:
+            src = T.alloc_shared((8,), "float32")
+            dst = T.alloc_shared((4, 8), "float32")
+            sl = T.dist.signals(4)
+            T.copy(A[bx, 0:8], src)
+            c = T.dist.all_gather(src, dst, signals=sl, submit=True)
+            while T.dist.has_pending(c):
+                i = T.dist.wait_any(c)             # the rank whose slot has landed
+                for j in T.serial(8):
+                    B[bx, i * 8 + j] = dst[i, j]
+    """
     c = _check_completion(completion, "T.dist.wait_any")
     return _value("wait_any", "T.dist.wait_any", {"completion": c.id})
 
@@ -838,7 +1169,15 @@ def _no_overlap(name: str, a: tirx.Call, b: tirx.Call) -> None:
 
 def barrier(*, group: Any = None, signal: Signal | None = None) -> None:
     """Every corresponding core of every rank waits for the others (``signal``: an
-    automatic or INC signal; one is made when omitted)."""
+    automatic or INC signal; one is made when omitted). The cores of one rank do not
+    wait for each other.
+
+    Example::
+
+        with T.Kernel(4, threads=1) as bx:
+            A[bx, 0] = A[bx, 0] + 1.0
+            T.dist.barrier()                       # every rank has got here
+    """
     name = "T.dist.barrier"
     _group(group, name)
     if signal is None:  # (ours, where the barrier is: exempt from the loop rule)
@@ -852,7 +1191,16 @@ def barrier(*, group: Any = None, signal: Signal | None = None) -> None:
 
 def barrier_arrive(signal: Signal, *, group: Any = None, submit: bool = False) -> None:
     """Enqueue this core's arrival at every other rank's corresponding core (pair with a
-    later ``wait_signal(signal)``)."""
+    later ``wait_signal(signal)``): a barrier split in two, with work between.
+
+    Example::
+
+        with T.Kernel(4, threads=1) as bx:
+            s = T.dist.signal()
+            T.dist.barrier_arrive(s, submit=True)  # I am here
+            A[bx, 0] = A[bx, 0] + 1.0              # work that needs no other rank
+            T.dist.wait_signal(s)                  # every other rank is here too
+    """
     name = "T.dist.barrier_arrive"
     _group(group, name)
     if not isinstance(signal, Signal):
@@ -869,7 +1217,20 @@ def all_gather(src: Any, dst: Any, *, signal: Signal | None = None,
     """Slot ``r`` of ``dst`` gets rank ``r``'s ``src`` on every rank (``axis=None``:
     ``dst`` is ``[W, *src]``; ``0``/``-1``: concatenated along the first/last dim).
     Asynchronous: wait on ``signal``, or use the completion returned with
-    ``signals=`` (one member per source rank)."""
+    ``signals=`` (one member per source rank).
+
+    Example::
+
+        with T.Kernel(4, threads=1) as bx:
+            src = T.alloc_shared((8,), "float32")
+            dst = T.alloc_shared((4, 8), "float32")
+            s = T.dist.signal()
+            T.copy(A[bx, 0:8], src)
+            T.dist.all_gather(src, dst, signal=s, submit=True)  # dst[q]: rank q's src
+            T.dist.wait_signal(s)
+            for q, j in T.grid(4, 8):
+                B[bx, q * 8 + j] = dst[q, j]
+    """
     name = "T.dist.all_gather"
     _group(group, name)
     if axis is not None:
@@ -925,7 +1286,18 @@ def all_reduce(src: Any, dst: Any, reduce_type: str = "sum", *,
     """Synchronously reduce the corresponding cores' ``src`` over every rank, in rank
     order ``0..W-1``, into ``dst`` on every rank (``sum``/``max``/``min``; ``signal``:
     an automatic or SRAM INC signal, one is made when omitted, as the upstream's
-    earlier API did)."""
+    earlier API did). Every rank gets the same bits. ``src`` and ``dst`` are shared
+    (RSRAM) buffers or regions of one shape.
+
+    Example::
+
+        with T.Kernel(4, threads=1) as bx:
+            src = T.alloc_shared((8,), "float32")
+            dst = T.alloc_shared((8,), "float32")
+            T.copy(A[bx, 0:8], src)
+            T.dist.all_reduce(src, dst, "sum")     # returns with dst complete
+            T.copy(dst, A[bx, 0:8])
+    """
     name = "T.dist.all_reduce"
     _group(group, name)
     if signal is None:  # (ours, where the call is: exempt from the loop rule)
@@ -984,7 +1356,22 @@ def all_to_all(src: Any, dst: Any, *, signal: Signal, domain: Any = CollectiveDo
                group: Any = None, submit: bool = False) -> None:
     """Exchange equal chunks: rank domain, core ``(r, c)`` of rank ``p`` sends
     ``src[q]`` to ``dst[p]`` of core ``(r, c)`` on rank ``q``; row domain, it sends
-    ``src[q, r1]`` to ``dst[p, r]`` of core ``(r1, c)`` on rank ``q``."""
+    ``src[q, r1]`` to ``dst[p, r]`` of core ``(r1, c)`` on rank ``q``. Asynchronous:
+    wait on ``signal``.
+
+    Example::
+
+        with T.Kernel(4, threads=1) as bx:
+            src = T.alloc_shared((4, 8), "float32")        # src[q]: for rank q
+            dst = T.alloc_shared((4, 8), "float32")        # dst[p]: from rank p
+            s = T.dist.signal()
+            for q, j in T.grid(4, 8):
+                src[q, j] = A[bx, j] * 10 + q
+            T.dist.all_to_all(src, dst, signal=s, submit=True)
+            T.dist.wait_signal(s)
+            for p, j in T.grid(4, 8):
+                B[bx, p * 8 + j] = dst[p, j]
+    """
     name = "T.dist.all_to_all"
     _group(group, name)
     dom = _domain(domain)
@@ -1012,7 +1399,29 @@ def all_to_allv(src: Any, dst: Any, *, send_counts: Any, recv_counts: Any,
     """A fixed-capacity exchange: ``src``/``dst`` are ``[endpoints..., capacity...]``;
     the slot for endpoint ``e`` is sent (whole) iff ``send_counts[e] > 0``; a receiver
     expects one arrival per remote endpoint with ``recv_counts[e] > 0``. With
-    ``signals=`` (one per source endpoint) it returns a completion."""
+    ``signals=`` (one per source endpoint) it returns a completion. The counts are
+    ``int32``/``uint32`` buffers of the endpoint dims; senders and receivers must
+    agree on them.
+
+    Example::
+
+        with T.Kernel(4, threads=1) as bx:
+            src = T.alloc_shared((4, 8), "float32")        # [rank, capacity]
+            dst = T.alloc_shared((4, 8), "float32")
+            sc = T.alloc_shared((4,), "int32")
+            rc = T.alloc_shared((4,), "int32")
+            s = T.dist.signal()
+            for q, j in T.grid(4, 8):
+                src[q, j] = A[bx, j] + q
+            for q in T.serial(4):                          # only to and from rank r ^ 1
+                sc[q] = T.if_then_else(q == rank_id ^ 1, 1, 0)
+                rc[q] = T.if_then_else(q == rank_id ^ 1, 1, 0)
+            T.dist.all_to_allv(src, dst, send_counts=sc, recv_counts=rc, signal=s,
+                               submit=True)
+            T.dist.wait_signal(s)
+            for j in T.serial(8):                          # the one slot that came
+                B[bx, j] = dst[rank_id ^ 1, j]
+    """
     name = "T.dist.all_to_allv"
     _group(group, name)
     dom = _domain(domain)
