@@ -36,6 +36,10 @@ ValueError (their scripts compare).
   holding a narrowing cast's wrap (``bitwise_and``) reached TileLang's
   LegalizeSafeMemoryAccess, which stopped (``Check failed: combined.defined()``);
   ProtectFoldedIndices computes such an index into a cell.
+- filled_buffer_with_a_view_across_comm_ops.py (seed p32, program 360): a ``T.fill``
+  target that lives across comm ops and has a ``T.decl_buffer`` view became a private
+  copy per segment, which declared the view twice (TileLang's host/device split:
+  "the Stmt is not SSA"); such a buffer is read through its pointer again.
 """
 import pathlib
 import runpy

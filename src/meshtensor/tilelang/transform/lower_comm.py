@@ -617,6 +617,15 @@ class _Lowering:
                      for f in find_calls(s, lambda c: getattr(c.op, "name", None)
                                          in LOCAL_OPERANDS)
                      for pos in LOCAL_OPERANDS[f.call.op.name]}
+        # (not an allocation a view declares again: its private copy in each segment
+        # would define the view twice, which TileLang's host/device split refuses; such
+        # a buffer is read through its pointer, as before)
+        viewed: set = set()
+        for seg in self.planner.segs:
+            for st in seg.stmts:
+                tirx.stmt_functor.post_order_visit(st, lambda n: viewed.add(n.buffer.data)
+                                                   if isinstance(n, tirx.DeclBuffer) else None)
+        local_ops -= viewed
         self.stores: dict = {}
         self.ptrs: list = []
         for b in allocs:
