@@ -1,0 +1,666 @@
+"""Kernels of the current SUNMMIO/Tilelang codegen tests
+(``testing/python/sunmmio/codegen/``) that declare ``T.MeshTensor`` parameters or use
+``T.comm``, verbatim; each names its source file and the commit it was read at. Import
+lines only differ: ``target`` (the tests' ``@target("Sunmmio")``, from
+``testing.python.sunmmio.common.compile_pipeline``) comes from the corpus harness;
+``tm.enable`` provides SUNMMIO's names (``T.MeshTensor``, ``T.placement``, ``T.Tiles``,
+the layout makers). The tests' codegen checks (``validate_sunmmio_codegen_with_npuir_opt``
+and friends) are not ported: the corpus runs the kernels.
+"""
+# flake8: noqa
+import importlib.util
+import pathlib
+import sys
+
+import tilelang.language as T
+from tilelang import tvm as tvm
+from tilelang.carver.arch import driver
+from tilelang.layout import make_aligned_row_major, make_zz_layout
+
+_h = sys.modules.get("tm_corpus_harness")
+if _h is None:  # loaded on its own
+    _spec = importlib.util.spec_from_file_location(
+        "tm_corpus_harness", pathlib.Path(__file__).parent / "harness.py")
+    _h = importlib.util.module_from_spec(_spec)
+    sys.modules["tm_corpus_harness"] = _h
+    _spec.loader.exec_module(_h)
+target = _h.target
+
+
+# ---- testing/python/sunmmio/codegen/test_aligned_row_dma_copy.py
+# @ 0e5af169eceed03dc0200e74f0b6169b01383714
+
+@target("Sunmmio")
+def aligned_row_vector_copy_kernel(direction="load", rsram_rank=1, cols=64, dtype=T.bfloat16):
+    dram_shape = (3, cols)
+    rsram_shape = (cols,) if rsram_rank == 1 else (1, cols)
+    dram_layout = make_aligned_row_major(dram_shape, dtype, align_bytes=1024)
+    rsram_layout = make_aligned_row_major(rsram_shape, dtype, align_bytes=1024)
+
+    if direction == "load":
+
+        @T.prim_func
+        def main(
+            src: T.MeshTensor(dram_shape, T.placement.replicated(), dtype, layout=dram_layout),  # type: ignore
+        ):
+            with T.Kernel():
+                dst = T.alloc_shared(rsram_shape, dtype, scope="shared.rsram")
+                T.annotate_layout({dst: rsram_layout})
+                T.copy(src[1:2, :], dst)
+
+        return main
+
+    @T.prim_func
+    def main(
+        dst: T.MeshTensor(dram_shape, T.placement.replicated(), dtype, layout=dram_layout),  # type: ignore
+    ):
+        with T.Kernel():
+            src = T.alloc_shared(rsram_shape, dtype, scope="shared.rsram")
+            T.annotate_layout({src: rsram_layout})
+            T.copy(src, dst[1:2, :])
+
+    return main
+
+
+@target("Sunmmio")
+def aligned_row_matrix_copy_kernel(
+    direction="load",
+    rows=500,
+    cols=500,
+    row_start=0,
+    copy_rows=None,
+    dtype=T.bfloat16,
+):
+    copy_rows = rows if copy_rows is None else copy_rows
+    dram_shape = (5, rows, cols)
+    rsram_shape = (copy_rows, cols)
+    dram_layout = make_aligned_row_major(dram_shape, dtype, align_bytes=1024)
+    rsram_layout = make_aligned_row_major(rsram_shape, dtype, align_bytes=1024)
+
+    if direction == "load":
+
+        @T.prim_func
+        def main(
+            src: T.MeshTensor(dram_shape, T.placement.replicated(), dtype, layout=dram_layout),  # type: ignore
+        ):
+            with T.Kernel():
+                dst = T.alloc_shared(rsram_shape, dtype, scope="shared.rsram")
+                T.annotate_layout({dst: rsram_layout})
+                T.copy(src[2, row_start : row_start + copy_rows, :], dst)
+
+        return main
+
+    @T.prim_func
+    def main(
+        dst: T.MeshTensor(dram_shape, T.placement.replicated(), dtype, layout=dram_layout),  # type: ignore
+    ):
+        with T.Kernel():
+            src = T.alloc_shared(rsram_shape, dtype, scope="shared.rsram")
+            T.annotate_layout({src: rsram_layout})
+            T.copy(src, dst[2, row_start : row_start + copy_rows, :])
+
+    return main
+
+
+@target("Sunmmio")
+def aligned_row_effective_rank3_kernel(direction="load", dtype=T.bfloat16):
+    shape = (2, 3, 64)
+    dram_layout = make_aligned_row_major(shape, dtype, align_bytes=1024)
+    rsram_layout = make_aligned_row_major(shape, dtype, align_bytes=1024)
+
+    if direction == "load":
+
+        @T.prim_func
+        def main(
+            src: T.MeshTensor(shape, T.placement.replicated(), dtype, layout=dram_layout),  # type: ignore
+        ):
+            with T.Kernel():
+                dst = T.alloc_shared(shape, dtype, scope="shared.rsram")
+                T.annotate_layout({dst: rsram_layout})
+                T.copy(src, dst)
+
+        return main
+
+    @T.prim_func
+    def main(
+        dst: T.MeshTensor(shape, T.placement.replicated(), dtype, layout=dram_layout),  # type: ignore
+    ):
+        with T.Kernel():
+            src = T.alloc_shared(shape, dtype, scope="shared.rsram")
+            T.annotate_layout({src: rsram_layout})
+            T.copy(src, dst)
+
+    return main
+
+
+@target("Sunmmio")
+def aligned_row_alignment_mismatch_kernel(direction="load", dtype=T.bfloat16):
+    dram_shape, rsram_shape = (3, 64), (2, 64)
+    dram_layout = make_aligned_row_major(dram_shape, dtype, align_bytes=1024)
+    rsram_layout = make_aligned_row_major(rsram_shape, dtype, align_bytes=64)
+
+    if direction == "load":
+
+        @T.prim_func
+        def main(
+            src: T.MeshTensor(dram_shape, T.placement.replicated(), dtype, layout=dram_layout),  # type: ignore
+        ):
+            with T.Kernel():
+                dst = T.alloc_shared(rsram_shape, dtype, scope="shared.rsram")
+                T.annotate_layout({dst: rsram_layout})
+                T.copy(src[0:2, :], dst)
+
+        return main
+
+    @T.prim_func
+    def main(
+        dst: T.MeshTensor(dram_shape, T.placement.replicated(), dtype, layout=dram_layout),  # type: ignore
+    ):
+        with T.Kernel():
+            src = T.alloc_shared(rsram_shape, dtype, scope="shared.rsram")
+            T.annotate_layout({src: rsram_layout})
+            T.copy(src, dst[0:2, :])
+
+    return main
+
+
+# ---- testing/python/sunmmio/codegen/test_alloc_var_opt_validate.py
+# @ 04931c88946e12daab467135d05ed5f0973a1ad6
+
+@target("Sunmmio")
+def alloc_var_scalar_state_kernel(
+    M=32,
+    N=32,
+    dtype=T.float32,
+):
+    shard_policy = T.MeshShardingPolicy(y=0, x=1)
+    A_layout = make_zz_layout((M, N))
+
+    @T.prim_func
+    def main(
+        A: T.MeshTensor((M, N), shard_policy, dtype, layout=A_layout),  # type: ignore
+    ):
+        with T.Kernel() as _cid:
+            running = T.alloc_var(dtype, init=1.0)
+
+            for _i in T.serial(4):
+                running = running + T.float32(1.0)
+
+            if running > T.float32(3.0):
+                running = running * T.float32(2.0)
+            else:
+                running = running - T.float32(1.0)
+
+            T.evaluate(running)
+
+    return main
+
+
+@target("Sunmmio")
+def alloc_var_all_control_flow_kernel(
+    M=32,
+    N=32,
+    dtype=T.float32,
+):
+    shard_policy = T.MeshShardingPolicy(y=0, x=1)
+    A_layout = make_zz_layout((M, N))
+
+    @T.prim_func
+    def main(
+        A: T.MeshTensor((M, N), shard_policy, dtype, layout=A_layout),  # type: ignore
+    ):
+        with T.Kernel() as _cid:
+            idx = T.alloc_var(T.int32, init=0)
+            running = T.alloc_var(dtype, init=1.0)
+
+            for _i in T.serial(4):
+                running = running + T.float32(1.0)
+
+            if running > T.float32(3.0):
+                running = running * T.float32(2.0)
+                idx = idx + 1
+            else:
+                running = running - T.float32(1.0)
+                idx = idx + 2
+
+            while idx < 4:
+                running = running + T.float32(1.0)
+                idx = idx + 1
+
+            T.evaluate(running)
+
+    return main
+
+
+@target("Sunmmio")
+def alloc_var_copy_mma_control_flow_kernel(
+    M=128,
+    N=128,
+    K=128,
+    block_M=32,
+    block_N=32,
+    block_K=32,
+    dtype=T.bfloat16,
+    accum_dtype=T.float32,
+):
+    shard_policy = T.MeshShardingPolicy(y=0, x=1)
+    A_layout = make_zz_layout((M, K), [0, 1], (32, 32))
+    B_layout = make_zz_layout((K, N), [0, 1], (32, 32))
+    C_layout = make_zz_layout((M, N), [0, 1], (32, 32))
+
+    @T.prim_func
+    def main(
+        A: T.MeshTensor((M, K), shard_policy, dtype, layout=A_layout),  # type: ignore
+        B: T.MeshTensor((K, N), shard_policy, dtype, layout=B_layout),  # type: ignore
+        C: T.MeshTensor((M, N), shard_policy, accum_dtype, layout=C_layout),  # type: ignore
+    ):
+        with T.Kernel() as _cid:
+            A_shared = T.alloc_shared((block_M, block_K), dtype)
+            B_shared = T.alloc_shared((block_K, block_N), dtype)
+            C_shared = T.alloc_shared((block_M, block_N), accum_dtype)
+
+            idx = T.alloc_var(T.int32, init=0)
+            running = T.alloc_var(accum_dtype, init=1.0)
+
+            T.clear(C_shared)
+            for _i in T.serial(1):
+                T.copy(A[0, 0], A_shared)
+                T.copy(B[0, 0], B_shared)
+                T.gemm(A_shared, B_shared, C_shared)
+                running = running + T.float32(1.0)
+
+            if running > T.float32(0.0):
+                T.copy(C_shared, C[0, 0])
+                running = running * T.float32(2.0)
+                idx = idx + 1
+            else:
+                T.copy(C_shared, C[0, 0])
+                running = running - T.float32(1.0)
+                idx = idx + 2
+
+            while idx < 2:
+                T.copy(A[0, 0], A_shared)
+                T.copy(B[0, 0], B_shared)
+                T.gemm(A_shared, B_shared, C_shared)
+                running = running + T.float32(1.0)
+                idx = idx + 1
+
+            T.copy(C_shared, C[0, 0])
+            T.evaluate(running)
+
+    return main
+
+
+@target("Sunmmio")
+def alloc_var_tiles_kernel(
+    M=128,
+    N=128,
+    block_M=32,
+    block_N=32,
+    dtype=T.float32,
+):
+    shard_policy = T.MeshShardingPolicy(y=0, x=1)
+    A_layout = make_zz_layout((M, N))
+    B_layout = make_zz_layout((M, N))
+
+    @T.prim_func
+    def main(
+        A: T.MeshTensor((M, N), shard_policy, dtype, layout=A_layout),  # type: ignore
+        B: T.MeshTensor((M, N), shard_policy, dtype, layout=B_layout),  # type: ignore
+    ):
+        with T.Kernel() as _cid:
+            A_shared = T.alloc_shared((block_M, block_N), dtype)
+            bias = T.alloc_var(dtype, init=1.0)
+
+            T.copy(A[0, 0], A_shared)
+            for i, j in T.Tiles(A_shared, parallel=True):
+                A_shared[i, j] = A_shared[i, j] + bias
+            T.copy(A_shared, B[0, 0])
+
+    return main
+
+
+# ---- testing/python/sunmmio/codegen/test_allocate_copy_expr_opt_validate.py
+# @ 25478d65c294999489ec184bbab56326f125b169
+
+@target("Sunmmio")
+def basic_allocate_copy_mma_kernel(
+    M=128,
+    N=128,
+    K=128,
+    block_M=32,
+    block_N=32,
+    block_K=32,
+    dtype=T.bfloat16,
+    accum_dtype=T.float32,
+):
+    nrows, ncols = driver.get_sunmmio_device_mesh_config()
+    shard_policy = T.MeshShardingPolicy(x=1, y=0)
+    A_layout = make_zz_layout((M, K))
+    B_layout = make_zz_layout((K, N))
+    C_layout = make_zz_layout((M, N))
+
+    @T.prim_func
+    def main(
+        A: T.MeshTensor((M, K), shard_policy, dtype, layout=A_layout),  # type: ignore
+        B: T.MeshTensor((K, N), shard_policy, dtype, layout=B_layout),  # type: ignore
+        C: T.MeshTensor((M, N), shard_policy, accum_dtype, layout=C_layout),  # type: ignore
+    ):
+        with T.Kernel() as _cid:
+            sharded_M, sharded_K = A.local_shape
+            sharded_N = B.local_shape[1]
+            A_shared_dist = T.alloc_shared((block_M, block_K * ncols), dtype)
+            B_shared_dist = T.alloc_shared((block_K * nrows, block_N), dtype)
+            C_shared = T.alloc_shared((block_M, block_N), accum_dtype)
+
+            for by in T.serial(T.ceildiv(sharded_M, block_M)):
+                for bx in T.serial(T.ceildiv(sharded_N, block_N)):
+                    T.clear(C_shared)
+                    for k in T.serial(T.ceildiv(sharded_K, block_K)):
+                        T.comm.all_gather(
+                            A[
+                                by * block_M : (by + 1) * block_M,
+                                k * block_K : (k + 1) * block_K,
+                            ],
+                            A_shared_dist,
+                            direction="horizontal",
+                            axis=-1,
+                        )
+                        T.comm.all_gather(
+                            B[
+                                k * block_K : (k + 1) * block_K,
+                                bx * block_N : (bx + 1) * block_N,
+                            ],
+                            B_shared_dist,
+                            direction="vertical",
+                            axis=0,
+                        )
+                        T.gemm(A_shared_dist, B_shared_dist, C_shared)
+                    T.copy(C_shared, C[by * block_M, bx * block_N])
+
+    return main
+
+
+@target("Sunmmio")
+def allocate_dma_copy_kernel_plus(
+    M=512,
+    N=512,
+    K=512,
+    block_M=32,
+    block_N=32,
+    block_K=32,
+    dtype=T.bfloat16,
+):
+    shard_policy = T.MeshShardingPolicy(x=1, y=0)
+    A_layout = make_zz_layout((M, K))
+    C_layout = make_zz_layout((M, N))
+
+    @T.prim_func
+    def main(
+        A: T.MeshTensor((M, K), shard_policy, dtype, layout=A_layout),  # type: ignore
+        C: T.MeshTensor((M, N), shard_policy, dtype, layout=C_layout),  # type: ignore
+    ):
+        with T.Kernel() as _cid:
+            sharded_M, sharded_K = A.local_shape
+            _, sharded_N = C.local_shape
+            grid_m = T.ceildiv(sharded_M, block_M)
+            grid_k = T.ceildiv(sharded_K, block_K)
+            A_shared = T.alloc_shared((block_M, block_K), dtype)
+            B_shared = T.alloc_shared((block_K, block_N), dtype)
+            C_shared = T.alloc_shared((block_M, block_N), dtype)
+
+            for bx in T.serial(T.ceildiv(sharded_N, block_N)):
+                # Index exprs: add/mul/rem/min/max on DMA copy paths.
+                ko = (bx + bx) % grid_k
+                m_tile = (bx % grid_m) * block_M
+                n_tile = bx * block_N
+                m_offset = m_tile + T.min(T.min(bx, 1), T.max(sharded_M - m_tile - block_M, 0))
+                n_offset = n_tile + T.min(T.max(bx - 1, 0), T.max(sharded_N - n_tile - block_N, 0))
+
+                T.copy(A[m_offset, ko * block_K], A_shared)
+                T.copy(A[ko * block_K, n_offset], B_shared)
+                T.gemm(A_shared, B_shared, C_shared)
+                # need all_gather or reduce to cover real-world scenarios
+
+    return main
+
+
+@target("Sunmmio")
+def pipelined_allocate_copy_mma_kernel(
+    M=128,
+    N=128,
+    K=128,
+    block_M=32,
+    block_N=32,
+    block_K=32,
+    dtype=T.bfloat16,
+    accum_dtype=T.float32,
+):
+    nrows, ncols = driver.get_sunmmio_device_mesh_config()
+    shard_policy = T.MeshShardingPolicy(x=1, y=0)
+    A_layout = make_zz_layout((M, K))
+    B_layout = make_zz_layout((K, N))
+    C_layout = make_zz_layout((M, N))
+
+    @T.prim_func
+    def main(
+        A: T.MeshTensor((M, K), shard_policy, dtype, layout=A_layout),  # type: ignore
+        B: T.MeshTensor((K, N), shard_policy, dtype, layout=B_layout),  # type: ignore
+        C: T.MeshTensor((M, N), shard_policy, accum_dtype, layout=C_layout),  # type: ignore
+    ):
+        with T.Kernel() as _cid:
+            sharded_M, sharded_K = A.local_shape
+            sharded_N = B.local_shape[1]
+            A_shared_dist = T.alloc_shared((block_M, block_K * ncols), dtype)
+            B_shared_dist = T.alloc_shared((block_K * nrows, block_N), dtype)
+            C_shared = T.alloc_shared((block_M, block_N), accum_dtype)
+
+            for by in T.serial(T.ceildiv(sharded_M, block_M)):
+                for bx in T.serial(T.ceildiv(sharded_N, block_N)):
+                    T.clear(C_shared)
+                    for k in T.Pipelined(T.ceildiv(sharded_K, block_K), num_stages=3):
+                        T.comm.all_gather(
+                            A[
+                                by * block_M : (by + 1) * block_M,
+                                k * block_K : (k + 1) * block_K,
+                            ],
+                            A_shared_dist,
+                            direction="horizontal",
+                            axis=-1,
+                        )
+                        T.comm.all_gather(
+                            B[
+                                k * block_K : (k + 1) * block_K,
+                                bx * block_N : (bx + 1) * block_N,
+                            ],
+                            B_shared_dist,
+                            direction="vertical",
+                            axis=0,
+                        )
+                        T.gemm(A_shared_dist, B_shared_dist, C_shared)
+                    T.copy(C_shared, C[by * block_M, bx * block_N])
+
+    return main
+
+
+@target("Sunmmio")
+def offset_region_copy_kernel_plus(
+    M=2048,
+    N=2048,
+    block_M=64,
+    block_N=64,
+    tile_M=32,
+    tile_N=32,
+    dtype=T.bfloat16,
+):
+    shard_policy = T.MeshShardingPolicy(x=1, y=0)
+    A_layout = make_zz_layout((M, N))
+    B_layout = make_zz_layout((M, N))
+
+    @T.prim_func
+    def main(
+        A: T.MeshTensor((M, N), shard_policy, dtype, layout=A_layout),  # type: ignore
+        B: T.MeshTensor((M, N), shard_policy, dtype, layout=B_layout),  # type: ignore
+    ):
+        with T.Kernel() as _cid:
+            sharded_M = A.local_shape[0]
+            sharded_N = A.local_shape[1]
+            A_rsram = T.alloc_shared((block_M, block_N), dtype, scope="shared.rsram")
+
+            for by in T.serial(T.ceildiv(sharded_M, block_M)):
+                for bx in T.serial(T.ceildiv(sharded_N, block_N)):
+                    # Integer exprs: add/sub/mul/div/rem for copy offsets.
+                    sum_idx = bx + by
+                    diff_idx = bx - by
+                    scaled_idx = sum_idx * 3 + 1
+                    div_idx = scaled_idx // 2
+                    mod_idx = div_idx % 7
+
+                    # Bool exprs: cmp/and/or/not feeding selects.
+                    lt_cmp = bx < by + 2
+                    le_cmp = by <= bx + 1
+                    ne_cmp = bx != by
+                    eq_cmp = bx == by
+                    gt_cmp = bx > by - 1
+                    ge_cmp = by >= bx - 1
+                    not_lt_le = T.Not(lt_cmp and le_cmp)
+                    row_cond = (lt_cmp and le_cmp) or (ne_cmp and not_lt_le)
+                    col_cond = gt_cmp or ge_cmp
+
+                    # Region exprs: select/min/max in tile-view indices.
+                    row_delta = T.Select(
+                        row_cond,
+                        T.Select(eq_cmp, T.min(mod_idx, 7), T.min(mod_idx + 1, 7)),
+                        T.max(diff_idx, 0),
+                    )
+                    col_delta = T.Select(
+                        col_cond,
+                        T.max((sum_idx * 5) % 11, 0),
+                        T.min(by + 3, 7),
+                    )
+                    src_row = by * block_M + 8 + row_delta
+                    src_col = bx * block_N + 8 + col_delta
+                    rsram_row = 8 + T.min(row_delta, 7)
+                    rsram_col = 8 + T.min(col_delta, 7)
+
+                    T.copy(
+                        A[src_row : src_row + tile_M, src_col : src_col + tile_N],
+                        A_rsram[rsram_row : rsram_row + tile_M, rsram_col : rsram_col + tile_N],
+                    )
+                    T.copy(
+                        A_rsram[rsram_row : rsram_row + tile_M, rsram_col : rsram_col + tile_N],
+                        B[src_row : src_row + tile_M, src_col : src_col + tile_N],
+                    )
+
+    return main
+
+
+# ---- testing/python/sunmmio/codegen/test_base_dynamic_opt_validate.py
+# @ 1c3c809a27013827e11d6c50182bd514cd1bcd43
+
+def dynamic_allocate_copy_mma_kernel(
+    block_M=32,
+    block_N=32,
+    block_K=32,
+    dtype=T.float16,
+    accum_dtype=T.float32,
+):
+    device_mesh_config = driver.get_sunmmio_device_mesh_config()
+    nrows, ncols = device_mesh_config
+    ncores = nrows * ncols
+
+    M_sharded = T.dynamic("m")
+    N_sharded = T.dynamic("n")
+    K_sharded = T.dynamic("k")
+    M = M_sharded * nrows
+    N = N_sharded * ncols
+    K = K_sharded * ncols
+    # K = K_sharded
+    # A_layout = make_zz_layout((M, K))
+    # B_layout = make_zz_layout((K, N))
+    # C_layout = make_zz_layout((M, N))
+
+    shard_policy = T.MeshShardingPolicy(y=0, x=1)
+
+    @T.prim_func
+    def main(
+        A: T.MeshTensor((M, K), shard_policy, device_mesh_config, dtype),  # type: ignore
+        B: T.MeshTensor((K, N), shard_policy, device_mesh_config, dtype),  # type: ignore
+        C: T.MeshTensor((M, N), shard_policy, device_mesh_config, accum_dtype),  # type: ignore
+    ):
+        with T.Kernel(ncores) as _cid:
+            sharded_M, sharded_K = A.shape
+            sharded_N = B.shape[1]
+            A_shared_dist = T.alloc_shared((block_M, block_K * ncols), dtype)
+            B_shared_dist = T.alloc_shared((block_K * nrows, block_N), dtype)
+            C_shared = T.alloc_shared((block_M, block_N), accum_dtype)
+
+            for by in T.serial(T.ceildiv(sharded_M, block_M)):
+                for bx in T.serial(T.ceildiv(sharded_N, block_N)):
+                    T.clear(C_shared)
+                    for ko in T.serial(T.ceildiv(sharded_K, block_K)):
+                        T.comm.all_gather(
+                            A[
+                                by * block_M : (by + 1) * block_M,
+                                ko * block_K : (ko + 1) * block_K,
+                            ],
+                            A_shared_dist,
+                            direction="horizontal",
+                            axis=-1,
+                        )
+                        T.comm.all_gather(
+                            B[
+                                ko * block_K : (ko + 1) * block_K,
+                                bx * block_N : (bx + 1) * block_N,
+                            ],
+                            B_shared_dist,
+                            direction="vertical",
+                            axis=0,
+                        )
+                        T.gemm(A_shared_dist, B_shared_dist, C_shared)
+                    T.copy(C_shared, C[by * block_M, bx * block_N])
+
+    return main
+
+
+def dynamic_zz_allocate_copy_mma_kernel(
+    block_M=32,
+    block_N=32,
+    block_K=32,
+    dtype=T.float16,
+):
+    M = T.dynamic("m")
+    N = T.dynamic("n")
+    K = T.dynamic("k")
+    A_layout = make_zz_layout((M, K))
+    B_layout = make_zz_layout((K, N))
+    C_layout = make_zz_layout((M, N))
+
+    device_mesh_config = driver.get_sunmmio_device_mesh_config()
+    nrows, ncols = device_mesh_config
+    ncores = nrows * ncols
+
+    shard_policy = T.MeshShardingPolicy()
+
+    @T.prim_func
+    def main(
+        A: T.MeshTensor((M, K), shard_policy, device_mesh_config, dtype, layout=A_layout),  # type: ignore
+        B: T.MeshTensor((K, N), shard_policy, device_mesh_config, dtype, layout=B_layout),  # type: ignore
+        C: T.MeshTensor((M, N), shard_policy, device_mesh_config, dtype, layout=C_layout),  # type: ignore
+    ):
+        with T.Kernel(ncores) as _cid:
+            sharded_M = A.shape[0]
+            sharded_N = B.shape[1]
+            A_shared = T.alloc_shared((block_M, block_K), dtype)
+            B_shared = T.alloc_shared((block_K, block_N), dtype)
+            C_shared = T.alloc_shared((block_M, block_N), dtype)
+
+            for by in T.serial(T.ceildiv(sharded_M, block_M)):
+                for bx in T.serial(T.ceildiv(sharded_N, block_N)):
+                    T.copy(A[by * block_M, 0], A_shared)
+                    T.copy(B[0, bx * block_N], B_shared)
+                    T.gemm(A_shared, B_shared, C_shared)
+                    # need all_gather or reduce to cover real-world scenarios
+                    # T.copy(C_shared, C[by * block_M, bx * block_N])
+
+    return main
