@@ -1577,6 +1577,45 @@ def check_offset_region(inp, obs, out):
     np.testing.assert_array_equal(out["B"], _offset_region_reference(*inp.arrays[:2]))
 
 
+def check_every_core_put_last_tile(inp, obs, out):
+    """T.Kernel(): every core copies A[0:32, 32 bx:32 bx + 32] for bx < 4; the put from
+    (1, 2) to (2, 3) (through the turn core (2, 2)) leaves the last tile there."""
+    tile = inp.arrays[0][0:32, 96:128]
+    for core in (10, 11):
+        np.testing.assert_array_equal(obs["B_shared"][core], tile, str(core))
+
+
+def check_every_core_gathers_last_tile(k, axis):
+    """Every core holds the same last tile A[0:32, 96:128]: each gathers ``k`` copies of
+    it (stacked, or concatenated along ``axis``)."""
+    def check(inp, obs, out):
+        tile = inp.arrays[0][0:32, 96:128]
+        want = np.stack([tile] * k) if axis is None else np.concatenate([tile] * k, axis)
+        for core in range(16):
+            np.testing.assert_array_equal(obs["R_shared"][core], want, str(core))
+    return check
+
+
+def check_every_core_copies(name, src, dst=np.s_[:]):
+    """Every core (T.Kernel()) copies the replicated tensor's region ``src`` into the
+    region ``dst`` of its ``name`` (the rest of the buffer is never written: not
+    compared)."""
+    def check(inp, obs, out):
+        want = inp.arrays[0][src]
+        for core in range(16):
+            np.testing.assert_array_equal(obs[name][core][dst], want, str(core))
+    return check
+
+
+def check_every_core_copies_its_shard(inp, obs, out):
+    """y=0, x=1 on 4x4, 256x256: core (r, c)'s A_shared is its 64x64 shard of A."""
+    a = inp.arrays[0]
+    for core in range(16):
+        r, c = divmod(core, 4)
+        np.testing.assert_array_equal(obs["A_shared"][core],
+                                      a[64 * r:64 * r + 64, 64 * c:64 * c + 64], str(core))
+
+
 def _aligned(name, make, index, shapes=None):
     """A test_aligned_row_dma_copy.py kernel, "load" (checked) and "store" (no defined
     result) directions."""
@@ -1646,6 +1685,70 @@ CASES += [
         shapes={"A": (128, 32), "B": (32, 128), "C": (128, 128)},
         undefined="T.gemm accumulates into C_shared, which nothing writes first (and the "
                   "kernel stores nothing)"),
+]
+_CS = ("e2f6b2de", "test_comm_sync_kernels_opt_validate")
+CASES += [
+    Case("upstream_codegen_comm_sync_comm_broadcast", UPCG.format(*_CS, "comm_broadcast_kernel"),
+         "upstream_codegen", lambda m: m.comm_broadcast_kernel(),
+         refused=r"a race on 'B' element \[0, 0\]: core \(0, 0\) writes it in "
+                 r"`T.copy\(B_shared\[0, 0\], B\[0, bx \* 32\]\)` and core \(0, 1\)",
+         why="T.Kernel(): all 16 cores store their B_shared into the same B tiles (row 0's "
+             "hold A's tile, the other rows' nothing written): on the chip the result "
+             "depends on timing"),
+    Case("upstream_codegen_comm_sync_comm_put", UPCG.format(*_CS, "comm_put_kernel"),
+         "upstream_codegen", lambda m: m.comm_put_kernel(), observe=["B_shared"],
+         check=check_every_core_put_last_tile),
+] + [
+    Case(f"upstream_codegen_comm_sync_comm_all_gather_{name}",
+         UPCG.format(*_CS, "comm_all_gather_kernel"), "upstream_codegen",
+         lambda m, d=d, axis=axis: m.comm_all_gather_kernel(direction=d, axis=axis),
+         observe=["R_shared"], check=check_every_core_gathers_last_tile(k, axis))
+    for name, d, axis, k in (("all", "all", None, 16), ("axis0_all", "all", 0, 16),
+                             ("axis_last_horizontal", "horizontal", -1, 4),
+                             ("axis_last_all", "all", -1, 16))
+] + [
+    Case("upstream_codegen_comm_sync_sync_if_broadcast",
+         UPCG.format(*_CS, "sync_if_broadcast_kernel"), "upstream_codegen",
+         lambda m: m.sync_if_broadcast_kernel(),
+         undefined="T.gemm accumulates into C_shared, which nothing writes first; the "
+                   "broadcast sends it"),
+    Case("upstream_codegen_comm_sync_sync_loop_broadcast",
+         UPCG.format(*_CS, "sync_loop_broadcast_kernel"), "upstream_codegen",
+         lambda m: m.sync_loop_broadcast_kernel(),
+         undefined="the first broadcast sends C_shared, which nothing writes first"),
+]
+_CR = ("22223a03", "test_copy_region_validate")
+CASES += [
+    Case(f"upstream_codegen_copy_region_{name}", UPCG.format(*_CR, name), "upstream_codegen",
+         lambda m, name=name: getattr(m, name)(), observe=[buf],
+         check=check_every_core_copies(buf, src, dst))
+    for name, buf, src, dst in (
+        ("zz_major_sub_block_copy_kernel", "A_shared", np.s_[0:8, 0:32], np.s_[0:8, 0:32]),
+        ("zz_non_major_sub_block_copy_kernel", "A_shared", np.s_[0:32, 0:8],
+         np.s_[0:32, 0:8]),
+        ("zz_both_dims_sub_block_copy_kernel", "A_shared", np.s_[0:8, 0:8], np.s_[0:8, 0:8]),
+        ("zz_major_sub_block_multi_block_copy_kernel", "A_shared", np.s_[0:8, 0:64],
+         np.s_[0:8, 0:64]),
+        # the loop's last copy (bk = 1) is what stays
+        ("zz_fully_coalesced_full_block_copy_kernel", "B_shared", np.s_[32:64, :], np.s_[:]),
+        ("zz_fully_coalesced_non_major_sub_block_copy_kernel", "B_shared", np.s_[0:32, 0:8],
+         np.s_[0:32, 0:8]))
+] + [
+    Case("upstream_codegen_copy_region_let_bound_mesh_local_shape_copy_kernel",
+         UPCG.format(*_CR, "let_bound_mesh_local_shape_copy_kernel"), "upstream_codegen",
+         lambda m: m.let_bound_mesh_local_shape_copy_kernel(), observe=["A_shared"],
+         shapes={"A": (256, 256)}, check=check_every_core_copies_its_shard),
+    Case("upstream_codegen_copy_region_singleton_dimension_broadcast_kernel",
+         UPCG.format(*_CR, "singleton_dimension_broadcast_kernel"), "upstream_codegen",
+         lambda m: m.singleton_dimension_broadcast_kernel(),
+         undefined="it broadcasts src_shared, which nothing writes (the test checks the "
+                   "multicast it lowers to)"),
+    # the test's (128, 128, 128) of its four shapes
+    Case("upstream_codegen_copy_region_summa_output_copy_kernel",
+         UPCG.format(*_CR, "summa_output_copy_kernel"), "upstream_codegen",
+         lambda m: m.summa_output_copy_kernel(), shapes=S128,
+         undefined="it stores C_local, which nothing writes, into every tile of C (the "
+                   "test checks the DMA the store lowers to)"),
 ]
 
 

@@ -15,7 +15,7 @@ import sys
 import tilelang.language as T
 from tilelang import tvm as tvm
 from tilelang.carver.arch import driver
-from tilelang.layout import make_aligned_row_major, make_zz_layout
+from tilelang.layout import make_aligned_row_major, make_row_major, make_zz_layout
 
 _h = sys.modules.get("tm_corpus_harness")
 if _h is None:  # loaded on its own
@@ -662,5 +662,321 @@ def dynamic_zz_allocate_copy_mma_kernel(
                     T.gemm(A_shared, B_shared, C_shared)
                     # need all_gather or reduce to cover real-world scenarios
                     # T.copy(C_shared, C[by * block_M, bx * block_N])
+
+    return main
+
+
+# ---- testing/python/sunmmio/codegen/test_comm_sync_kernels_opt_validate.py
+# @ e2f6b2dea588912cfaa605daccac2ec203456530 (its kernels now launch T.Kernel(): every
+# core; sync_simple_copy_kernel and sync_mma_kernel use neither T.comm nor T.MeshTensor)
+
+@target("Sunmmio")
+def comm_broadcast_kernel(M=128, N=128, block_M=32, block_N=32, dtype="float16"):
+    @T.prim_func
+    def main(
+        A: T.Tensor((M, N), dtype),
+        B: T.Tensor((M, N), dtype),
+    ):
+        with T.Kernel():
+            A_shared = T.alloc_shared((block_M, block_N), dtype, scope="shared.rsram")
+            B_shared = T.alloc_shared((block_M, block_N), dtype, scope="shared.rsram")
+
+            for bx in T.serial(T.ceildiv(N, block_N)):
+                T.copy(A[0, bx * block_N], A_shared)
+                T.comm.broadcast(A_shared, B_shared, (0, 0), direction="h")
+                T.copy(B_shared, B[0, bx * block_N])
+
+    return main
+
+
+@target("Sunmmio")
+def comm_put_kernel(M=128, N=128, block_M=32, block_N=32, dtype="float16"):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype)):
+        with T.Kernel():
+            A_shared = T.alloc_shared((block_M, block_N), dtype, scope="shared.rsram")
+            B_shared = T.alloc_shared((block_M, block_N), dtype, scope="shared.rsram")
+
+            for bx in T.serial(T.ceildiv(N, block_N)):
+                T.copy(A[0, bx * block_N], A_shared)
+                T.comm.put(A_shared, B_shared, (1, 2), (2, 3))
+
+    return main
+
+
+@target("Sunmmio")
+def comm_all_gather_kernel(
+    *,
+    M=128,
+    N=128,
+    block_M=32,
+    block_N=32,
+    dtype="float16",
+    direction="all",
+    axis=None,
+):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype)):
+        with T.Kernel():
+            A_shared = T.alloc_shared((block_M, block_N), dtype, scope="shared.rsram")
+            if axis == 0:
+                R_shared = T.alloc_shared((16 * block_M, block_N), dtype, scope="shared.rsram")
+            elif axis == -1:
+                extent = 4 * block_N if direction in ("h", "horizontal") else 16 * block_N
+                R_shared = T.alloc_shared((block_M, extent), dtype, scope="shared.rsram")
+            else:
+                R_shared = T.alloc_shared((16, block_M, block_N), dtype, scope="shared.rsram")
+
+            for bx in T.serial(T.ceildiv(N, block_N)):
+                T.copy(A[0, bx * block_N], A_shared)
+                if axis is None:
+                    T.comm.all_gather(A_shared, R_shared, direction=direction)
+                else:
+                    T.comm.all_gather(A_shared, R_shared, direction=direction, axis=axis)
+
+    return main
+
+
+@target("Sunmmio")
+def sync_if_broadcast_kernel(
+    M=128,
+    N=128,
+    K=128,
+    block_M=32,
+    block_N=32,
+    block_K=32,
+    dtype="float16",
+    accum_dtype="float32",
+):
+    @T.prim_func
+    def main(
+        A: T.Tensor((M, K), dtype),
+        B: T.Tensor((K, N), dtype),
+        C: T.Tensor((M, N), accum_dtype),
+    ):
+        with T.Kernel():
+            A_shared = T.alloc_shared((block_M, block_K), dtype)
+            B_shared = T.alloc_shared((block_K, block_N), dtype)
+            C_shared = T.alloc_shared((block_M, block_N), accum_dtype)
+            D_shared = T.alloc_shared((block_M, block_N), accum_dtype)
+
+            for bx in T.serial(T.ceildiv(N, block_N)):
+                T.copy(A[0, 0], A_shared)
+                T.copy(B[0, bx * block_N], B_shared)
+                T.gemm(A_shared, B_shared, C_shared)
+
+                if bx == 0:
+                    T.comm.broadcast(C_shared, D_shared, (0, 0), direction="h")
+
+    return main
+
+
+@target("Sunmmio")
+def sync_loop_broadcast_kernel(M=128, N=128, block_M=32, block_N=32, dtype="float32"):
+    @T.prim_func
+    def main(C: T.Tensor((M, N), dtype)):
+        with T.Kernel():
+            C_shared = T.alloc_shared((block_M, block_N), dtype)
+            D_shared = T.alloc_shared((block_M, block_N), dtype)
+
+            for bx in T.serial(T.ceildiv(N, block_N)):
+                T.copy(C[0, bx * block_N], D_shared)
+                for _i in T.serial(2):
+                    T.comm.broadcast(C_shared, D_shared, (0, 0), direction="h")
+                    T.comm.broadcast(D_shared, C_shared, (0, 0), direction="h")
+
+    return main
+
+
+# ---- testing/python/sunmmio/codegen/test_copy_region_validate.py
+# @ 22223a0361aebb6c77dde90b60177fe94770c6cb
+
+DTYPE = "bfloat16"
+
+
+@target("Sunmmio")
+def zz_major_sub_block_copy_kernel():
+    shape = (128, 128)
+    placement = T.placement.replicated()
+    global_layout = make_zz_layout(shape, axes=[0, 1], block_shape=(32, 32))
+
+    @T.prim_func
+    def main(
+        A: T.MeshTensor(shape, placement, DTYPE, layout=global_layout),  # type: ignore
+    ):
+        with T.Kernel():
+            A_shared = T.alloc_shared(shape, DTYPE, scope="shared.rsram")
+            T.annotate_layout({A_shared: global_layout})
+            T.copy(A[0:8, 0:32], A_shared[0:8, 0:32])
+
+    return main
+
+
+@target("Sunmmio")
+def zz_non_major_sub_block_copy_kernel():
+    shape = (128, 128)
+    placement = T.placement.replicated()
+    global_layout = make_zz_layout(shape, axes=[0, 1], block_shape=(32, 32))
+
+    @T.prim_func
+    def main(
+        A: T.MeshTensor(shape, placement, DTYPE, layout=global_layout),  # type: ignore
+    ):
+        with T.Kernel():
+            A_shared = T.alloc_shared(shape, DTYPE, scope="shared.rsram")
+            T.annotate_layout({A_shared: global_layout})
+            T.copy(A[0:32, 0:8], A_shared[0:32, 0:8])
+
+    return main
+
+
+@target("Sunmmio")
+def zz_both_dims_sub_block_copy_kernel():
+    shape = (128, 128)
+    placement = T.placement.replicated()
+    global_layout = make_zz_layout(shape, axes=[0, 1], block_shape=(32, 32))
+
+    @T.prim_func
+    def main(
+        A: T.MeshTensor(shape, placement, DTYPE, layout=global_layout),  # type: ignore
+    ):
+        with T.Kernel():
+            A_shared = T.alloc_shared(shape, DTYPE, scope="shared.rsram")
+            T.annotate_layout({A_shared: global_layout})
+            T.copy(A[0:8, 0:8], A_shared[0:8, 0:8])
+
+    return main
+
+
+@target("Sunmmio")
+def zz_major_sub_block_multi_block_copy_kernel():
+    shape = (128, 128)
+    placement = T.placement.replicated()
+    global_layout = make_zz_layout(shape, axes=[0, 1], block_shape=(32, 32))
+
+    @T.prim_func
+    def main(
+        A: T.MeshTensor(shape, placement, DTYPE, layout=global_layout),  # type: ignore
+    ):
+        with T.Kernel():
+            A_shared = T.alloc_shared(shape, DTYPE, scope="shared.rsram")
+            T.annotate_layout({A_shared: global_layout})
+            T.copy(A[0:8, 0:64], A_shared[0:8, 0:64])
+
+    return main
+
+
+@target("Sunmmio")
+def zz_fully_coalesced_full_block_copy_kernel():
+    shape = (64, 32)
+    region_shape = (32, 32)
+    placement = T.placement.replicated()
+    global_layout = make_zz_layout(shape, axes=[0, 1], block_shape=(32, 32))
+    shared_layout = make_row_major(region_shape)
+
+    @T.prim_func
+    def main(
+        B: T.MeshTensor(shape, placement, DTYPE, layout=global_layout),  # type: ignore
+    ):
+        with T.Kernel():
+            B_shared = T.alloc_shared(region_shape, DTYPE, scope="shared.rsram")
+            T.annotate_layout({B_shared: shared_layout})
+            for bk in T.serial(2):
+                T.copy(B[bk * 32, 0], B_shared)
+
+    return main
+
+
+@target("Sunmmio")
+def zz_fully_coalesced_non_major_sub_block_copy_kernel():
+    shape = (64, 32)
+    placement = T.placement.replicated()
+    global_layout = make_zz_layout(shape, axes=[0, 1], block_shape=(32, 32))
+
+    @T.prim_func
+    def main(
+        B: T.MeshTensor(shape, placement, DTYPE, layout=global_layout),  # type: ignore
+    ):
+        with T.Kernel():
+            B_shared = T.alloc_shared(shape, DTYPE, scope="shared.rsram")
+            T.annotate_layout({B_shared: global_layout})
+            T.copy(B[0:32, 0:8], B_shared[0:32, 0:8])
+
+    return main
+
+
+@target("Sunmmio")
+def let_bound_mesh_local_shape_copy_kernel():
+    global_shape = (256, 256)
+    shard_policy = T.MeshShardingPolicy(y=0, x=1)
+    tensor_layout = make_zz_layout(global_shape, axes=[0, 1], block_shape=(32, 32))
+
+    @T.prim_func
+    def main(
+        A: T.MeshTensor(global_shape, shard_policy, DTYPE, layout=tensor_layout),  # type: ignore
+    ):
+        with T.Kernel():
+            local_m, local_n = A.local_shape
+            A_shared = T.alloc_shared((local_m, local_n), DTYPE)
+            T.copy(A, A_shared)
+
+    return main
+
+
+@target("Sunmmio")
+def singleton_dimension_broadcast_kernel():
+    src_shape = (1, 32, 32)
+    dst_shape = (1, 32, 32)
+    src_layout = make_zz_layout(src_shape, axes=[1, 2], block_shape=(32, 32))
+    dst_layout = make_zz_layout(dst_shape, axes=[1, 2], block_shape=(32, 32))
+
+    @T.prim_func
+    def main():
+        with T.Kernel():
+            src_shared = T.alloc_shared(src_shape, DTYPE, scope="shared.rsram")
+            dst_shared = T.alloc_shared(dst_shape, DTYPE, scope="shared.rsram")
+            T.annotate_layout(
+                {
+                    src_shared: src_layout,
+                    dst_shared: dst_layout,
+                }
+            )
+            T.comm.broadcast(src_shared, dst_shared, (0, 0), direction="h")
+
+    return main
+
+
+@target("Sunmmio")
+def summa_output_copy_kernel(
+    M=128,
+    N=128,
+    K=128,
+    block_M=32,
+    block_N=32,
+    dtype="float16",
+    accum_dtype="float32",
+):
+    shard_policy = T.placement.full_shard(0, 1)
+    A_shape = (M, K)
+    B_shape = (K, N)
+    C_shape = (M, N)
+    A_layout = make_zz_layout(A_shape, axes=[0, 1], block_shape=(32, 32))
+    B_layout = make_zz_layout(B_shape, axes=[0, 1], block_shape=(32, 32))
+    C_layout = make_zz_layout(C_shape, axes=[0, 1], block_shape=(32, 32))
+
+    @T.prim_func
+    def main(
+        A: T.MeshTensor(A_shape, shard_policy, dtype, layout=A_layout),  # type: ignore
+        B: T.MeshTensor(B_shape, shard_policy, dtype, layout=B_layout),  # type: ignore
+        C: T.MeshTensor(C_shape, shard_policy, accum_dtype, layout=C_layout),  # type: ignore
+    ):
+        with T.Kernel():
+            sharded_M, _ = A.local_shape
+            _, sharded_N = B.local_shape
+            C_local = T.alloc_shared((block_M, block_N), accum_dtype)
+
+            for bx in T.serial(T.ceildiv(sharded_M, block_M)):
+                for by in T.serial(T.ceildiv(sharded_N, block_N)):
+                    T.copy(C_local, C[bx * block_M, by * block_N])
 
     return main
