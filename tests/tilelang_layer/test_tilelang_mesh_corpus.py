@@ -1616,6 +1616,13 @@ def check_every_core_copies_its_shard(inp, obs, out):
                                       a[64 * r:64 * r + 64, 64 * c:64 * c + 64], str(core))
 
 
+def check_zeroed(inp, obs, out):
+    """Every core fills its tile with 1, 2 and 3, clears it, and stores it over its own
+    copy of the replicated A: every copy of A is zeros (the inputs are not)."""
+    assert inp.arrays[0].any()
+    np.testing.assert_array_equal(out["A"], np.zeros_like(out["A"]))
+
+
 def _aligned(name, make, index, shapes=None):
     """A test_aligned_row_dma_copy.py kernel, "load" (checked) and "store" (no defined
     result) directions."""
@@ -1749,6 +1756,16 @@ CASES += [
          lambda m: m.summa_output_copy_kernel(), shapes=S128,
          undefined="it stores C_local, which nothing writes, into every tile of C (the "
                    "test checks the DMA the store lowers to)"),
+]
+CASES += [
+    # the test's (64, 512, 1024) at (32, 512, 256) and (512, 1024) at (512, 512): the same
+    # tiles, two of them along each dim that has more than one
+    Case("upstream_codegen_fill_tiled_test", UPCG.format(
+        "14d16e11", "test_fill_opt_validate", "fill_tiled_test"), "upstream_codegen",
+        lambda m: m.fill_tiled_test(b=32, m=512, n=256), check=check_zeroed),
+    Case("upstream_codegen_fill_tiled_2d_test", UPCG.format(
+        "14d16e11", "test_fill_opt_validate", "fill_tiled_2d_test"), "upstream_codegen",
+        lambda m: m.fill_tiled_2d_test(m=512, n=512), check=check_zeroed),
 ]
 
 

@@ -980,3 +980,84 @@ def summa_output_copy_kernel(
                     T.copy(C_local, C[bx * block_M, by * block_N])
 
     return main
+
+
+# ---- testing/python/sunmmio/codegen/test_fill_opt_validate.py
+# @ 14d16e110bd5ad5caf1afa844857c8a6847d40e3
+
+@target("Sunmmio")
+def fill_tiled_test(
+    b=64,
+    m=512,
+    n=1024,
+    block_b=16,
+    block_m=256,
+    block_n=128,
+    dtype="bfloat16",
+):
+    shard_policy = T.placement.replicated()
+    tensor_shape = (b, m, n)
+    tensor_layout = make_zz_layout(tensor_shape, [1, 2], (32, 32))
+    grid_b = T.ceildiv(b, block_b)
+    grid_m = T.ceildiv(m, block_m)
+    grid_n = T.ceildiv(n, block_n)
+
+    @T.prim_func
+    def main(A: T.MeshTensor(tensor_shape, shard_policy, dtype, layout=tensor_layout)):  # type: ignore
+        with T.Kernel():
+            A_shared = T.alloc_shared((block_b, block_m, block_n), dtype)
+
+            for bz in T.serial(grid_b):
+                for by in T.serial(grid_m):
+                    for bx in T.serial(grid_n):
+                        T.fill(A_shared, T.bfloat16(1.0))
+                        T.fill(A_shared[0:block_b, 0 : block_m // 2, 0:block_n], T.bfloat16(2.0))
+                        T.fill(A_shared[0:block_b, block_m // 2 : block_m, 0:block_n], T.bfloat16(3.0))
+                        T.clear(A_shared)
+                        for bb in T.serial(block_b):
+                            T.copy(
+                                A_shared[bb, :, :],
+                                A[
+                                    bz * block_b + bb,
+                                    by * block_m : (by + 1) * block_m,
+                                    bx * block_n : (bx + 1) * block_n,
+                                ],
+                            )
+
+    return main
+
+
+@target("Sunmmio")
+def fill_tiled_2d_test(
+    m=512,
+    n=1024,
+    block_m=256,
+    block_n=512,
+    dtype="bfloat16",
+):
+    shard_policy = T.placement.replicated()
+    tensor_shape = (m, n)
+    tensor_layout = make_zz_layout(tensor_shape, [0, 1], (32, 32))
+    grid_m = T.ceildiv(m, block_m)
+    grid_n = T.ceildiv(n, block_n)
+
+    @T.prim_func
+    def main(A: T.MeshTensor(tensor_shape, shard_policy, dtype, layout=tensor_layout)):  # type: ignore
+        with T.Kernel():
+            A_shared = T.alloc_shared((block_m, block_n), dtype)
+
+            for by in T.serial(grid_m):
+                for bx in T.serial(grid_n):
+                    T.fill(A_shared, T.bfloat16(1.0))
+                    T.fill(A_shared[0 : block_m // 2, 0:block_n], T.bfloat16(2.0))
+                    T.fill(A_shared[block_m // 2 : block_m, 0:block_n], T.bfloat16(3.0))
+                    T.clear(A_shared)
+                    T.copy(
+                        A_shared,
+                        A[
+                            by * block_m : (by + 1) * block_m,
+                            bx * block_n : (bx + 1) * block_n,
+                        ],
+                    )
+
+    return main
