@@ -1623,6 +1623,12 @@ def check_zeroed(inp, obs, out):
     np.testing.assert_array_equal(out["A"], np.zeros_like(out["A"]))
 
 
+def check_copied(inp, obs, out):
+    """A replicated on every core: each copies it through its RSRAM into its copy of B
+    (replicated too): B = A."""
+    np.testing.assert_array_equal(out["B"], inp.arrays[0])
+
+
 def _aligned(name, make, index, shapes=None):
     """A test_aligned_row_dma_copy.py kernel, "load" (checked) and "store" (no defined
     result) directions."""
@@ -1766,6 +1772,10 @@ CASES += [
     Case("upstream_codegen_fill_tiled_2d_test", UPCG.format(
         "14d16e11", "test_fill_opt_validate", "fill_tiled_2d_test"), "upstream_codegen",
         lambda m: m.fill_tiled_2d_test(m=512, n=512), check=check_zeroed),
+    Case("upstream_codegen_layout_transform_roundtrip_kernel", UPCG.format(
+        "1c3c809a", "test_layout_transform_opt_validate", "layout_transform_roundtrip_kernel"),
+        "upstream_codegen", lambda m: m.layout_transform_roundtrip_kernel(),
+        check=check_copied),
 ]
 
 

@@ -1061,3 +1061,37 @@ def fill_tiled_2d_test(
                     )
 
     return main
+
+
+# ---- testing/python/sunmmio/codegen/test_layout_transform_opt_validate.py
+# @ 1c3c809a27013827e11d6c50182bd514cd1bcd43
+from tilelang.language.mesh_tensor import MeshReplicationType
+
+
+@target("Sunmmio")
+def layout_transform_roundtrip_kernel(
+    m=128,
+    n=128,
+    dtype=T.float16,
+):
+    device_mesh_config = driver.get_sunmmio_device_mesh_config()
+    nrows, ncols = device_mesh_config
+    ncores = nrows * ncols
+
+    shard_policy = T.MeshShardingPolicy(replicate=MeshReplicationType.ALL)
+    dram_layout = make_zz_layout((m, n), axes=[0, 1], block_shape=(32, 32))
+    rsram_layout = make_row_major((m, n))
+
+    @T.prim_func
+    def main(
+        A: T.MeshTensor((m, n), shard_policy, device_mesh_config, dtype, layout=dram_layout),  # type: ignore
+        B: T.MeshTensor((m, n), shard_policy, device_mesh_config, dtype, layout=dram_layout),  # type: ignore
+    ):
+        with T.Kernel(ncores, threads=128) as _cid:
+            A_rsram = T.alloc_shared((m, n), dtype, scope="shared.rsram")
+            T.annotate_layout({A_rsram: rsram_layout})
+
+            T.copy(A, A_rsram)
+            T.copy(A_rsram, B)
+
+    return main
