@@ -1629,6 +1629,14 @@ def check_copied(inp, obs, out):
     np.testing.assert_array_equal(out["B"], inp.arrays[0])
 
 
+def check_predicated_store(inp, obs, out):
+    """Every core clears its 512-element tile, sets its first 33 elements to 7 and
+    stores it over its own copy of the replicated out: 33 sevens, then zeros."""
+    want = np.zeros(512, np.float32)
+    want[:33] = 7
+    np.testing.assert_array_equal(out["out"].astype(np.float32), want)
+
+
 def _aligned(name, make, index, shapes=None):
     """A test_aligned_row_dma_copy.py kernel, "load" (checked) and "store" (no defined
     result) directions."""
@@ -1776,6 +1784,15 @@ CASES += [
         "1c3c809a", "test_layout_transform_opt_validate", "layout_transform_roundtrip_kernel"),
         "upstream_codegen", lambda m: m.layout_transform_roundtrip_kernel(),
         check=check_copied),
+] + [
+    # (its float16 case checks that SUNMMIO's code generator rejects float16: not a kernel
+    # to run)
+    Case(f"upstream_codegen_predicated_store_mask_{dt}", UPCG.format(
+        "36f76a2a", "test_mask_index_dtype_opt_validate", "predicated_store_mask_dtype_kernel"),
+        "upstream_codegen",
+        lambda m, dt=dt: m.predicated_store_mask_dtype_kernel(getattr(T, dt)),
+        check=check_predicated_store)
+    for dt in ("bfloat16", "int16", "float32", "int32")
 ]
 
 

@@ -1095,3 +1095,26 @@ def layout_transform_roundtrip_kernel(
             T.copy(A_rsram, B)
 
     return main
+
+
+# ---- testing/python/sunmmio/codegen/test_mask_index_dtype_opt_validate.py
+# @ 36f76a2a12695dd105885cac7cda7d1c9e18cb55
+
+@target("Sunmmio")
+def predicated_store_mask_dtype_kernel(dtype, extent=512, valid_n=33):
+    shard_policy = T.MeshShardingPolicy()
+    tensor_shape = (extent,)
+    tensor_layout = make_aligned_row_major(tensor_shape, dtype, align_bytes=1024)
+
+    @T.prim_func
+    def main(out: T.MeshTensor(tensor_shape, shard_policy, dtype, layout=tensor_layout)):  # type: ignore
+        with T.Kernel():
+            out_shared = T.alloc_shared(tensor_shape, dtype)
+            T.annotate_layout({out_shared: make_aligned_row_major(tensor_shape, dtype, align_bytes=1024)})
+
+            T.clear(out_shared)
+            for i in T.Tiles([valid_n], parallel=True):
+                out_shared[i] = T.Cast(dtype, 7)
+            T.copy(out_shared, out[0:extent])
+
+    return main
