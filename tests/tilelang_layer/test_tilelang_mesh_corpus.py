@@ -1793,6 +1793,14 @@ CASES += [
         lambda m, dt=dt: m.predicated_store_mask_dtype_kernel(getattr(T, dt)),
         check=check_predicated_store)
     for dt in ("bfloat16", "int16", "float32", "int32")
+] + [
+    # A's rows split over the mesh rows (each row's copy replicated), B's columns over the
+    # mesh columns: each core's one 128x128 tile is its block of A @ B
+    Case(f"upstream_codegen_pipelined_gemm_kernel_stage{ns}", UPCG.format(
+        "8ccd90a9", "test_pipeline_ping_pong_opt_validate", "pipelined_gemm_kernel"),
+        "upstream_codegen", lambda m, ns=ns: m.pipelined_gemm_kernel(num_stages=ns),
+        shapes={"A": (512, 256), "B": (256, 512), "C": (512, 512)}, check=check_gemm)
+    for ns in (4, 3)
 ]
 
 

@@ -1118,3 +1118,46 @@ def predicated_store_mask_dtype_kernel(dtype, extent=512, valid_n=33):
             T.copy(out_shared, out[0:extent])
 
     return main
+
+
+# ---- testing/python/sunmmio/codegen/test_pipeline_ping_pong_opt_validate.py
+# @ 8ccd90a9c4dcc52c056399bf5aaad6d6b3d7795d
+
+@target("Sunmmio")
+def pipelined_gemm_kernel(
+    M=512,
+    N=512,
+    K=256,
+    block_M=128,
+    block_N=128,
+    block_K=32,
+    num_stages=4,
+    dtype=T.bfloat16,
+    accum_dtype=T.float32,
+):
+    a_policy = T.MeshShardingPolicy(y=0, replicate=MeshReplicationType.ROW)
+    b_policy = T.MeshShardingPolicy(x=1, replicate=MeshReplicationType.COLUMN)
+    c_policy = T.MeshShardingPolicy(y=0, x=1)
+    A_layout = make_zz_layout((M, K), [0, 1], (32, 32))
+    B_layout = make_zz_layout((K, N), [0, 1], (32, 32))
+    C_layout = make_zz_layout((M, N), [0, 1], (32, 32))
+
+    @T.prim_func
+    def main(
+        A: T.MeshTensor((M, K), a_policy, (4, 4), dtype, layout=A_layout),
+        B: T.MeshTensor((K, N), b_policy, (4, 4), dtype, layout=B_layout),
+        C: T.MeshTensor((M, N), c_policy, (4, 4), accum_dtype, layout=C_layout),
+    ):
+        with T.Kernel() as _cid:
+            A_shared = T.alloc_shared((block_M, block_K), dtype)
+            B_shared = T.alloc_shared((block_K, block_N), dtype)
+            C_shared = T.alloc_shared((block_M, block_N), accum_dtype)
+
+            T.clear(C_shared)
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                T.copy(A[0:block_M, k * block_K : (k + 1) * block_K], A_shared)
+                T.copy(B[k * block_K : (k + 1) * block_K, 0:block_N], B_shared)
+                T.gemm(A_shared, B_shared, C_shared)
+            T.copy(C_shared, C[0:block_M, 0:block_N])
+
+    return main
