@@ -1637,6 +1637,15 @@ def check_predicated_store(inp, obs, out):
     np.testing.assert_array_equal(out["out"].astype(np.float32), want)
 
 
+def check_reduce_sum(axis):
+    """Every core sums its replicated copy of A along ``axis`` (clear=True) and stores
+    the sums over its copy of Out. Each sum is of at most 64 integers in [-3, 3], so every
+    partial sum is an integer below 256 in magnitude: exact in bfloat16 in any order."""
+    def check(inp, obs, out):
+        np.testing.assert_array_equal(out["Out"], inp.arrays[0].sum(axis=axis))
+    return check
+
+
 def _aligned(name, make, index, shapes=None):
     """A test_aligned_row_dma_copy.py kernel, "load" (checked) and "store" (no defined
     result) directions."""
@@ -1801,6 +1810,28 @@ CASES += [
         "upstream_codegen", lambda m, ns=ns: m.pipelined_gemm_kernel(num_stages=ns),
         shapes={"A": (512, 256), "B": (256, 512), "C": (512, 512)}, check=check_gemm)
     for ns in (4, 3)
+]
+_RD = ("1ceec508", "test_reduce_opt_validate", "reduce_kernel_builder")
+
+
+def _shape_id(shape):
+    return "x".join(map(str, shape))
+
+
+CASES += [
+    Case(f"upstream_codegen_reduce_{_shape_id(shape)}_axis{axis}_{dt}", UPCG.format(*_RD),
+         "upstream_codegen",
+         lambda m, shape=shape, axis=axis, dt=dt: m.reduce_kernel_builder(shape, axis, dtype=dt),
+         check=check_reduce_sum(axis))
+    for shape, axis, dt in (((1024, 32), 1, "bfloat16"), ((64, 256, 128), 0, "bfloat16"),
+                            ((4, 128), 0, "float32"))
+] + [
+    Case(f"upstream_codegen_reduce_{_shape_id(shape)}_axis{axis}_noclear", UPCG.format(*_RD),
+         "upstream_codegen",
+         lambda m, shape=shape, axis=axis: m.reduce_kernel_builder(shape, axis, clear=False),
+         undefined="reduce_sum(clear=False) adds into Out_shared, which nothing writes first")
+    for shape, axis in (((32, 1024), 1), ((32, 1024), 0), ((256, 128), 0), ((256, 128), 1),
+                        ((32, 256, 128), 1))
 ]
 
 

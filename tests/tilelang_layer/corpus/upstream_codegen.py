@@ -1161,3 +1161,99 @@ def pipelined_gemm_kernel(
             T.copy(C_shared, C[0:block_M, 0:block_N])
 
     return main
+
+
+# ---- testing/python/sunmmio/codegen/test_reduce_opt_validate.py
+# @ 1ceec50859bfde8a4e45a87f51169cec5930d3a7
+
+def _dram_input_layout(shape):
+    if len(shape) >= 2:
+        return make_zz_layout(shape, [len(shape) - 2, len(shape) - 1], (32, 32))
+    return make_row_major(shape)
+
+
+def _dram_reduce_output_layout(shape):
+    return make_row_major(shape)
+
+
+def _valid_extent(tile_index, block, total):
+    start = tile_index * block
+    remaining = total - start
+    return T.min(block, remaining)
+
+
+@target("Sunmmio")
+def reduce_kernel_builder(shape, reduce_axis, dtype="bfloat16", clear=True):
+    shape = tuple(shape)
+    out_shape = list(shape[:reduce_axis]) + list(shape[reduce_axis + 1 :])
+    if not out_shape:
+        out_shape = [1]
+    out_shape = tuple(out_shape)
+
+    shard_policy = T.placement.replicated()
+    input_layout = _dram_input_layout(shape)
+    output_layout = _dram_reduce_output_layout(out_shape)
+
+    @T.prim_func
+    def main(
+        A: T.MeshTensor(shape, shard_policy, dtype, layout=input_layout),  # type: ignore
+        Out: T.MeshTensor(out_shape, shard_policy, dtype, layout=output_layout),  # type: ignore
+    ):
+        with T.Kernel():
+            A_shared = T.alloc_shared(shape, dtype, scope="shared.rsram")
+            Out_shared = T.alloc_shared(out_shape, dtype, scope="shared.rsram")
+
+            if len(shape) == 3:
+                for bb in T.serial(shape[0]):
+                    T.copy(A[bb, :, :], A_shared[bb, :, :])
+            else:
+                T.copy(A, A_shared)
+            T.reduce_sum(A_shared, Out_shared, dim=reduce_axis, clear=clear)
+            T.copy(Out_shared, Out)
+
+    return main
+
+
+@target("Sunmmio")
+def reduce_tail_region_kernel(
+    m=1000,
+    n=2000,
+    block_m=256,
+    block_n=96,
+    dtype="bfloat16",
+):
+    shard_policy = T.placement.replicated()
+    input_shape = (block_m, block_n)
+    output_shape = (block_m,)
+    input_layout = make_zz_layout(input_shape, [0, 1], (32, 32))
+    output_layout = make_row_major(output_shape)
+    grid_m = T.ceildiv(m, block_m)
+    grid_n = T.ceildiv(n, block_n)
+
+    @T.prim_func
+    def main(
+        A: T.MeshTensor(input_shape, shard_policy, dtype, layout=input_layout),  # type: ignore
+        Out: T.MeshTensor(output_shape, shard_policy, dtype, layout=output_layout),  # type: ignore
+    ):
+        with T.Kernel():
+            A_shared = T.alloc_shared((block_m, block_n), dtype, scope="shared.rsram")
+            Out_shared = T.alloc_shared((block_m,), dtype, scope="shared.rsram")
+
+            T.copy(A, A_shared)
+            T.fill(Out_shared, -T.infinity(dtype))
+
+            for by in T.serial(grid_m):
+                for bx in T.serial(grid_n):
+                    T.reduce_max(
+                        A_shared[
+                            0 : _valid_extent(by, block_m, m),
+                            0 : _valid_extent(bx, block_n, n),
+                        ],
+                        Out_shared[0 : _valid_extent(by, block_m, m)],
+                        dim=1,
+                        clear=False,
+                    )
+
+            T.copy(Out_shared, Out)
+
+    return main
