@@ -1646,6 +1646,27 @@ def check_reduce_sum(axis):
     return check
 
 
+def check_pick_2d(inp, obs, out):
+    """Every core walks the whole replicated 17x19 table; the last (row 16, col 18)
+    pick stays: out[i] = table[16, 18] + 16 + 18 + i (int32)."""
+    t = inp.arrays[0]
+    np.testing.assert_array_equal(out["out"], t[16, 18] + 34 + np.arange(32))
+
+
+def check_pick_3d(inp, obs, out):
+    """Every core sums the whole replicated mask (int32) for each output tile: out[t, i]
+    = sum(mask) + i."""
+    t = inp.arrays[0]
+    want = np.broadcast_to(t.sum() + np.arange(32), out["out"].shape)
+    np.testing.assert_array_equal(out["out"], want)
+
+
+def check_pick_rsram(inp, obs, out):
+    """side_data[i] = i; core c picks side_data[c % 128] and side_data[128 + c % 128]."""
+    np.testing.assert_array_equal(obs["first_tile_value"].reshape(16), np.arange(16))
+    np.testing.assert_array_equal(obs["second_tile_value"].reshape(16), 128 + np.arange(16))
+
+
 def _aligned(name, make, index, shapes=None):
     """A test_aligned_row_dma_copy.py kernel, "load" (checked) and "store" (no defined
     result) directions."""
@@ -1832,6 +1853,29 @@ CASES += [
          undefined="reduce_sum(clear=False) adds into Out_shared, which nothing writes first")
     for shape, axis in (((32, 1024), 1), ((32, 1024), 0), ((256, 128), 0), ((256, 128), 1),
                         ((32, 256, 128), 1))
+]
+_TP = ("388c0740", "test_tile_pick_scalar_access")
+CASES += [
+    Case("upstream_codegen_pick_1d_side_data_kernel",
+         UPCG.format(*_TP, "pick_1d_side_data_kernel"), "upstream_codegen",
+         lambda m: m.pick_1d_side_data_kernel(),
+         refused=r"T.MeshTensor output 'out' \(MeshShardingPolicy\(\)\) is replicated, but "
+                 r"the copies of cores \(0, 0\) and \(0, 1\) disagree",
+         why="out is replicated (MeshShardingPolicy()), yet each core picks "
+             "values[(cid + 7) % 64] and stores its own values into its copy: the copies "
+             "differ, so out has no one value"),
+    Case("upstream_codegen_pick_2d_side_data_kernel",
+         UPCG.format(*_TP, "pick_2d_side_data_kernel"), "upstream_codegen",
+         lambda m: m.pick_2d_side_data_kernel(), check=check_pick_2d),
+    # at the sizes its codegen test uses (2, 5, 256; 2 tiles)
+    Case("upstream_codegen_pick_3d_side_data_kernel",
+         UPCG.format(*_TP, "pick_3d_side_data_kernel"), "upstream_codegen",
+         lambda m: m.pick_3d_side_data_kernel(heads=2, q_blocks=5, k_blocks=256, out_tiles=2),
+         check=check_pick_3d),
+    Case("upstream_codegen_pick_1d_rsram_side_data_kernel",
+         UPCG.format(*_TP, "pick_1d_rsram_side_data_kernel"), "upstream_codegen",
+         lambda m: m.pick_1d_rsram_side_data_kernel(),
+         observe=["first_tile_value", "second_tile_value"], check=check_pick_rsram),
 ]
 
 

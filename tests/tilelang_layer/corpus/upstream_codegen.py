@@ -1336,3 +1336,158 @@ def summa_matmul(
                     T.copy(C_local, C[bx * block_M, by * block_N])
 
     return kernel
+
+
+# ---- testing/python/sunmmio/codegen/test_tile_pick_scalar_access.py
+# @ 388c07401a0da3f1528a1e4e21ac5c4c7e449a67
+
+@target("Sunmmio")
+def pick_1d_side_data_kernel(
+    n=64,
+    out_n=32,
+    dtype=T.int32,
+):
+    shard_policy = T.MeshShardingPolicy()
+    values_shape = (n,)
+    out_shape = (out_n,)
+    values_layout = make_aligned_row_major(values_shape, dtype, align_bytes=1024)
+    out_layout = make_aligned_row_major(out_shape, dtype, align_bytes=1024)
+
+    @T.prim_func
+    def main(
+        values: T.MeshTensor(values_shape, shard_policy, dtype, layout=values_layout),  # type: ignore
+        out: T.MeshTensor(out_shape, shard_policy, dtype, layout=out_layout),  # type: ignore
+    ):
+        with T.Kernel() as cid:
+            local_n = values.local_shape[0]
+            values_shared = T.alloc_shared((n,), dtype, scope="shared.rsram")
+            out_shared = T.alloc_shared((out_n,), dtype)
+            values_shared_layout = make_aligned_row_major((n,), dtype, align_bytes=1024)
+            out_shared_layout = make_aligned_row_major((out_n,), dtype, align_bytes=1024)
+            T.annotate_layout({values_shared: values_shared_layout, out_shared: out_shared_layout})
+
+            T.copy(values[0:local_n], values_shared[0:local_n])
+
+            idx = (cid + 7) % local_n
+            picked = T.alloc_var(dtype)
+
+            picked = values_shared[idx]
+
+            for i in T.Tiles([out_n], parallel=True):
+                out_shared[i] = picked + T.Cast(dtype, i)
+
+            T.copy(out_shared, out[0:out_n])
+
+    return main
+
+
+@target("Sunmmio")
+def pick_2d_side_data_kernel(
+    rows=17,
+    cols=19,
+    out_n=32,
+    dtype=T.int32,
+):
+    shard_policy = T.MeshShardingPolicy()
+    table_shape = (rows, cols)
+    out_shape = (out_n,)
+    table_layout = make_aligned_row_major(table_shape, dtype, align_bytes=1024)
+    out_layout = make_aligned_row_major(out_shape, dtype, align_bytes=1024)
+
+    @T.prim_func
+    def main(
+        table: T.MeshTensor(table_shape, shard_policy, dtype, layout=table_layout),  # type: ignore
+        out: T.MeshTensor(out_shape, shard_policy, dtype, layout=out_layout),  # type: ignore
+    ):
+        with T.Kernel() as _cid:
+            local_rows, local_cols = table.local_shape
+            table_row_shared = T.alloc_shared((cols,), dtype, scope="shared.rsram")
+            out_shared = T.alloc_shared((out_n,), dtype)
+            row_layout = make_aligned_row_major((cols,), dtype, align_bytes=1024)
+            out_shared_layout = make_aligned_row_major((out_n,), dtype, align_bytes=1024)
+            T.annotate_layout({table_row_shared: row_layout, out_shared: out_shared_layout})
+            picked = T.alloc_var(dtype)
+
+            for row in T.serial(local_rows):
+                T.copy(table[row, 0:local_cols], table_row_shared[0:local_cols])
+                for col in T.serial(local_cols):
+                    picked = table_row_shared[col]
+                    for i in T.Tiles([out_n], parallel=True):
+                        out_shared[i] = picked + T.Cast(dtype, row + col + i)
+
+            T.copy(out_shared, out[0:out_n])
+
+    return main
+
+
+@target("Sunmmio")
+def pick_3d_side_data_kernel(
+    heads=2,
+    q_blocks=500,
+    k_blocks=500,
+    out_tiles=4,
+    out_n=32,
+    dtype=T.int32,
+):
+    shard_policy = T.MeshShardingPolicy()
+    mask_shape = (heads, q_blocks, k_blocks)
+    out_shape = (out_tiles, out_n)
+    mask_layout = make_aligned_row_major(mask_shape, dtype, align_bytes=1024)
+    out_layout = make_aligned_row_major(out_shape, dtype, align_bytes=1024)
+
+    @T.prim_func
+    def main(
+        block_sparse_mask: T.MeshTensor(mask_shape, shard_policy, dtype, layout=mask_layout),  # type: ignore
+        out: T.MeshTensor(out_shape, shard_policy, dtype, layout=out_layout),  # type: ignore
+    ):
+        with T.Kernel() as _cid:
+            local_heads, local_q_blocks, local_k_blocks = block_sparse_mask.local_shape
+            mask_row_shared = T.alloc_shared((k_blocks,), dtype, scope="shared.rsram")
+            out_shared = T.alloc_shared((out_n,), dtype)
+            mask_row_layout = make_aligned_row_major((k_blocks,), dtype, align_bytes=1024)
+            out_shared_layout = make_aligned_row_major((out_n,), dtype, align_bytes=1024)
+            T.annotate_layout({mask_row_shared: mask_row_layout, out_shared: out_shared_layout})
+            mask_value = T.alloc_var(dtype, init=0)
+
+            for t in T.serial(out_tiles):
+                mask_value = T.Cast(dtype, 0)
+                for h in T.serial(local_heads):
+                    for q in T.serial(local_q_blocks):
+                        T.copy(block_sparse_mask[h, q, :], mask_row_shared)
+                        for k in T.serial(local_k_blocks):
+                            mask_value += mask_row_shared[k]
+
+                for i in T.Tiles([out_n], parallel=True):
+                    out_shared[i] = mask_value + T.Cast(dtype, i)
+
+                T.copy(out_shared, out[t, 0:out_n])
+
+    return main
+
+
+@target("Sunmmio")
+def pick_1d_rsram_side_data_kernel(
+    n=256,
+    dtype=T.int32,
+):
+    @T.prim_func
+    def main():
+        with T.Kernel() as cid:
+            side_data = T.alloc_shared((n,), dtype, scope="shared.rsram")
+            first_tile_value = T.alloc_var(dtype)
+            second_tile_value = T.alloc_var(dtype)
+
+            for i in T.Tiles([n], parallel=True):
+                side_data[i] = T.Cast(dtype, i)
+
+            # Keep the access dynamic while targeting known 4096-bit register
+            # tiles for int32: 0..127 and 128..255.
+            first_tile_idx = cid % 128
+            second_tile_idx = 128 + (cid % 128)
+
+            first_tile_value = side_data[first_tile_idx]
+            second_tile_value = side_data[second_tile_idx]
+
+            T.evaluate(first_tile_value + second_tile_value)
+
+    return main
