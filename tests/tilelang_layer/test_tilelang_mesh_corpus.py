@@ -1504,6 +1504,381 @@ CASES += [
 ]
 
 
+
+# --- i27 codegen: the current SUNMMIO/Tilelang's testing/python/sunmmio/codegen/ tests --------
+UPCG = "SUNMMIO/Tilelang@{} testing/python/sunmmio/codegen/{}.py::{}"
+STORES_UNWRITTEN = ("it stores an RSRAM buffer that nothing writes (the test checks the "
+                    "DMA the store lowers to)")
+
+
+def check_every_core_holds(name, index):
+    """Every core (T.Kernel(): one program per core) copies the same region of the
+    replicated tensor into its ``name``: each holds ``src[index]``."""
+    def check(inp, obs, out):
+        want = inp.arrays[0][index]
+        for core in range(16):
+            np.testing.assert_array_equal(obs[name][core].reshape(want.shape), want, str(core))
+    return check
+
+
+def check_every_core_scalar(**want):
+    """Every core's scalar variables (T.alloc_var) end with these values."""
+    def check(inp, obs, out):
+        for name, value in want.items():
+            np.testing.assert_array_equal(obs[name].reshape(16), np.full(16, value), name)
+    return check
+
+
+def check_twice_local_gemm(inp, obs, out):
+    """y=0, x=1 on 4x4 (32x32 shards): each core clears C_shared, multiplies its shards
+    of A and B once in the loop and once more in the while loop (T.gemm accumulates),
+    and stores C_shared into its shard: C = 2 A_loc @ B_loc (bf16 integer values,
+    float32 sums: exact)."""
+    a, b = inp.arrays[:2]
+    want = np.zeros_like(out["C"])
+    for r in range(4):
+        for c in range(4):
+            s = np.s_[32 * r:32 * r + 32, 32 * c:32 * c + 32]
+            want[s] = 2 * (a[s] @ b[s])
+    np.testing.assert_array_equal(out["C"], want)
+
+
+def check_plus_one(inp, obs, out):
+    """Each core adds its bias variable (1.0) to its 32x32 shard of A and stores it
+    into its shard of B: B = A + 1."""
+    np.testing.assert_array_equal(out["B"], inp.arrays[0] + 1)
+
+
+def _offset_region_reference(a, b, shard=512, block=64, tile=32):
+    """offset_region_copy_kernel_plus: per core and 64x64 tile (by, bx) of its 512x512
+    shard, the index expressions the kernel computes (Python's ints and bools: the
+    values are non-negative where TIR's and Python's // and % differ) give a 32x32
+    region that is copied A -> RSRAM -> B; the rest of B is as it was."""
+    want = b.copy()
+    for r in range(a.shape[0] // shard):
+        for c in range(a.shape[1] // shard):
+            src = a[r * shard:(r + 1) * shard, c * shard:(c + 1) * shard]
+            dst = want[r * shard:(r + 1) * shard, c * shard:(c + 1) * shard]
+            for by in range(shard // block):
+                for bx in range(shard // block):
+                    total, mod = bx + by, ((bx + by) * 3 + 1) // 2 % 7
+                    lt, le = bx < by + 2, by <= bx + 1
+                    row_cond = (lt and le) or (bx != by and not (lt and le))
+                    col_cond = bx > by - 1 or by >= bx - 1
+                    row_delta = ((min(mod, 7) if bx == by else min(mod + 1, 7))
+                                 if row_cond else max(bx - by, 0))
+                    col_delta = (total * 5) % 11 if col_cond else min(by + 3, 7)
+                    i, j = by * block + 8 + row_delta, bx * block + 8 + col_delta
+                    dst[i:i + tile, j:j + tile] = src[i:i + tile, j:j + tile]
+    return want
+
+
+def check_offset_region(inp, obs, out):
+    np.testing.assert_array_equal(out["B"], _offset_region_reference(*inp.arrays[:2]))
+
+
+def check_every_core_put_last_tile(inp, obs, out):
+    """T.Kernel(): every core copies A[0:32, 32 bx:32 bx + 32] for bx < 4; the put from
+    (1, 2) to (2, 3) (through the turn core (2, 2)) leaves the last tile there."""
+    tile = inp.arrays[0][0:32, 96:128]
+    for core in (10, 11):
+        np.testing.assert_array_equal(obs["B_shared"][core], tile, str(core))
+
+
+def check_every_core_gathers_last_tile(k, axis):
+    """Every core holds the same last tile A[0:32, 96:128]: each gathers ``k`` copies of
+    it (stacked, or concatenated along ``axis``)."""
+    def check(inp, obs, out):
+        tile = inp.arrays[0][0:32, 96:128]
+        want = np.stack([tile] * k) if axis is None else np.concatenate([tile] * k, axis)
+        for core in range(16):
+            np.testing.assert_array_equal(obs["R_shared"][core], want, str(core))
+    return check
+
+
+def check_every_core_copies(name, src, dst=np.s_[:]):
+    """Every core (T.Kernel()) copies the replicated tensor's region ``src`` into the
+    region ``dst`` of its ``name`` (the rest of the buffer is never written: not
+    compared)."""
+    def check(inp, obs, out):
+        want = inp.arrays[0][src]
+        for core in range(16):
+            np.testing.assert_array_equal(obs[name][core][dst], want, str(core))
+    return check
+
+
+def check_every_core_copies_its_shard(inp, obs, out):
+    """y=0, x=1 on 4x4, 256x256: core (r, c)'s A_shared is its 64x64 shard of A."""
+    a = inp.arrays[0]
+    for core in range(16):
+        r, c = divmod(core, 4)
+        np.testing.assert_array_equal(obs["A_shared"][core],
+                                      a[64 * r:64 * r + 64, 64 * c:64 * c + 64], str(core))
+
+
+def check_zeroed(inp, obs, out):
+    """Every core fills its tile with 1, 2 and 3, clears it, and stores it over its own
+    copy of the replicated A: every copy of A is zeros (the inputs are not)."""
+    assert inp.arrays[0].any()
+    np.testing.assert_array_equal(out["A"], np.zeros_like(out["A"]))
+
+
+def check_copied(inp, obs, out):
+    """A replicated on every core: each copies it through its RSRAM into its copy of B
+    (replicated too): B = A."""
+    np.testing.assert_array_equal(out["B"], inp.arrays[0])
+
+
+def check_predicated_store(inp, obs, out):
+    """Every core clears its 512-element tile, sets its first 33 elements to 7 and
+    stores it over its own copy of the replicated out: 33 sevens, then zeros."""
+    want = np.zeros(512, np.float32)
+    want[:33] = 7
+    np.testing.assert_array_equal(out["out"].astype(np.float32), want)
+
+
+def check_reduce_sum(axis):
+    """Every core sums its replicated copy of A along ``axis`` (clear=True) and stores
+    the sums over its copy of Out. Each sum is of at most 64 integers in [-3, 3], so every
+    partial sum is an integer below 256 in magnitude: exact in bfloat16 in any order."""
+    def check(inp, obs, out):
+        np.testing.assert_array_equal(out["Out"], inp.arrays[0].sum(axis=axis))
+    return check
+
+
+def check_pick_2d(inp, obs, out):
+    """Every core walks the whole replicated 17x19 table; the last (row 16, col 18)
+    pick stays: out[i] = table[16, 18] + 16 + 18 + i (int32)."""
+    t = inp.arrays[0]
+    np.testing.assert_array_equal(out["out"], t[16, 18] + 34 + np.arange(32))
+
+
+def check_pick_3d(inp, obs, out):
+    """Every core sums the whole replicated mask (int32) for each output tile: out[t, i]
+    = sum(mask) + i."""
+    t = inp.arrays[0]
+    want = np.broadcast_to(t.sum() + np.arange(32), out["out"].shape)
+    np.testing.assert_array_equal(out["out"], want)
+
+
+def check_pick_rsram(inp, obs, out):
+    """side_data[i] = i; core c picks side_data[c % 128] and side_data[128 + c % 128]."""
+    np.testing.assert_array_equal(obs["first_tile_value"].reshape(16), np.arange(16))
+    np.testing.assert_array_equal(obs["second_tile_value"].reshape(16), 128 + np.arange(16))
+
+
+def _aligned(name, make, index, shapes=None):
+    """A test_aligned_row_dma_copy.py kernel, "load" (checked) and "store" (no defined
+    result) directions."""
+    src = UPCG.format("0e5af169", "test_aligned_row_dma_copy", make)
+    return [
+        Case(f"upstream_codegen_aligned_row_{name}_load", src, "upstream_codegen",
+             lambda m, f=make: getattr(m, f)("load", **(shapes or {})), observe=["dst"],
+             check=check_every_core_holds("dst", index)),
+        Case(f"upstream_codegen_aligned_row_{name}_store", src, "upstream_codegen",
+             lambda m, f=make: getattr(m, f)("store", **(shapes or {})),
+             undefined=STORES_UNWRITTEN),
+    ]
+
+
+CASES += [
+    *_aligned("vector_rank1", "aligned_row_vector_copy_kernel", 1, dict(rsram_rank=1)),
+    *_aligned("vector_rank2", "aligned_row_vector_copy_kernel", 1, dict(rsram_rank=2)),
+    # the test's (500, 500) "full" case at (100, 100): the same unaligned rows
+    *_aligned("matrix_full", "aligned_row_matrix_copy_kernel", 2, dict(rows=100, cols=100)),
+    *_aligned("matrix_row_subset", "aligned_row_matrix_copy_kernel", np.s_[2, 7:12],
+              dict(rows=20, cols=500, row_start=7, copy_rows=5)),
+    *_aligned("matrix_full_fp32", "aligned_row_matrix_copy_kernel", 2,
+              dict(rows=3, cols=250, dtype=T.float32)),
+    *_aligned("matrix_already_aligned", "aligned_row_matrix_copy_kernel", 2,
+              dict(rows=3, cols=512)),
+    *_aligned("effective_rank3", "aligned_row_effective_rank3_kernel", np.s_[:]),
+    *_aligned("alignment_mismatch", "aligned_row_alignment_mismatch_kernel", np.s_[0:2]),
+] + [
+    Case("upstream_codegen_alloc_var_scalar_state", UPCG.format(
+        "04931c88", "test_alloc_var_opt_validate", "alloc_var_scalar_state_kernel"),
+        "upstream_codegen", lambda m: m.alloc_var_scalar_state_kernel(), observe=["running"],
+        shapes={"A": (32, 32)}, check=check_every_core_scalar(running=10)),
+    Case("upstream_codegen_alloc_var_all_control_flow", UPCG.format(
+        "04931c88", "test_alloc_var_opt_validate", "alloc_var_all_control_flow_kernel"),
+        "upstream_codegen", lambda m: m.alloc_var_all_control_flow_kernel(),
+        observe=["running", "idx"], shapes={"A": (32, 32)},
+        check=check_every_core_scalar(running=13, idx=4)),
+    Case("upstream_codegen_alloc_var_copy_mma_control_flow", UPCG.format(
+        "04931c88", "test_alloc_var_opt_validate", "alloc_var_copy_mma_control_flow_kernel"),
+        "upstream_codegen", lambda m: m.alloc_var_copy_mma_control_flow_kernel(),
+        shapes={"A": (128, 128), "B": (128, 128), "C": (128, 128)},
+        check=check_twice_local_gemm),
+    Case("upstream_codegen_alloc_var_tiles", UPCG.format(
+        "04931c88", "test_alloc_var_opt_validate", "alloc_var_tiles_kernel"),
+        "upstream_codegen", lambda m: m.alloc_var_tiles_kernel(),
+        shapes={"A": (128, 128), "B": (128, 128)}, check=check_plus_one),
+] + [
+    Case(f"upstream_codegen_{name}", UPCG.format(
+        "25478d65", "test_allocate_copy_expr_opt_validate", name), "upstream_codegen",
+        lambda m, name=name: getattr(m, name)(), shapes=S128, check=check_gemm)
+    for name in ("basic_allocate_copy_mma_kernel", "pipelined_allocate_copy_mma_kernel")
+] + [
+    Case("upstream_codegen_allocate_dma_copy_kernel_plus", UPCG.format(
+        "25478d65", "test_allocate_copy_expr_opt_validate", "allocate_dma_copy_kernel_plus"),
+        "upstream_codegen", lambda m: m.allocate_dma_copy_kernel_plus(),
+        shapes={"A": (512, 512), "C": (512, 512)},
+        undefined="T.gemm accumulates into C_shared, which nothing writes first (and the "
+                  "kernel stores nothing)"),
+    Case("upstream_codegen_offset_region_copy_kernel_plus", UPCG.format(
+        "25478d65", "test_allocate_copy_expr_opt_validate", "offset_region_copy_kernel_plus"),
+        "upstream_codegen", lambda m: m.offset_region_copy_kernel_plus(),
+        shapes={"A": (2048, 2048), "B": (2048, 2048)}, check=check_offset_region),
+    # (its dynamic_allocate_copy_mma_kernel declares dims m * nrows: not yet, see the docs)
+    Case("upstream_codegen_dynamic_zz_allocate_copy_mma_kernel", UPCG.format(
+        "1c3c809a", "test_base_dynamic_opt_validate", "dynamic_zz_allocate_copy_mma_kernel"),
+        "upstream_codegen", lambda m: m.dynamic_zz_allocate_copy_mma_kernel(),
+        shapes={"A": (128, 32), "B": (32, 128), "C": (128, 128)},
+        undefined="T.gemm accumulates into C_shared, which nothing writes first (and the "
+                  "kernel stores nothing)"),
+]
+_CS = ("e2f6b2de", "test_comm_sync_kernels_opt_validate")
+CASES += [
+    Case("upstream_codegen_comm_sync_comm_broadcast", UPCG.format(*_CS, "comm_broadcast_kernel"),
+         "upstream_codegen", lambda m: m.comm_broadcast_kernel(),
+         refused=r"a race on 'B' element \[0, 0\]: core \(0, 0\) writes it in "
+                 r"`T.copy\(B_shared\[0, 0\], B\[0, bx \* 32\]\)` and core \(0, 1\)",
+         why="T.Kernel(): all 16 cores store their B_shared into the same B tiles (row 0's "
+             "hold A's tile, the other rows' nothing written): on the chip the result "
+             "depends on timing"),
+    Case("upstream_codegen_comm_sync_comm_put", UPCG.format(*_CS, "comm_put_kernel"),
+         "upstream_codegen", lambda m: m.comm_put_kernel(), observe=["B_shared"],
+         check=check_every_core_put_last_tile),
+] + [
+    Case(f"upstream_codegen_comm_sync_comm_all_gather_{name}",
+         UPCG.format(*_CS, "comm_all_gather_kernel"), "upstream_codegen",
+         lambda m, d=d, axis=axis: m.comm_all_gather_kernel(direction=d, axis=axis),
+         observe=["R_shared"], check=check_every_core_gathers_last_tile(k, axis))
+    for name, d, axis, k in (("all", "all", None, 16), ("axis0_all", "all", 0, 16),
+                             ("axis_last_horizontal", "horizontal", -1, 4),
+                             ("axis_last_all", "all", -1, 16))
+] + [
+    Case("upstream_codegen_comm_sync_sync_if_broadcast",
+         UPCG.format(*_CS, "sync_if_broadcast_kernel"), "upstream_codegen",
+         lambda m: m.sync_if_broadcast_kernel(),
+         undefined="T.gemm accumulates into C_shared, which nothing writes first; the "
+                   "broadcast sends it"),
+    Case("upstream_codegen_comm_sync_sync_loop_broadcast",
+         UPCG.format(*_CS, "sync_loop_broadcast_kernel"), "upstream_codegen",
+         lambda m: m.sync_loop_broadcast_kernel(),
+         undefined="the first broadcast sends C_shared, which nothing writes first"),
+]
+_CR = ("22223a03", "test_copy_region_validate")
+CASES += [
+    Case(f"upstream_codegen_copy_region_{name}", UPCG.format(*_CR, name), "upstream_codegen",
+         lambda m, name=name: getattr(m, name)(), observe=[buf],
+         check=check_every_core_copies(buf, src, dst))
+    for name, buf, src, dst in (
+        ("zz_major_sub_block_copy_kernel", "A_shared", np.s_[0:8, 0:32], np.s_[0:8, 0:32]),
+        ("zz_non_major_sub_block_copy_kernel", "A_shared", np.s_[0:32, 0:8],
+         np.s_[0:32, 0:8]),
+        ("zz_both_dims_sub_block_copy_kernel", "A_shared", np.s_[0:8, 0:8], np.s_[0:8, 0:8]),
+        ("zz_major_sub_block_multi_block_copy_kernel", "A_shared", np.s_[0:8, 0:64],
+         np.s_[0:8, 0:64]),
+        # the loop's last copy (bk = 1) is what stays
+        ("zz_fully_coalesced_full_block_copy_kernel", "B_shared", np.s_[32:64, :], np.s_[:]),
+        ("zz_fully_coalesced_non_major_sub_block_copy_kernel", "B_shared", np.s_[0:32, 0:8],
+         np.s_[0:32, 0:8]))
+] + [
+    Case("upstream_codegen_copy_region_let_bound_mesh_local_shape_copy_kernel",
+         UPCG.format(*_CR, "let_bound_mesh_local_shape_copy_kernel"), "upstream_codegen",
+         lambda m: m.let_bound_mesh_local_shape_copy_kernel(), observe=["A_shared"],
+         shapes={"A": (256, 256)}, check=check_every_core_copies_its_shard),
+    Case("upstream_codegen_copy_region_singleton_dimension_broadcast_kernel",
+         UPCG.format(*_CR, "singleton_dimension_broadcast_kernel"), "upstream_codegen",
+         lambda m: m.singleton_dimension_broadcast_kernel(),
+         undefined="it broadcasts src_shared, which nothing writes (the test checks the "
+                   "multicast it lowers to)"),
+    # the test's (128, 128, 128) of its four shapes
+    Case("upstream_codegen_copy_region_summa_output_copy_kernel",
+         UPCG.format(*_CR, "summa_output_copy_kernel"), "upstream_codegen",
+         lambda m: m.summa_output_copy_kernel(), shapes=S128,
+         undefined="it stores C_local, which nothing writes, into every tile of C (the "
+                   "test checks the DMA the store lowers to)"),
+]
+CASES += [
+    # the test's (64, 512, 1024) at (32, 512, 256) and (512, 1024) at (512, 512): the same
+    # tiles, two of them along each dim that has more than one
+    Case("upstream_codegen_fill_tiled_test", UPCG.format(
+        "14d16e11", "test_fill_opt_validate", "fill_tiled_test"), "upstream_codegen",
+        lambda m: m.fill_tiled_test(b=32, m=512, n=256), check=check_zeroed),
+    Case("upstream_codegen_fill_tiled_2d_test", UPCG.format(
+        "14d16e11", "test_fill_opt_validate", "fill_tiled_2d_test"), "upstream_codegen",
+        lambda m: m.fill_tiled_2d_test(m=512, n=512), check=check_zeroed),
+    Case("upstream_codegen_layout_transform_roundtrip_kernel", UPCG.format(
+        "1c3c809a", "test_layout_transform_opt_validate", "layout_transform_roundtrip_kernel"),
+        "upstream_codegen", lambda m: m.layout_transform_roundtrip_kernel(),
+        check=check_copied),
+] + [
+    # (its float16 case checks that SUNMMIO's code generator rejects float16: not a kernel
+    # to run)
+    Case(f"upstream_codegen_predicated_store_mask_{dt}", UPCG.format(
+        "36f76a2a", "test_mask_index_dtype_opt_validate", "predicated_store_mask_dtype_kernel"),
+        "upstream_codegen",
+        lambda m, dt=dt: m.predicated_store_mask_dtype_kernel(getattr(T, dt)),
+        check=check_predicated_store)
+    for dt in ("bfloat16", "int16", "float32", "int32")
+] + [
+    # A's rows split over the mesh rows (each row's copy replicated), B's columns over the
+    # mesh columns: each core's one 128x128 tile is its block of A @ B
+    Case(f"upstream_codegen_pipelined_gemm_kernel_stage{ns}", UPCG.format(
+        "8ccd90a9", "test_pipeline_ping_pong_opt_validate", "pipelined_gemm_kernel"),
+        "upstream_codegen", lambda m, ns=ns: m.pipelined_gemm_kernel(num_stages=ns),
+        shapes={"A": (512, 256), "B": (256, 512), "C": (512, 512)}, check=check_gemm)
+    for ns in (4, 3)
+]
+_RD = ("1ceec508", "test_reduce_opt_validate", "reduce_kernel_builder")
+
+
+def _shape_id(shape):
+    return "x".join(map(str, shape))
+
+
+CASES += [
+    Case(f"upstream_codegen_reduce_{_shape_id(shape)}_axis{axis}_{dt}", UPCG.format(*_RD),
+         "upstream_codegen",
+         lambda m, shape=shape, axis=axis, dt=dt: m.reduce_kernel_builder(shape, axis, dtype=dt),
+         check=check_reduce_sum(axis))
+    for shape, axis, dt in (((1024, 32), 1, "bfloat16"), ((64, 256, 128), 0, "bfloat16"),
+                            ((4, 128), 0, "float32"))
+] + [
+    Case(f"upstream_codegen_reduce_{_shape_id(shape)}_axis{axis}_noclear", UPCG.format(*_RD),
+         "upstream_codegen",
+         lambda m, shape=shape, axis=axis: m.reduce_kernel_builder(shape, axis, clear=False),
+         undefined="reduce_sum(clear=False) adds into Out_shared, which nothing writes first")
+    for shape, axis in (((32, 1024), 1), ((32, 1024), 0), ((256, 128), 0), ((256, 128), 1),
+                        ((32, 256, 128), 1))
+]
+_TP = ("388c0740", "test_tile_pick_scalar_access")
+CASES += [
+    Case("upstream_codegen_pick_1d_side_data_kernel",
+         UPCG.format(*_TP, "pick_1d_side_data_kernel"), "upstream_codegen",
+         lambda m: m.pick_1d_side_data_kernel(),
+         refused=r"T.MeshTensor output 'out' \(MeshShardingPolicy\(\)\) is replicated, but "
+                 r"the copies of cores \(0, 0\) and \(0, 1\) disagree",
+         why="out is replicated (MeshShardingPolicy()), yet each core picks "
+             "values[(cid + 7) % 64] and stores its own values into its copy: the copies "
+             "differ, so out has no one value"),
+    Case("upstream_codegen_pick_2d_side_data_kernel",
+         UPCG.format(*_TP, "pick_2d_side_data_kernel"), "upstream_codegen",
+         lambda m: m.pick_2d_side_data_kernel(), check=check_pick_2d),
+    # at the sizes its codegen test uses (2, 5, 256; 2 tiles)
+    Case("upstream_codegen_pick_3d_side_data_kernel",
+         UPCG.format(*_TP, "pick_3d_side_data_kernel"), "upstream_codegen",
+         lambda m: m.pick_3d_side_data_kernel(heads=2, q_blocks=5, k_blocks=256, out_tiles=2),
+         check=check_pick_3d),
+    Case("upstream_codegen_pick_1d_rsram_side_data_kernel",
+         UPCG.format(*_TP, "pick_1d_rsram_side_data_kernel"), "upstream_codegen",
+         lambda m: m.pick_1d_rsram_side_data_kernel(),
+         observe=["first_tile_value", "second_tile_value"], check=check_pick_rsram),
+]
+
+
 # -- the runner --------------------------------------------------------------------------------
 def run_case(case: Case, seed: int = 0) -> None:
     tm.enable(mesh=case.mesh, compat=case.compat)
