@@ -149,23 +149,28 @@ SYNC = "testing/python/transform/test_tilelang_transform_inject_sunmmio_sync.py"
 DATAPATH = "testing/python/transform/test_tilelang_transform_legalize_sunmmio_datapath.py"
 
 
-def check_func_comm(inp, obs, out):
-    """Everything cleared, then sent: zeros wherever a transfer lands (the other cores'
-    remote buffers are never written)."""
-    z = np.zeros((32, 32), np.float32)
-    for core in range(16):
-        row, col = divmod(core, 4)
-        np.testing.assert_array_equal(obs["A_remote_1"][core], z)
-        if row == 0:
-            np.testing.assert_array_equal(obs["A_remote_2"][core], z)
-        if col == 0:
-            np.testing.assert_array_equal(obs["A_remote_3"][core], z)
-        for name, cores in (("B_remote_1", (10, 11)), ("B_remote_2", (7,)),
-                            ("B_remote_3", (14,))):
-            if core in cores:
-                np.testing.assert_array_equal(obs[name][core], z)
-        for name in ("C_allgather_1", "C_allgather_2", "C_allgather_3"):
-            assert not obs[name][core].any()
+def _comm_zeros(n: int) -> Callable:
+    """Everything cleared, then sent (on 4x4, ``n x n`` tiles): zeros wherever a
+    transfer lands (the other cores' remote buffers are never written)."""
+    def check(inp, obs, out):
+        z = np.zeros((n, n), np.float32)
+        for core in range(16):
+            row, col = divmod(core, 4)
+            np.testing.assert_array_equal(obs["A_remote_1"][core], z)
+            if row == 0:
+                np.testing.assert_array_equal(obs["A_remote_2"][core], z)
+            if col == 0:
+                np.testing.assert_array_equal(obs["A_remote_3"][core], z)
+            for name, cores in (("B_remote_1", (10, 11)), ("B_remote_2", (7,)),
+                                ("B_remote_3", (14,))):
+                if core in cores:
+                    np.testing.assert_array_equal(obs[name][core], z)
+            for name in ("C_allgather_1", "C_allgather_2", "C_allgather_3"):
+                assert not obs[name][core].any(), (name, core)
+    return check
+
+
+check_func_comm = _comm_zeros(32)
 
 
 def check_broadcast_kernel(inp, obs, out):
@@ -1117,24 +1122,10 @@ def _upc(name, **kw):
                 lambda m: getattr(m, name)(), **kw)
 
 
-def check_pipeline_comm_current(inp, obs, out):
-    """T.Kernel() on 4x4, 64x64 shards, one 64x64 tile each: every source is cleared
-    before it is sent, so every buffer a transfer lands in holds zeros (puts from (1, 2):
-    to (2, 3) through the turn core (2, 2), to (1, 3), to (3, 2))."""
-    z = np.zeros((64, 64), np.float32)
-    for core in range(16):
-        row, col = divmod(core, 4)
-        np.testing.assert_array_equal(obs["A_remote_1"][core], z)
-        if row == 0:
-            np.testing.assert_array_equal(obs["A_remote_2"][core], z)
-        if col == 0:
-            np.testing.assert_array_equal(obs["A_remote_3"][core], z)
-        for name, cores in (("B_remote_1", (10, 11)), ("B_remote_2", (7,)),
-                            ("B_remote_3", (14,))):
-            if core in cores:
-                np.testing.assert_array_equal(obs[name][core], z)
-        for name in ("C_allgather_1", "C_allgather_2", "C_allgather_3"):
-            assert not obs[name][core].any(), (name, core)
+# T.Kernel() on 4x4, 64x64 shards, one 64x64 tile each: every source is cleared before
+# it is sent (puts from (1, 2): to (2, 3) through the turn core (2, 2), to (1, 3), to
+# (3, 2))
+check_pipeline_comm_current = _comm_zeros(64)
 
 
 def check_ffn(inp, obs, out):
