@@ -1504,6 +1504,114 @@ CASES += [
 ]
 
 
+
+# --- i27b ops/language/examples: the current SUNMMIO/Tilelang's ops/, language/, jit/ tests
+# and examples/sunmmio/ kernels that use T.MeshTensor or T.comm ---------------------------------
+UPT = ("SUNMMIO/Tilelang@3c56f270 testing/python/sunmmio/ops/test_transpose.py::"
+       "mesh_transpose_kernel")
+
+
+def check_transpose(transposed):
+    """a replicated on every core (replicate=ALL): each core copies it to RSRAM and
+    transposes it (the loop form: two round trips, so src is a again), and stores the
+    result into its copy of b: b = a.T (or a). The DRAM and RSRAM layouts (ZZ, ZN) move
+    no value."""
+    def check(inp, obs, out):
+        a = inp.arrays[0]
+        np.testing.assert_array_equal(out["b"], a.T if transposed else a)
+    return check
+
+
+CASES += [
+    Case(f"upstream_ops_transpose_{dt}_{lf}_{m}x{n}", UPT, "upstream_ops_language",
+         lambda m_, m=m, n=n, dt=dt, lf=lf: m_.mesh_transpose_kernel(m, n, dt, lf),
+         check=check_transpose(True))
+    for m, n, dt, lf in ((64, 64, "bfloat16", "zz"), (64, 128, "bfloat16", "zn"),
+                         (64, 128, "float32", "zz"))
+] + [
+    Case("upstream_ops_transpose_loop", UPT, "upstream_ops_language",
+         lambda m_: m_.mesh_transpose_kernel(64, 128, "float32", "zn", control_flow="loop",
+                                             expect_transposed=False),
+         check=check_transpose(False)),
+]
+
+
+
+UPCL = ("SUNMMIO/Tilelang@14d16e11 testing/python/sunmmio/language/test_copy_legality.py::")
+
+
+def check_shard_copy(inp, obs, out):
+    """y=0, x=1 on 4x4: core (r, c) copies its 64x64 shard of A (the ZZ DRAM layout
+    moves no value) into A_shared, sized by A.local_shape."""
+    a = inp.arrays[0]
+    for core in range(16):
+        r, c = divmod(core, 4)
+        np.testing.assert_array_equal(obs["A_shared"][core],
+                                      a[64 * r:64 * r + 64, 64 * c:64 * c + 64], str(core))
+
+
+CASES += [
+    Case("upstream_copy_legality_let_bound_mesh_copy", f"{UPCL}_make_let_bound_mesh_copy_kernel",
+         "upstream_ops_language", lambda m: m._make_let_bound_mesh_copy_kernel(),
+         shapes={"A": (256, 256)}, observe=["A_shared"], check=check_shard_copy),
+    Case("upstream_copy_legality_mismatched_let_bound_mesh_copy",
+         f"{UPCL}_make_mismatched_let_bound_mesh_copy_kernel", "upstream_ops_language",
+         lambda m: m._make_mismatched_let_bound_mesh_copy_kernel(), shapes={"A": (256, 256)},
+         refused=r"StructuralEqual check failed",
+         why="a (64, 64) shard copied whole into a (64, 65) buffer: the upstream's frontend "
+             "raises a ValueError too (a whole-buffer copy needs equal extents)"),
+]
+
+
+
+def check_unchanged(inp, obs, out):
+    """The kernel has no statement (it reads A.local_shape and B.local_shape only): every
+    tensor is as it was."""
+    for name, arr in zip(("A", "B", "C"), inp.arrays):
+        np.testing.assert_array_equal(out[name], arr, name)
+
+
+CASES += [
+    Case("upstream_mesh_tensor_in_kernel", "SUNMMIO/Tilelang@5ede4cf4 testing/python/sunmmio/"
+         "language/test_mesh_tensor.py::test_mesh_tensor_in_kernel", "upstream_ops_language",
+         lambda m: m.test_mesh_tensor_in_kernel(), mesh=(2, 2),
+         shapes={"A": (128, 128), "B": (128, 128), "C": (128, 128)}, check=check_unchanged),
+]
+
+
+
+CASES += [
+    Case("upstream_jit_elementwise_add_jit", "SUNMMIO/Tilelang@04931c88 testing/python/sunmmio/"
+         "jit/test_jit.py::elementwise_add_jit", "upstream_ops_language",
+         lambda m: m.elementwise_add_jit.get_tir(64, 64, 32, 32, T.bfloat16, T.float32),
+         shapes={"A": (64, 64), "B": (64, 64), "C": (64, 64)}, check=check_sum),
+]
+
+
+
+def check_exp2(inp, obs, out):
+    """B = exp2(A) in float32 (integer A: every power of two exact), over the symbolic
+    shape's uneven shards."""
+    np.testing.assert_array_equal(out["B"], np.exp2(inp.arrays[0]))
+
+
+CASES += [
+    Case("upstream_example_elementwise_exp2_dynamic", "SUNMMIO/Tilelang@3cb93397 examples/"
+         "sunmmio/elementwise/elementwise_exp2_dynamic.py::_elementwise_exp2_prim_func",
+         "upstream_ops_language",
+         lambda m: m._elementwise_exp2_prim_func(32, 32, T.float32, T.float32),
+         shapes={"A": (200, 136), "B": (200, 136)}, check=check_exp2),
+]
+
+
+
+CASES += [
+    Case("upstream_example_gqa_fwd_bhsd", "SUNMMIO/Tilelang@75d8f2ee examples/flash_attention/"
+         "sunmmio_example_gqa_fwd_bhsd.py::flashattn", "upstream_ops_language",
+         lambda m: m.flashattn(4, 4, 128, 64), shapes=QKV, check=check_causal_attention),
+]
+
+
 # -- the runner --------------------------------------------------------------------------------
 def run_case(case: Case, seed: int = 0) -> None:
     tm.enable(mesh=case.mesh, compat=case.compat)
