@@ -1612,6 +1612,97 @@ CASES += [
 ]
 
 
+
+def check_gqa_decode(inp, obs, out):
+    """GQA decoding at (4, 16, 4, 256, 128), block_N 128, float16 with float32
+    accumulators: core (r, c) holds batch r, heads 4c.. and KV head c (the group of 4
+    query heads that share it); mask rows replicated along each mesh row. Per key block:
+    acc_s = Q K^T, -inf where mask == 0 (the mask is uint16: the inputs' negatives wrap,
+    nonzero), then attention_tile's steps; the output acc_o / logsum stored in float16."""
+    q, k, v, mask = (inp.arrays[i] for i in range(4))
+    nb, nh, dim = q.shape
+    nkv = k.shape[2]
+    g = nh // nkv
+    scale = (1.0 / dim) ** 0.5 * 1.44269504
+    want = np.zeros(q.shape, np.float32)
+    for b in range(nb):
+        for kh in range(nkv):
+            qs = q[b, kh * g:(kh + 1) * g]
+
+            def scores(kk, b=b, kh=kh, qs=qs):
+                s = gemm(np.zeros((g, 128), np.float32), qs,
+                         k[b, kk * 128:kk * 128 + 128, kh].T)
+                return np.where(mask[b, kk * 128:kk * 128 + 128][None, :] != 0, s,
+                                -np.inf).astype(np.float32)
+            o, _, _ = references.attention_tile(
+                scores, lambda kk, b=b, kh=kh: v[b, kk * 128:kk * 128 + 128, kh],
+                k.shape[1] // 128, scale, "float16")
+            want[b, kh * g:(kh + 1) * g] = rnd(o, "float16")
+    assert np.isfinite(want).all() and want.any()
+    np.testing.assert_array_equal(out["Output"], want)
+
+
+CASES += [
+    Case("upstream_example_gqa_decode", "SUNMMIO/Tilelang@3cb93397 examples/sunmmio/"
+         "flash_decoding/example_gqa_decode.py::gqa_flashattn", "upstream_ops_language",
+         lambda m: m.gqa_flashattn(4, 16, 4, 256, 128),
+         shapes={"Q": (4, 16, 128), "K": (4, 256, 4, 128), "V": (4, 256, 4, 128),
+                 "mask": (4, 256), "Output": (4, 16, 128)}, check=check_gqa_decode),
+]
+
+
+
+def check_mla_decode_mesh(inp, obs, out):
+    """MLA decode at (4, 64, 1, 256, 64, 64), block_N 64, block_H 16, float16 with float32
+    accumulators: core (r, c) holds batch r, heads 16c.. of Q/Q_pe/Output and keys
+    64c.. of KV/K_pe. Each core gathers its row's heads; per head block h, each column c
+    attends to its own 64 keys (attention_tile: scores q kv^T + q_pe k_pe^T), lse_c =
+    log2f(logsum_c) + max_c * scale; the row gathers the lse_c and the scaled partials
+    o_c * exp2f(lse_c - max) / sum_c exp2f(lse_c - max) (float32, summed over c in
+    order) and column h stores head block h in float16."""
+    q, q_pe, kv, k_pe = inp.arrays[:4]
+    scale = float((64 + 64) ** -0.5 * 1.44269504)
+    import ctypes
+    references._LIBM.log2f.restype = ctypes.c_float
+    references._LIBM.log2f.argtypes = [ctypes.c_float]
+    log2f = references._libm("log2f")
+    want = np.zeros(q.shape, np.float32)
+    for b in range(4):
+        for h in range(4):
+            hs = slice(16 * h, 16 * h + 16)
+            parts = []
+            for c in range(4):
+                ks = slice(64 * c, 64 * c + 64)
+
+                def scores(_, hs=hs, ks=ks):
+                    s_ = gemm(np.zeros((16, 64), np.float32), q[b, hs], kv[b, ks, 0].T)
+                    return gemm(s_, q_pe[b, hs], k_pe[b, ks, 0].T)
+                o, logsum, smax = references.attention_tile(
+                    scores, lambda _, ks=ks: kv[b, ks, 0], 1, scale, "float16")
+                parts.append((o, log2f(logsum) + smax * np.float32(scale)))
+            lses = np.stack([p[1] for p in parts])
+            top = lses.max(axis=0)
+            denom = np.zeros(16, np.float32)
+            for c in range(4):
+                denom = denom + references.exp2f(lses[c] - top)
+            total = np.zeros((16, 64), np.float32)
+            for c in range(4):
+                e = references.exp2f(parts[c][1] - top)
+                total = total + (parts[c][0] * e[:, None]) / denom[:, None]
+            want[b, hs] = rnd(total, "float16")
+    assert np.isfinite(want).all() and want.any()
+    np.testing.assert_array_equal(out["Output"], want)
+
+
+CASES += [
+    Case("upstream_example_mla_decode", "SUNMMIO/Tilelang@3cb93397 examples/sunmmio/"
+         "deepseek_mla/mla_decode.py::mla_decode", "upstream_ops_language",
+         lambda m: m.mla_decode(4, 64, 1, 256, 64, 64),
+         shapes={"Q": (4, 64, 64), "Q_pe": (4, 64, 64), "KV": (4, 256, 1, 64),
+                 "K_pe": (4, 256, 1, 64), "Output": (4, 64, 64)}, check=check_mla_decode_mesh),
+]
+
+
 # -- the runner --------------------------------------------------------------------------------
 def run_case(case: Case, seed: int = 0) -> None:
     tm.enable(mesh=case.mesh, compat=case.compat)

@@ -10,11 +10,13 @@ import importlib.util
 import pathlib
 import sys
 
+from typing import Callable
+
 import tilelang
 import tilelang.language as T
 from tilelang.carver.arch import driver
 from tilelang.language.mesh_tensor import MeshReplicationType, MeshShardingPolicy
-from tilelang.layout import make_zn_layout, make_zz_layout
+from tilelang.layout import make_row_major, make_zn_layout, make_zz_layout
 
 _h = sys.modules.get("tm_corpus_harness")
 if _h is None:  # loaded on its own
@@ -307,5 +309,245 @@ def flashattn(batch, heads, seq_len, dim, groups=1, block_M=64, block_N=64, num_
                             acc_o[i, j] /= logsum[i]
                         T.copy(acc_o, O_shared)
                         T.copy(O_shared, Output[bz, bx * block_M : (bx + 1) * block_M, by, :])
+
+    return main
+
+
+# ---- examples/sunmmio/flash_decoding/example_gqa_decode.py
+# @ 3cb93397d5ee8059583abfc4a986c1d9e974b369
+
+def gqa_flashattn(batch, heads, kv_heads, seqlen_kv, dim, block_N=128):
+    # Device configurations
+    mesh = driver.get_sunmmio_device_mesh_config()
+
+    scale = (1.0 / dim) ** 0.5 * 1.44269504  # log2(e)
+    shape_q = [batch, heads, dim]
+    shape_k = [batch, seqlen_kv, kv_heads, dim]
+    shape_v = [batch, seqlen_kv, kv_heads, dim]
+    shape_o = [batch, heads, dim]
+    dtype = T.float16
+    accum_dtype = T.float32
+    kv_group_num = heads // kv_heads
+    assert heads % kv_heads == 0, "GQA requires kv_heads is the multiple of heads"
+
+    block_H = kv_group_num
+
+    @T.prim_func
+    def main(
+        Q: T.MeshTensor(shape_q, T.MeshShardingPolicy(y=0, x=1), mesh, dtype, make_zz_layout(shape_q)),
+        K: T.MeshTensor(shape_k, T.MeshShardingPolicy(y=0, x=2), mesh, dtype, make_zz_layout(shape_k, axes=(1, 3))),
+        V: T.MeshTensor(shape_v, T.MeshShardingPolicy(y=0, x=2), mesh, dtype, make_zz_layout(shape_k, axes=(1, 3))),
+        mask: T.MeshTensor(
+            [batch, seqlen_kv],
+            T.MeshShardingPolicy(y=0, replicate=T.MeshReplicationType.ROW),
+            mesh,
+            "uint16",
+            make_row_major([batch, seqlen_kv]),
+        ),
+        Output: T.MeshTensor(shape_o, T.MeshShardingPolicy(y=0, x=1), mesh, dtype, make_zz_layout(shape_o)),
+    ):
+        with T.Kernel() as (_cid):
+            sharded_batch, sharded_heads, _ = Q.local_shape
+
+            Q_shared = T.alloc_shared([block_H, dim], dtype)
+            K_shared = T.alloc_shared([block_N, dim], dtype)
+            V_shared = T.alloc_shared([block_N, dim], dtype)
+            acc_s = T.alloc_shared([block_H, block_N], accum_dtype)
+            acc_s_cast = T.alloc_shared([block_H, block_N], dtype)
+            mask_local = T.alloc_shared([block_N], "uint16")
+            acc_o = T.alloc_shared([block_H, dim], accum_dtype)
+            acc_o_cast = T.alloc_shared([block_H, dim], dtype)
+            scores_max = T.alloc_shared([block_H], accum_dtype)
+            scores_max_prev = T.alloc_shared([block_H], accum_dtype)
+            scores_scale = T.alloc_shared([block_H], accum_dtype)
+            scores_sum = T.alloc_shared([block_H], accum_dtype)
+            logsum = T.alloc_shared([block_H], accum_dtype)
+
+            for bid in T.serial(sharded_batch):
+                for hid in T.serial(T.ceildiv(sharded_heads, block_H)):
+                    cur_kv_head = hid
+                    T.copy(Q[bid, hid * block_H : (hid + 1) * block_H, :], Q_shared)
+                    T.fill(acc_o, 0)
+                    T.fill(logsum, 0)
+                    T.fill(scores_max, -T.infinity(accum_dtype))
+
+                    loop_range = T.ceildiv(seqlen_kv, block_N)
+                    for k in T.serial(loop_range):
+                        T.copy(K[bid, k * block_N : (k + 1) * block_N, cur_kv_head, :], K_shared)
+                        T.copy(mask[bid, k * block_N : (k + 1) * block_N], mask_local)
+                        T.gemm(Q_shared, K_shared, acc_s, clear_accum=True, transpose_B=True)  # Not accmulate
+                        for i, j in T.Tiles([block_H, block_N]):
+                            acc_s[i, j] = T.if_then_else(mask_local[j] != 0, acc_s[i, j], -T.infinity(accum_dtype))
+                        T.copy(scores_max, scores_max_prev)
+                        T.fill(scores_max, -T.infinity(accum_dtype))
+                        T.reduce_max(acc_s, scores_max, dim=1, clear=False)
+                        for i in T.Tiles([block_H]):
+                            scores_max[i] = T.max(scores_max[i], scores_max_prev[i])
+                        for i in T.Tiles([block_H]):
+                            scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
+                        for i, j in T.Tiles([block_H, block_N]):
+                            acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
+                        T.reduce_sum(acc_s, scores_sum, dim=1)
+                        for i in T.Tiles([block_H]):
+                            logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
+                        T.copy(acc_s, acc_s_cast)
+                        for i, j in T.Tiles([block_H, dim]):
+                            acc_o[i, j] *= scores_scale[i]
+                        T.copy(V[bid, k * block_N : (k + 1) * block_N, cur_kv_head, :], V_shared)
+                        T.gemm(acc_s_cast, V_shared, acc_o)
+
+                    for i, j in T.Tiles([block_H, dim]):
+                        acc_o_cast[i, j] = acc_o[i, j] / logsum[i]
+                    T.copy(acc_o_cast, Output[bid, hid * block_H : (hid + 1) * block_H, :])
+
+    return main
+
+
+# ---- examples/sunmmio/deepseek_mla/mla_decode.py
+# @ 3cb93397d5ee8059583abfc4a986c1d9e974b369
+
+def mla_decode(batch, heads, kv_heads, seqlen_kv, dim, pe_dim, block_N=64, block_H=16) -> "Callable":
+    mesh = driver.get_sunmmio_device_mesh_config()
+    _, ncols = mesh
+
+    assert kv_heads == 1, "MLA shares a single latent KV across all query heads"
+    assert heads % ncols == 0, "heads must be divisible by the mesh column count"
+    assert heads % block_H == 0, "heads must be divisible by block_H"
+    assert (heads // ncols) % block_H == 0, "heads/ncols must be divisible by block_H"
+    scale = (1.0 / (dim + pe_dim)) ** 0.5 * 1.44269504  # log2(e)
+
+    shape_q = [batch, heads, dim]
+    shape_qpe = [batch, heads, pe_dim]
+    shape_kv = [batch, seqlen_kv, kv_heads, dim]
+    shape_kpe = [batch, seqlen_kv, kv_heads, pe_dim]
+    shape_o = [batch, heads, dim]
+    dtype = T.float16
+    accum_dtype = T.float32
+
+    heads_per_col = heads // ncols
+
+    # Q, Q_pe and Output all share the same policy: batch on the rows (y=0), the
+    # head axis sharded across the columns (x=1). KV/K_pe split the sequence
+    # axis across the columns (x=1) -> split-K.
+    head_policy = T.MeshShardingPolicy(y=0, x=1)
+    kv_policy = T.MeshShardingPolicy(y=0, x=1)
+
+    @T.prim_func
+    def main(
+        Q: T.MeshTensor(shape_q, head_policy, mesh, dtype, make_zz_layout(shape_q)),
+        Q_pe: T.MeshTensor(shape_qpe, head_policy, mesh, dtype, make_zz_layout(shape_qpe)),
+        KV: T.MeshTensor(shape_kv, kv_policy, mesh, dtype, make_zz_layout(shape_kv, axes=(1, 3))),
+        K_pe: T.MeshTensor(shape_kpe, kv_policy, mesh, dtype, make_zz_layout(shape_kpe, axes=(1, 3))),
+        Output: T.MeshTensor(shape_o, head_policy, mesh, dtype, make_zz_layout(shape_o)),
+    ):
+        with T.Kernel() as (cid):
+            sharded_batch = Q.local_shape[0]
+            _, sharded_seqlen, _, _ = KV.local_shape
+            # This core's column owns the global head blocks
+            # [col*blocks_per_col, (col+1)*blocks_per_col).
+            col = cid % ncols
+            blocks_per_col = heads_per_col // block_H
+
+            # Head gather (per batch): load this core's head slice, all-gather
+            # across the row into the full head set.
+            Q_local = T.alloc_shared([heads_per_col, dim], dtype)
+            Q_pe_local = T.alloc_shared([heads_per_col, pe_dim], dtype)
+            Q_full = T.alloc_shared([heads, dim], dtype)
+            Q_pe_full = T.alloc_shared([heads, pe_dim], dtype)
+
+            # Per head-block operands / accumulators.
+            Q_shared = T.alloc_shared([block_H, dim], dtype)
+            Q_pe_shared = T.alloc_shared([block_H, pe_dim], dtype)
+            # The single latent KV feeds two GEMMs with different contraction
+            # axes (QK: transposed B over dim; PV: plain B over block_N), which
+            # need different WSRAM operand layouts, so it is staged twice.
+            KV_shared = T.alloc_shared([block_N, dim], dtype)
+            KV_v_shared = T.alloc_shared([block_N, dim], dtype)
+            K_pe_shared = T.alloc_shared([block_N, pe_dim], dtype)
+            acc_s = T.alloc_shared([block_H, block_N], accum_dtype)
+            acc_s_cast = T.alloc_shared([block_H, block_N], dtype)
+            acc_o = T.alloc_shared([block_H, dim], accum_dtype)
+            scores_max = T.alloc_shared([block_H], accum_dtype)
+            scores_max_prev = T.alloc_shared([block_H], accum_dtype)
+            scores_scale = T.alloc_shared([block_H], accum_dtype)
+            scores_sum = T.alloc_shared([block_H], accum_dtype)
+            logsum = T.alloc_shared([block_H], accum_dtype)
+            lse = T.alloc_shared([block_H], accum_dtype)
+
+            # Cross-row LSE-combine scratch.
+            lse_dist = T.alloc_shared([ncols, block_H], accum_dtype)
+            lse_max = T.alloc_shared([block_H], accum_dtype)
+            lse_denom = T.alloc_shared([block_H], accum_dtype)
+            o_scaled = T.alloc_shared([block_H, dim], accum_dtype)
+            o_dist = T.alloc_shared([ncols, block_H, dim], accum_dtype)
+            o_final = T.alloc_shared([block_H, dim], accum_dtype)
+            o_cast = T.alloc_shared([block_H, dim], dtype)
+
+            for bid in T.serial(sharded_batch):
+                # --- Gather the full head set across the row. ---
+                T.copy(Q[bid, :, :], Q_local)
+                T.comm.all_gather(Q_local, Q_full, direction="h", axis=0)
+                T.copy(Q_pe[bid, :, :], Q_pe_local)
+                T.comm.all_gather(Q_pe_local, Q_pe_full, direction="h", axis=0)
+
+                for hid in T.serial(heads // block_H):
+                    T.copy(Q_full[hid * block_H : (hid + 1) * block_H, :], Q_shared)
+                    T.copy(Q_pe_full[hid * block_H : (hid + 1) * block_H, :], Q_pe_shared)
+                    T.fill(acc_o, 0)
+                    T.fill(logsum, 0)
+                    T.fill(scores_max, -T.infinity(accum_dtype))
+
+                    # --- Local MLA attention over this core's seqlen chunk. ---
+                    for k in T.serial(T.ceildiv(sharded_seqlen, block_N)):
+                        T.copy(KV[bid, k * block_N : (k + 1) * block_N, 0, :], KV_shared)
+                        T.copy(KV[bid, k * block_N : (k + 1) * block_N, 0, :], KV_v_shared)
+                        T.copy(K_pe[bid, k * block_N : (k + 1) * block_N, 0, :], K_pe_shared)
+                        # S = Q.KV^T + Q_pe.K_pe^T
+                        T.gemm(Q_shared, KV_shared, acc_s, transpose_B=True, clear_accum=True)
+                        T.gemm(Q_pe_shared, K_pe_shared, acc_s, transpose_B=True)
+                        # online softmax
+                        T.copy(scores_max, scores_max_prev)
+                        T.fill(scores_max, -T.infinity(accum_dtype))
+                        T.reduce_max(acc_s, scores_max, dim=1, clear=False)
+                        for i in T.Tiles([block_H]):
+                            scores_max[i] = T.max(scores_max[i], scores_max_prev[i])
+                        for i in T.Tiles([block_H]):
+                            scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
+                        for i, j in T.Tiles([block_H, block_N]):
+                            acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
+                        T.reduce_sum(acc_s, scores_sum, dim=1)
+                        for i in T.Tiles([block_H]):
+                            logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
+                        T.copy(acc_s, acc_s_cast)
+                        for i, j in T.Tiles([block_H, dim]):
+                            acc_o[i, j] *= scores_scale[i]
+                        # O += softmax(S) . KV
+                        T.gemm(acc_s_cast, KV_v_shared, acc_o)
+
+                    # Normalize the local partial and compute its log-sum-exp.
+                    for i, j in T.Tiles([block_H, dim]):
+                        acc_o[i, j] = acc_o[i, j] / logsum[i]
+                    for i in T.Tiles([block_H]):
+                        lse[i] = T.log2(logsum[i]) + scores_max[i] * scale
+
+                    # --- LSE combine across the row (the seqlen-split axis). ---
+                    T.comm.all_gather(lse, lse_dist, direction="h")
+                    T.reduce_max(lse_dist, lse_max, dim=0, clear=True)
+                    for c, i in T.Tiles([ncols, block_H]):
+                        lse_dist[c, i] = T.exp2(lse_dist[c, i] - lse_max[i])
+                    T.reduce_sum(lse_dist, lse_denom, dim=0, clear=True)
+                    for i, j in T.Tiles([block_H, dim]):
+                        o_scaled[i, j] = acc_o[i, j] * T.exp2(lse[i] - lse_max[i]) / lse_denom[i]
+                    T.comm.all_gather(o_scaled, o_dist, direction="h")
+                    T.reduce_sum(o_dist, o_final, dim=0, clear=True)
+
+                    T.copy(o_final, o_cast)
+                    # Output is head-sharded like Q (the reverse of the input
+                    # head-gather): every core combined the full head set, but
+                    # only the owning column writes each global head block into
+                    # its local head slice.
+                    if (col * blocks_per_col <= hid) and (hid < (col + 1) * blocks_per_col):
+                        lhid = hid - col * blocks_per_col
+                        T.copy(o_cast, Output[bid, lhid * block_H : (lhid + 1) * block_H, :])
 
     return main
