@@ -1703,6 +1703,54 @@ CASES += [
 ]
 
 
+
+def check_dynamic_online_softmax(inp, obs, out):
+    """full_shard(0, 1) on 4x4 at (128, 128), 16x16 tiles: core (r, c) holds rows 32r..,
+    columns 32c.. (bfloat16). Per row tile, over the core's column tiles: m = the tile's
+    row max, s = sum from 0 of exp2f(x * scale - m * scale) (float32: TileLang widens
+    the bfloat16 value to the float32 constant), lse = m * scale + log2f(exp2f(lse -
+    m * scale) + s); the row gathers the four lse, top = their max, g = top +
+    log2f(sum over c in order of exp2f(lse_c - top)); Y = exp2f(x * scale - g) rounded
+    to bfloat16."""
+    x = inp.arrays[0]
+    sc = np.float32(1.44269504)
+    exp2f = references.exp2f
+    import ctypes
+    references._LIBM.log2f.restype = ctypes.c_float
+    references._LIBM.log2f.argtypes = [ctypes.c_float]
+    log2f = references._libm("log2f")
+    want = np.zeros(x.shape, np.float32)
+    for r in range(4):
+        for bx in range(2):
+            rows = slice(32 * r + 16 * bx, 32 * r + 16 * bx + 16)
+            lses = []
+            for c in range(4):
+                lse = np.full(16, -np.inf, np.float32)
+                for by in range(2):
+                    t = x[rows, 32 * c + 16 * by:32 * c + 16 * by + 16]
+                    m = t.max(axis=1)
+                    e = exp2f(t * sc - (m * sc)[:, None])
+                    s = references.row_sum(e)
+                    lse = m * sc + log2f(exp2f(lse - m * sc) + s)
+                lses.append(lse)
+            top = np.max(lses, axis=0)
+            g = np.zeros(16, np.float32)
+            for c in range(4):
+                g = g + exp2f(lses[c] - top)
+            g = top + log2f(g)
+            want[rows] = rnd(exp2f(x[rows] * sc - g[:, None]), "bfloat16")
+    assert np.isfinite(want).all() and want.any()
+    np.testing.assert_array_equal(out["Y"], want)
+
+
+CASES += [
+    Case("upstream_example_dynamic_online_softmax", "SUNMMIO/Tilelang@75d8f2ee examples/"
+         "sunmmio/softmax/dynamic_online_softmax.py::dynamic_softmax_kernel",
+         "upstream_ops_language", lambda m: m.dynamic_softmax_kernel(16, 16, T.bfloat16),
+         shapes={"X": (128, 128), "Y": (128, 128)}, check=check_dynamic_online_softmax),
+]
+
+
 # -- the runner --------------------------------------------------------------------------------
 def run_case(case: Case, seed: int = 0) -> None:
     tm.enable(mesh=case.mesh, compat=case.compat)
