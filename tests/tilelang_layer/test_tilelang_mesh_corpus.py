@@ -1751,6 +1751,15 @@ CASES += [
 ]
 
 
+
+CASES += [
+    Case("upstream_example_online_softmax", "SUNMMIO/Tilelang@06f6788d examples/sunmmio/"
+         "softmax/online_softmax.py::softmax_kernel", "upstream_ops_language",
+         lambda m: m.softmax_kernel(128, 128, 16, 16, T.bfloat16),
+         shapes={"X": (128, 128), "Y": (128, 128)}, check=check_dynamic_online_softmax),
+]
+
+
 # -- the runner --------------------------------------------------------------------------------
 def run_case(case: Case, seed: int = 0) -> None:
     tm.enable(mesh=case.mesh, compat=case.compat)

@@ -615,3 +615,64 @@ def dynamic_softmax_kernel(block_M, block_N, dtype: T.dtype = T.bfloat16) -> "Ca
                     T.copy(Y_shared, Y[bx * block_M : (bx + 1) * block_M, by * block_N : (by + 1) * block_N])
 
     return main
+
+
+# ---- examples/sunmmio/softmax/online_softmax.py
+# @ 06f6788db3faa91c4d9f62c254b86b24f11f44ef
+
+def softmax_kernel(M, N, block_M, block_N, dtype: T.dtype = T.bfloat16) -> "Callable":
+    zz_layout = make_zz_layout((M, N))
+    placement = T.MeshShardingPolicy(y=0, x=1)
+
+    accum_dtype = T.float32
+    scale = 1.44269504  # log2(e)
+
+    @T.prim_func
+    def main(X: T.MeshTensor((M, N), placement, dtype, layout=zz_layout), Y: T.MeshTensor((M, N), placement, dtype, layout=zz_layout)):
+        with T.Kernel() as (_cid):
+            sharded_M, sharded_N = X.local_shape
+
+            X_shared = T.alloc_shared((block_M, block_N), dtype)
+            Y_shared = T.alloc_shared((block_M, block_N), dtype)
+            lse = T.alloc_shared((block_M), accum_dtype)
+            max_x = T.alloc_shared((block_M,), dtype)
+            exp_x = T.alloc_shared([block_M, block_N], accum_dtype)
+            sum_exp_x = T.alloc_shared((block_M), accum_dtype)
+
+            lse_dist = T.alloc_shared((T.mesh_ncols(), block_M), accum_dtype)
+            lse_max = T.alloc_shared((block_M,), accum_dtype)
+            lse_global = T.alloc_shared((block_M,), accum_dtype)
+
+            for bx in T.serial(T.ceildiv(sharded_M, block_M)):
+                T.fill(lse, -T.infinity(accum_dtype))
+
+                # Could be pipelined
+                for by in T.serial(T.ceildiv(sharded_N, block_N)):
+                    T.copy(X[bx * block_M : (bx + 1) * block_M, by * block_N : (by + 1) * block_N], X_shared)
+                    T.reduce_max(X_shared, max_x, dim=-1, clear=True)
+                    for i, j in T.Tiles([block_M, block_N]):
+                        exp_x[i, j] = T.exp2(X_shared[i, j] * scale - max_x[i] * scale)
+                    T.reduce_sum(exp_x, sum_exp_x, dim=-1, clear=True)
+
+                    for i in T.Tiles([block_M]):
+                        lse[i] = max_x[i] * scale + T.log2(T.exp2(lse[i] - max_x[i] * scale) + sum_exp_x[i])
+
+                # Aggregate
+                T.comm.all_gather(lse, lse_dist, direction="h")
+                T.reduce_max(lse_dist, lse_max, dim=0, clear=True)
+
+                # Get global lse
+                for i, j in T.Tiles([T.mesh_ncols(), block_M]):
+                    lse_dist[i, j] = T.exp2(lse_dist[i, j] - lse_max[j])
+                T.reduce_sum(lse_dist, lse_global, dim=0, clear=True)
+                for i in T.Tiles([block_M]):
+                    lse_global[i] = lse_max[i] + T.log2(lse_global[i])
+
+                # Get results
+                for by in T.serial(T.ceildiv(sharded_N, block_N)):
+                    T.copy(X[bx * block_M : (bx + 1) * block_M, by * block_N : (by + 1) * block_N], X_shared)
+                    for i, j in T.Tiles([block_M, block_N]):
+                        Y_shared[i, j] = T.exp2(X_shared[i, j] * scale - lse_global[i])
+                    T.copy(Y_shared, Y[bx * block_M : (bx + 1) * block_M, by * block_N : (by + 1) * block_N])
+
+    return main
