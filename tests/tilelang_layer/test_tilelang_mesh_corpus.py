@@ -1760,6 +1760,41 @@ CASES += [
 ]
 
 
+
+def check_flashattn_bf16(inp, obs, out):
+    """The current pipeline's flash attention, non-causal, all bfloat16 (accumulators
+    too), at (4, 4, 256, 128), block 128: core (r, c) holds batch r, head c. Each query
+    tile: attention_tile over both key blocks with bfloat16 accumulators (T.gemm
+    rounding each product and sum; the exp2 arguments float32), stored in bfloat16."""
+    q, k, v = inp.arrays[:3]
+    scale = (1.0 / 128) ** 0.5 * 1.44269504
+    want = np.zeros(q.shape, np.float32)
+    for b in range(4):
+        for h in range(4):
+            for bx in range(2):
+                rows = slice(128 * bx, 128 * bx + 128)
+
+                def scores(kk, b=b, h=h, rows=rows):
+                    return gemm(np.zeros((128, 128), np.float32), q[b, rows, h],
+                                k[b, 128 * kk:128 * kk + 128, h].T, "bfloat16")
+                o, _, _ = references.attention_tile(
+                    scores, lambda kk, b=b, h=h: v[b, 128 * kk:128 * kk + 128, h], 2, scale,
+                    "bfloat16", "bfloat16")
+                want[b, rows, h] = o
+    assert np.isfinite(want).all() and want.any()
+    np.testing.assert_array_equal(out["Output"], want)
+
+
+CASES += [
+    Case("upstream_pipeline_flashattn", "SUNMMIO/Tilelang@3cb93397 testing/python/sunmmio/"
+         "pipeline/test_flashattn.py::kernel_flashattn", "upstream_ops_language",
+         lambda m: m.kernel_flashattn(4, 4, 256, 128, False, block_M=128, block_N=128,
+                                      num_stages=1, threads=1),
+         shapes={n: (4, 256, 4, 128) for n in ("Q", "K", "V", "Output")},
+         check=check_flashattn_bf16),
+]
+
+
 # -- the runner --------------------------------------------------------------------------------
 def run_case(case: Case, seed: int = 0) -> None:
     tm.enable(mesh=case.mesh, compat=case.compat)

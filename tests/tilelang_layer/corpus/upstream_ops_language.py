@@ -676,3 +676,119 @@ def softmax_kernel(M, N, block_M, block_N, dtype: T.dtype = T.bfloat16) -> "Call
                     T.copy(Y_shared, Y[bx * block_M : (bx + 1) * block_M, by * block_N : (by + 1) * block_N])
 
     return main
+
+
+# ---- testing/python/sunmmio/pipeline/test_flashattn.py
+# @ 3cb93397d5ee8059583abfc4a986c1d9e974b369
+
+@target("Sunmmio")
+def kernel_flashattn(
+    batch,
+    heads,
+    seq_len,
+    dim,
+    is_causal,
+    block_M=64,
+    block_N=64,
+    num_stages=1,
+    threads=1,
+):
+    scale = (1.0 / dim) ** 0.5 * 1.44269504  # log2(e)
+    q_shape = [batch, seq_len, heads, dim]
+    kv_shape = [batch, seq_len, heads, dim]
+    # Different precisions will cause different number of allocates. The default allocate is allocated according to uint8, so when the data type is bfloat16, the number of allocates will be doubled.
+    dtype = T.bfloat16
+    # accum_dtype = T.float32
+    accum_dtype = T.bfloat16
+    shard_policy = T.MeshShardingPolicy(y=0, x=2)
+    device_mesh_config = driver.get_sunmmio_device_mesh_config()
+
+    Q_layout = make_zz_layout(q_shape, [1, 3], (32, 32))
+    K_layout = make_zz_layout(kv_shape, [1, 3], (32, 32))
+    V_layout = make_zz_layout(kv_shape, [1, 3], (32, 32))
+    O_layout = make_zz_layout(q_shape, [1, 3], (32, 32))
+
+    @T.prim_func
+    def main(
+        Q: T.MeshTensor(q_shape, shard_policy, device_mesh_config, dtype, layout=Q_layout),
+        K: T.MeshTensor(kv_shape, shard_policy, device_mesh_config, dtype, layout=K_layout),
+        V: T.MeshTensor(kv_shape, shard_policy, device_mesh_config, dtype, layout=V_layout),
+        Output: T.MeshTensor(q_shape, shard_policy, device_mesh_config, dtype, layout=O_layout),
+    ):
+        with T.Kernel() as _cid:
+            sharded_batch = Q.local_shape[0]
+            sharded_heads = Q.local_shape[2]
+
+            Q_shared = T.alloc_shared([block_M, dim], dtype)
+            K_shared = T.alloc_shared([block_N, dim], dtype)
+            V_shared = T.alloc_shared([block_N, dim], dtype)
+            O_shared = T.alloc_shared([block_M, dim], dtype)
+            acc_s = T.alloc_shared([block_M, block_N], accum_dtype)
+            acc_s_cast = T.alloc_shared([block_M, block_N], accum_dtype, scope="shared.asram")
+            acc_o = T.alloc_shared([block_M, dim], accum_dtype, scope="shared.rsram")
+            scores_max = T.alloc_shared([block_M], accum_dtype)
+            scores_max_prev = T.alloc_shared([block_M], accum_dtype)
+            scores_scale = T.alloc_shared([block_M], accum_dtype)
+            scores_sum = T.alloc_shared([block_M], accum_dtype)
+            logsum = T.alloc_shared([block_M], accum_dtype)
+
+            q_tiles = T.ceildiv(seq_len, block_M)
+            for bz in T.serial(sharded_batch):
+                for by in T.serial(sharded_heads):
+                    for bx in T.serial(q_tiles):
+                        T.copy(Q[bz, bx * block_M : (bx + 1) * block_M, by, :], Q_shared)
+                        T.fill(acc_o, 0)
+                        T.fill(logsum, 0)
+                        T.fill(scores_max, -T.infinity(accum_dtype))
+
+                        loop_range = (
+                            T.min(T.ceildiv(seq_len, block_N), T.ceildiv((bx + 1) * block_M, block_N))
+                            if is_causal
+                            else T.ceildiv(seq_len, block_N)
+                        )
+
+                        for k in T.Pipelined(loop_range, num_stages=num_stages):
+                            T.copy(K[bz, k * block_N : (k + 1) * block_N, by, :], K_shared)
+                            if is_causal:
+                                for i, j in T.Tiles([block_M, block_N]):
+                                    acc_s[i, j] = T.if_then_else(
+                                        bx * block_M + i >= k * block_N + j,
+                                        0,
+                                        -T.infinity(acc_s.dtype),
+                                    )
+                                # T.fill(acc_s, T.if_then_else(bx * block_M + i >= k * block_N + j, 0, -T.infinity(acc_s.dtype)))
+                            else:
+                                for i, j in T.Tiles([block_M, block_N]):
+                                    acc_s[i, j] = T.if_then_else(k * block_N + j >= seq_len, -T.infinity(acc_s.dtype), 0)
+
+                            T.gemm(Q_shared, K_shared, acc_s, transpose_B=True)
+
+                            for i in T.Tiles([block_M]):
+                                scores_max_prev[i] = scores_max[i]
+                            T.reduce_max(acc_s, scores_max, dim=1, clear=False)
+                            for i in T.Tiles([block_M]):
+                                scores_max[i] = T.max(scores_max[i], scores_max_prev[i])
+
+                            for i in T.Tiles([block_M]):
+                                scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
+
+                            for i, j in T.Tiles([block_M, block_N]):
+                                acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
+                            T.reduce_sum(acc_s, scores_sum, dim=1, clear=True)
+
+                            for i in T.Tiles([block_M]):
+                                logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
+                            T.copy(acc_s, acc_s_cast)
+
+                            for i, j in T.Tiles([block_M, dim]):
+                                acc_o[i, j] *= scores_scale[i]
+
+                            T.copy(V[bz, k * block_N : (k + 1) * block_N, by, :], V_shared)
+                            T.gemm(acc_s_cast, V_shared, acc_o)
+
+                        for i, j in T.Tiles([block_M, dim]):
+                            acc_o[i, j] /= logsum[i]
+                        T.copy(acc_o, O_shared)
+                        T.copy(O_shared, Output[bz, bx * block_M : (bx + 1) * block_M, by, :])
+
+    return main
