@@ -267,3 +267,29 @@ def test_a_wrong_argument_dtype_names_the_parameter_dtype():
 def test_encode_const_is_ml_dtypes():
     assert encode_const(0.1, FORMATS["bfloat16"]) == int(
         np.array([0.1]).astype(ml_dtypes.bfloat16).view(np.uint16)[0])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["bfloat16"])
+def test_a_narrow_infinity_is_the_formats_constant(name):
+    """``-T.infinity("bfloat16")`` (a flash attention's masked score) is minus infinity
+    in the format, NaN in one without infinity (ml_dtypes' conversion); it was rounded
+    through the bits of C's INFINITY, whose address the C code cannot take (a compile
+    error)."""
+    @T.prim_func
+    def k(A: T.Tensor((4,), name), B: T.Tensor((4,), name)):
+        with T.Kernel(1, threads=1) as bx:
+            S = T.alloc_shared((4,), name, scope="shared")
+            for i in T.serial(4):
+                S[i] = -T.infinity(name)
+            for i in T.serial(4):
+                B[i] = T.if_then_else(A[i] > 0, A[i], S[i])
+
+    kernel = compile_mesh_kernel(k, compile_flags=FLAGS)
+    a = np.array([1, -1, 2, 0], np.float32)
+    dt = getattr(ml_dtypes, name)
+    want = np.where(a > 0, a, -np.float32(np.inf)).astype(dt).astype(np.float32)
+    if hasattr(torch, name):
+        b = torch.zeros(4, dtype=getattr(torch, name))
+        kernel(torch.from_numpy(a).to(getattr(torch, name)), b)
+        assert _same(b.float().numpy(), want).all()

@@ -1900,6 +1900,326 @@ def run_case(case: Case, seed: int = 0) -> None:
         tm.enable(mesh=(4, 4))
 
 
+# --- i27b ops/language/examples: the current SUNMMIO/Tilelang's ops/, language/, jit/ tests
+# and examples/sunmmio/ kernels that use T.MeshTensor or T.comm ---------------------------------
+UPT = ("SUNMMIO/Tilelang@3c56f270 testing/python/sunmmio/ops/test_transpose.py::"
+       "mesh_transpose_kernel")
+
+
+def check_transpose(transposed):
+    """a replicated on every core (replicate=ALL): each core copies it to RSRAM and
+    transposes it (the loop form: two round trips, so src is a again), and stores the
+    result into its copy of b: b = a.T (or a). The DRAM and RSRAM layouts (ZZ, ZN) move
+    no value."""
+    def check(inp, obs, out):
+        a = inp.arrays[0]
+        np.testing.assert_array_equal(out["b"], a.T if transposed else a)
+    return check
+
+
+CASES += [
+    Case(f"upstream_ops_transpose_{dt}_{lf}_{m}x{n}", UPT, "upstream_ops_language",
+         lambda m_, m=m, n=n, dt=dt, lf=lf: m_.mesh_transpose_kernel(m, n, dt, lf),
+         check=check_transpose(True))
+    for m, n, dt, lf in ((64, 64, "bfloat16", "zz"), (64, 128, "bfloat16", "zn"),
+                         (64, 128, "float32", "zz"))
+] + [
+    Case("upstream_ops_transpose_loop", UPT, "upstream_ops_language",
+         lambda m_: m_.mesh_transpose_kernel(64, 128, "float32", "zn", control_flow="loop",
+                                             expect_transposed=False),
+         check=check_transpose(False)),
+]
+
+
+
+UPCL = ("SUNMMIO/Tilelang@14d16e11 testing/python/sunmmio/language/test_copy_legality.py::")
+
+
+def check_shard_copy(inp, obs, out):
+    """y=0, x=1 on 4x4: core (r, c) copies its 64x64 shard of A (the ZZ DRAM layout
+    moves no value) into A_shared, sized by A.local_shape."""
+    a = inp.arrays[0]
+    for core in range(16):
+        r, c = divmod(core, 4)
+        np.testing.assert_array_equal(obs["A_shared"][core],
+                                      a[64 * r:64 * r + 64, 64 * c:64 * c + 64], str(core))
+
+
+CASES += [
+    Case("upstream_copy_legality_let_bound_mesh_copy", f"{UPCL}_make_let_bound_mesh_copy_kernel",
+         "upstream_ops_language", lambda m: m._make_let_bound_mesh_copy_kernel(),
+         shapes={"A": (256, 256)}, observe=["A_shared"], check=check_shard_copy),
+    Case("upstream_copy_legality_mismatched_let_bound_mesh_copy",
+         f"{UPCL}_make_mismatched_let_bound_mesh_copy_kernel", "upstream_ops_language",
+         lambda m: m._make_mismatched_let_bound_mesh_copy_kernel(), shapes={"A": (256, 256)},
+         refused=r"StructuralEqual check failed",
+         why="a (64, 64) shard copied whole into a (64, 65) buffer: the upstream's frontend "
+             "raises a ValueError too (a whole-buffer copy needs equal extents)"),
+]
+
+
+
+def check_unchanged(inp, obs, out):
+    """The kernel has no statement (it reads A.local_shape and B.local_shape only): every
+    tensor is as it was."""
+    for name, arr in zip(("A", "B", "C"), inp.arrays):
+        np.testing.assert_array_equal(out[name], arr, name)
+
+
+CASES += [
+    Case("upstream_mesh_tensor_in_kernel", "SUNMMIO/Tilelang@5ede4cf4 testing/python/sunmmio/"
+         "language/test_mesh_tensor.py::test_mesh_tensor_in_kernel", "upstream_ops_language",
+         lambda m: m.test_mesh_tensor_in_kernel(), mesh=(2, 2),
+         shapes={"A": (128, 128), "B": (128, 128), "C": (128, 128)}, check=check_unchanged),
+]
+
+
+
+CASES += [
+    Case("upstream_jit_elementwise_add_jit", "SUNMMIO/Tilelang@04931c88 testing/python/sunmmio/"
+         "jit/test_jit.py::elementwise_add_jit", "upstream_ops_language",
+         lambda m: m.elementwise_add_jit.get_tir(64, 64, 32, 32, T.bfloat16, T.float32),
+         shapes={"A": (64, 64), "B": (64, 64), "C": (64, 64)}, check=check_sum),
+]
+
+
+
+def check_exp2(inp, obs, out):
+    """B = exp2(A) in float32 (integer A: every power of two exact), over the symbolic
+    shape's uneven shards."""
+    np.testing.assert_array_equal(out["B"], np.exp2(inp.arrays[0]))
+
+
+CASES += [
+    Case("upstream_example_elementwise_exp2_dynamic", "SUNMMIO/Tilelang@3cb93397 examples/"
+         "sunmmio/elementwise/elementwise_exp2_dynamic.py::_elementwise_exp2_prim_func",
+         "upstream_ops_language",
+         lambda m: m._elementwise_exp2_prim_func(32, 32, T.float32, T.float32),
+         shapes={"A": (200, 136), "B": (200, 136)}, check=check_exp2),
+]
+
+
+
+CASES += [
+    Case("upstream_example_gqa_fwd_bhsd", "SUNMMIO/Tilelang@75d8f2ee examples/flash_attention/"
+         "sunmmio_example_gqa_fwd_bhsd.py::flashattn", "upstream_ops_language",
+         lambda m: m.flashattn(4, 4, 128, 64), shapes=QKV, check=check_causal_attention),
+]
+
+
+
+def check_gqa_decode(inp, obs, out):
+    """GQA decoding at (4, 16, 4, 256, 128), block_N 128, float16 with float32
+    accumulators: core (r, c) holds batch r, heads 4c.. and KV head c (the group of 4
+    query heads that share it); mask rows replicated along each mesh row. Per key block:
+    acc_s = Q K^T, -inf where mask == 0 (the mask is uint16: the inputs' negatives wrap,
+    nonzero), then attention_tile's steps; the output acc_o / logsum stored in float16."""
+    q, k, v, mask = (inp.arrays[i] for i in range(4))
+    nb, nh, dim = q.shape
+    nkv = k.shape[2]
+    g = nh // nkv
+    scale = (1.0 / dim) ** 0.5 * 1.44269504
+    want = np.zeros(q.shape, np.float32)
+    for b in range(nb):
+        for kh in range(nkv):
+            qs = q[b, kh * g:(kh + 1) * g]
+
+            def scores(kk, b=b, kh=kh, qs=qs):
+                s = gemm(np.zeros((g, 128), np.float32), qs,
+                         k[b, kk * 128:kk * 128 + 128, kh].T)
+                return np.where(mask[b, kk * 128:kk * 128 + 128][None, :] != 0, s,
+                                -np.inf).astype(np.float32)
+            o, _, _ = references.attention_tile(
+                scores, lambda kk, b=b, kh=kh: v[b, kk * 128:kk * 128 + 128, kh],
+                k.shape[1] // 128, scale, "float16")
+            want[b, kh * g:(kh + 1) * g] = rnd(o, "float16")
+    assert np.isfinite(want).all() and want.any()
+    np.testing.assert_array_equal(out["Output"], want)
+
+
+CASES += [
+    Case("upstream_example_gqa_decode", "SUNMMIO/Tilelang@3cb93397 examples/sunmmio/"
+         "flash_decoding/example_gqa_decode.py::gqa_flashattn", "upstream_ops_language",
+         lambda m: m.gqa_flashattn(4, 16, 4, 256, 128),
+         shapes={"Q": (4, 16, 128), "K": (4, 256, 4, 128), "V": (4, 256, 4, 128),
+                 "mask": (4, 256), "Output": (4, 16, 128)}, check=check_gqa_decode),
+]
+
+
+
+def check_mla_decode_mesh(inp, obs, out):
+    """MLA decode at (4, 64, 1, 256, 64, 64), block_N 64, block_H 16, float16 with float32
+    accumulators: core (r, c) holds batch r, heads 16c.. of Q/Q_pe/Output and keys
+    64c.. of KV/K_pe. Each core gathers its row's heads; per head block h, each column c
+    attends to its own 64 keys (attention_tile: scores q kv^T + q_pe k_pe^T), lse_c =
+    log2f(logsum_c) + max_c * scale; the row gathers the lse_c and the scaled partials
+    o_c * exp2f(lse_c - max) / sum_c exp2f(lse_c - max) (float32, summed over c in
+    order) and column h stores head block h in float16."""
+    q, q_pe, kv, k_pe = inp.arrays[:4]
+    scale = float((64 + 64) ** -0.5 * 1.44269504)
+    import ctypes
+    references._LIBM.log2f.restype = ctypes.c_float
+    references._LIBM.log2f.argtypes = [ctypes.c_float]
+    log2f = references._libm("log2f")
+    want = np.zeros(q.shape, np.float32)
+    for b in range(4):
+        for h in range(4):
+            hs = slice(16 * h, 16 * h + 16)
+            parts = []
+            for c in range(4):
+                ks = slice(64 * c, 64 * c + 64)
+
+                def scores(_, hs=hs, ks=ks):
+                    s_ = gemm(np.zeros((16, 64), np.float32), q[b, hs], kv[b, ks, 0].T)
+                    return gemm(s_, q_pe[b, hs], k_pe[b, ks, 0].T)
+                o, logsum, smax = references.attention_tile(
+                    scores, lambda _, ks=ks: kv[b, ks, 0], 1, scale, "float16")
+                parts.append((o, log2f(logsum) + smax * np.float32(scale)))
+            lses = np.stack([p[1] for p in parts])
+            top = lses.max(axis=0)
+            denom = np.zeros(16, np.float32)
+            for c in range(4):
+                denom = denom + references.exp2f(lses[c] - top)
+            total = np.zeros((16, 64), np.float32)
+            for c in range(4):
+                e = references.exp2f(parts[c][1] - top)
+                total = total + (parts[c][0] * e[:, None]) / denom[:, None]
+            want[b, hs] = rnd(total, "float16")
+    assert np.isfinite(want).all() and want.any()
+    np.testing.assert_array_equal(out["Output"], want)
+
+
+CASES += [
+    Case("upstream_example_mla_decode", "SUNMMIO/Tilelang@3cb93397 examples/sunmmio/"
+         "deepseek_mla/mla_decode.py::mla_decode", "upstream_ops_language",
+         lambda m: m.mla_decode(4, 64, 1, 256, 64, 64),
+         shapes={"Q": (4, 64, 64), "Q_pe": (4, 64, 64), "KV": (4, 256, 1, 64),
+                 "K_pe": (4, 256, 1, 64), "Output": (4, 64, 64)}, check=check_mla_decode_mesh),
+]
+
+
+
+def check_dynamic_online_softmax(inp, obs, out):
+    """full_shard(0, 1) on 4x4 at (128, 128), 16x16 tiles: core (r, c) holds rows 32r..,
+    columns 32c.. (bfloat16). Per row tile, over the core's column tiles: m = the tile's
+    row max, s = sum from 0 of exp2f(x * scale - m * scale) (float32: TileLang widens
+    the bfloat16 value to the float32 constant), lse = m * scale + log2f(exp2f(lse -
+    m * scale) + s); the row gathers the four lse, top = their max, g = top +
+    log2f(sum over c in order of exp2f(lse_c - top)); Y = exp2f(x * scale - g) rounded
+    to bfloat16."""
+    x = inp.arrays[0]
+    sc = np.float32(1.44269504)
+    exp2f = references.exp2f
+    import ctypes
+    references._LIBM.log2f.restype = ctypes.c_float
+    references._LIBM.log2f.argtypes = [ctypes.c_float]
+    log2f = references._libm("log2f")
+    want = np.zeros(x.shape, np.float32)
+    for r in range(4):
+        for bx in range(2):
+            rows = slice(32 * r + 16 * bx, 32 * r + 16 * bx + 16)
+            lses = []
+            for c in range(4):
+                lse = np.full(16, -np.inf, np.float32)
+                for by in range(2):
+                    t = x[rows, 32 * c + 16 * by:32 * c + 16 * by + 16]
+                    m = t.max(axis=1)
+                    e = exp2f(t * sc - (m * sc)[:, None])
+                    s = references.row_sum(e)
+                    lse = m * sc + log2f(exp2f(lse - m * sc) + s)
+                lses.append(lse)
+            top = np.max(lses, axis=0)
+            g = np.zeros(16, np.float32)
+            for c in range(4):
+                g = g + exp2f(lses[c] - top)
+            g = top + log2f(g)
+            want[rows] = rnd(exp2f(x[rows] * sc - g[:, None]), "bfloat16")
+    assert np.isfinite(want).all() and want.any()
+    np.testing.assert_array_equal(out["Y"], want)
+
+
+CASES += [
+    Case("upstream_example_dynamic_online_softmax", "SUNMMIO/Tilelang@75d8f2ee examples/"
+         "sunmmio/softmax/dynamic_online_softmax.py::dynamic_softmax_kernel",
+         "upstream_ops_language", lambda m: m.dynamic_softmax_kernel(16, 16, T.bfloat16),
+         shapes={"X": (128, 128), "Y": (128, 128)}, check=check_dynamic_online_softmax),
+]
+
+
+
+CASES += [
+    Case("upstream_example_online_softmax", "SUNMMIO/Tilelang@06f6788d examples/sunmmio/"
+         "softmax/online_softmax.py::softmax_kernel", "upstream_ops_language",
+         lambda m: m.softmax_kernel(128, 128, 16, 16, T.bfloat16),
+         shapes={"X": (128, 128), "Y": (128, 128)}, check=check_dynamic_online_softmax),
+]
+
+
+
+def check_flashattn_bf16(inp, obs, out):
+    """The current pipeline's flash attention, non-causal, all bfloat16 (accumulators
+    too), at (4, 4, 256, 128), block 128: core (r, c) holds batch r, head c. Each query
+    tile: attention_tile over both key blocks with bfloat16 accumulators (T.gemm
+    rounding each product and sum; the exp2 arguments float32), stored in bfloat16."""
+    q, k, v = inp.arrays[:3]
+    scale = (1.0 / 128) ** 0.5 * 1.44269504
+    want = np.zeros(q.shape, np.float32)
+    for b in range(4):
+        for h in range(4):
+            for bx in range(2):
+                rows = slice(128 * bx, 128 * bx + 128)
+
+                def scores(kk, b=b, h=h, rows=rows):
+                    return gemm(np.zeros((128, 128), np.float32), q[b, rows, h],
+                                k[b, 128 * kk:128 * kk + 128, h].T, "bfloat16")
+                o, _, _ = references.attention_tile(
+                    scores, lambda kk, b=b, h=h: v[b, 128 * kk:128 * kk + 128, h], 2, scale,
+                    "bfloat16", "bfloat16")
+                want[b, rows, h] = o
+    assert np.isfinite(want).all() and want.any()
+    np.testing.assert_array_equal(out["Output"], want)
+
+
+CASES += [
+    Case("upstream_pipeline_flashattn", "SUNMMIO/Tilelang@3cb93397 testing/python/sunmmio/"
+         "pipeline/test_flashattn.py::kernel_flashattn", "upstream_ops_language",
+         lambda m: m.kernel_flashattn(4, 4, 256, 128, False, block_M=128, block_N=128,
+                                      num_stages=1, threads=1),
+         shapes={n: (4, 256, 4, 128) for n in ("Q", "K", "V", "Output")},
+         check=check_flashattn_bf16),
+]
+
+
+# -- the runner --------------------------------------------------------------------------------
+def run_case(case: Case, seed: int = 0) -> None:
+    tm.enable(mesh=case.mesh, compat=case.compat)
+    try:
+        mod = load(case.module)
+        if case.refused is not None:
+            # refused when it compiles, or at the call (a replicated output whose
+            # copies the cores write differently)
+            with pytest.raises(ValueError, match=case.refused):
+                func = case.build(mod)
+                if case.observe:
+                    func = observe(func, case.observe)
+                kernel = compile_mesh_kernel(func, compile_flags=FLAGS)
+                kernel(*make_inputs(func, case.shapes, np.random.default_rng(seed)).tensors)
+            return
+        func = case.build(mod)
+        if case.observe:
+            func = observe(func, case.observe)
+        kernel = compile_mesh_kernel(func, compile_flags=FLAGS)
+        inp = make_inputs(func, case.shapes, np.random.default_rng(seed))
+        kernel(*inp.tensors)
+        if case.undefined:
+            return
+        obs = {k: as_np(v) for k, v in inp.obs.items()}
+        out = {str(func.buffer_map[p].name): as_np(t) for p, t in zip(func.params, inp.tensors)}
+        case.check(inp, obs, out)
+    finally:
+        tm.enable(mesh=(4, 4))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_corpus_kernel(case):

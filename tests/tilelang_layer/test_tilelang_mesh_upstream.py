@@ -447,3 +447,28 @@ def test_a_bfloat16_all_reduce_rounds_each_fold(kind):
     got = y.float().numpy()
     for core in range(4):
         np.testing.assert_array_equal(got[core], want.astype(np.float32))
+
+
+@pytest.mark.slow
+def test_a_transpose_of_sunmmio_scoped_buffers_runs():
+    """T.transpose(src, dst) of two shared.rsram buffers (ops/test_transpose.py): each
+    core's dst is its src transposed. Stock TileLang's CPU lowering takes only local
+    buffers (it crashed with an InternalError): both operands are core-private."""
+    tm.enable(mesh=(2, 2))
+
+    @T.prim_func
+    def k(X: T.MeshTensor((8, 4, 6), T.placement.mesh_as_line(0), "float32"),
+          Y: T.MeshTensor((8, 6, 4), T.placement.mesh_as_line(0), "float32")):
+        with T.Kernel():
+            for i in T.serial(2):
+                S = T.alloc_shared((4, 6), "float32", scope="shared.rsram")
+                D = T.alloc_shared((6, 4), "float32", scope="shared.rsram")
+                T.copy(X[i, 0:4, 0:6], S)
+                T.transpose(S, D)
+                T.copy(D, Y[i, 0:6, 0:4])
+
+    kernel = compile_mesh_kernel(k, compile_flags=FLAGS)
+    x = _ints(np.random.default_rng(3), (8, 4, 6))
+    y = torch.zeros(8, 6, 4)
+    kernel(torch.from_numpy(x), y)
+    np.testing.assert_array_equal(y.numpy(), x.transpose(0, 2, 1))

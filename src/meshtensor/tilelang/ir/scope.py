@@ -17,9 +17,9 @@ from .expr import static_int
 COPY_OP = "tl.tileop.copy"
 #: tile-op operands (by position) that stock TileLang's CPU lowering takes only in local
 #: memory: ``T.clear``/``T.fill``'s target, ``T.gemm``'s accumulator, both buffers of a
-#: reduction
+#: reduction and of a transpose
 LOCAL_OPERANDS = {"tl.tileop.fill": (0,), "tl.tileop.gemm": (2,),
-                  "tl.tileop.reduce": (0, 1)}
+                  "tl.tileop.reduce": (0, 1), "tl.tileop.transpose": (0, 1)}
 
 
 def itemsize(dtype: Any) -> int:

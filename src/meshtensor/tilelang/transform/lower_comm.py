@@ -609,8 +609,8 @@ class _Lowering:
                 if b.data in vs:
                     seg_uses.setdefault(b.data, []).append(i)
         in_comm = {r.buffer.data for o in self.ops if o.src is not None for r in (o.src, o.dst)}
-        # a tile op that stock TileLang lowers only on local buffers (a reduction, T.gemm's
-        # accumulator, T.fill) keeps its buffer local: copied in and out of its slice
+        # a tile op that stock TileLang lowers only on local buffers (a reduction, a
+        # transpose, T.gemm's accumulator, T.fill) keeps its buffer local: copied in and out of its slice
         # around each segment, not read through a pointer into the shared array
         local_ops = {region_of(f.call.args[pos]).buffer.data
                      for seg in self.planner.segs for s in seg.stmts

@@ -222,6 +222,10 @@ def decode(code: tirx.PrimExpr, fmt: NarrowFloat) -> tirx.PrimExpr:
 def encode(x: tirx.PrimExpr, fmt: NarrowFloat) -> tirx.PrimExpr:
     """The format's bits (its storage dtype) of ``x`` (``float32`` or ``float64``), rounded
     to nearest even; NaN stays NaN; overflow is infinity or NaN (see the module)."""
+    if isinstance(x, tirx.FloatImm):
+        # a constant's code, known now: the C code cannot take the address of a constant
+        # (``*(uint32_t *)&INFINITY`` does not compile)
+        return _c(encode_const(float(x.value), fmt), fmt.storage)
     src = _scalar(x.dtype)
     if src not in ("float32", "float64"):
         raise AssertionError(f"encode from {src}")  # pragma: no cover (callers widen)
@@ -540,6 +544,14 @@ class _Rewriter:
         if name in ("tirx.address_of", "tirx.tvm_access_ptr", "tirx.type_annotation",
                     "tl.access_ptr"):
             return self._pointer_call(e)
+        if name == "tl.infinity" and fmt is not None:
+            # the format's infinity (NaN where it has none) is a constant: rounding
+            # TileLang's float INFINITY through its bits took the address of a constant
+            import ml_dtypes
+
+            inf = np.array([np.inf], np.float32).astype(getattr(ml_dtypes, fmt.name))
+            v = tirx.FloatImm("float32", float(inf.astype(np.float32)[0]))
+            return v if n == 1 else tirx.Broadcast(v, n)
         args = [self.expr(a) for a in e.args]
         if fmt is not None:
             return self._rounded(tirx.Call(_vec("float32", n), e.op, args, e.annotations), fmt)
