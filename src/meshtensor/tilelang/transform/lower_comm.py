@@ -18,9 +18,9 @@ The kernel keeps one launch (its block loops get extent 1); inside it:
   reading it, or when it is small (``MeshPassConfig.small_private_bytes``) and every
   segment using it overwrites it entirely before reading it (the micro-kernel's accumulator stays in registers); a small one
   used by one segment inside a loop is copied in and out of its slice around the
-  segment, and so is, around every segment using it, a buffer that a reduction, a
-  ``T.fill`` or ``T.gemm``'s accumulator uses (TileLang's CPU lowering takes those only
-  in local memory); region starts may not read per-core buffers;
+  segment, and so is, around every segment using it, a buffer that a reduction or a
+  ``T.transpose`` uses (TileLang's CPU lowering takes those only in local memory) and
+  no ``T.decl_buffer`` views; region starts may not read per-core buffers;
 - each comm op becomes a loop nest over destination cores copying (or reducing) between
   cores' slices, through a staging array when ``src`` and ``dst`` share a buffer;
 - lets that depend on the core are substituted where they are used.
@@ -49,6 +49,7 @@ from ..ir.resolve import prim_func
 from ..ir.scope import LOCAL_OPERANDS, Found, Let, WhileLoop, find_calls, itemsize, region_of
 from .narrow_float import FORMATS
 
+_POINTER_REFUSED = ("tl.tileop.reduce", "tl.tileop.transpose")
 __all__ = ["LowerMeshComm", "lower_mesh_comm", "check_collective_rule", "WORKSPACE_ATTR",
            "COMM_OP_ATTR", "TIR"]
 
@@ -609,13 +610,15 @@ class _Lowering:
                 if b.data in vs:
                     seg_uses.setdefault(b.data, []).append(i)
         in_comm = {r.buffer.data for o in self.ops if o.src is not None for r in (o.src, o.dst)}
-        # a tile op that stock TileLang lowers only on local buffers (a reduction, a
-        # transpose, T.gemm's accumulator, T.fill) keeps its buffer local: copied in and out of its slice
-        # around each segment, not read through a pointer into the shared array
+        # a tile op TileLang's CPU lowering refuses through a pointer (a reduction, a
+        # transpose) keeps its buffer local: copied in and out of its slice around each
+        # segment. T.gemm's accumulator and a T.fill target are read through their
+        # pointer: a private copy in and out of every segment cost the comm GEMMs about
+        # 10% against torch.mm
         local_ops = {region_of(f.call.args[pos]).buffer.data
                      for seg in self.planner.segs for s in seg.stmts
                      for f in find_calls(s, lambda c: getattr(c.op, "name", None)
-                                         in LOCAL_OPERANDS)
+                                         in _POINTER_REFUSED)
                      for pos in LOCAL_OPERANDS[f.call.op.name]}
         # (not an allocation a view declares again: its private copy in each segment
         # would define the view twice, which TileLang's host/device split refuses; such
