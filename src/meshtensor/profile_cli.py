@@ -229,11 +229,10 @@ def _profile_dist(kernel: Any, machine: Any, args: argparse.Namespace,
     k = compile_mesh_kernel(kernel) if not hasattr(kernel, "program") else kernel
     nr, nc = k.mesh_shape
     from .mesh import Mesh
-    from .tilelang.ir.comm_op import find_comm_ops
-    func = _without_pins(k.mesh_kernel.prim_func)
+    func, left = _without_pins(k.mesh_kernel.prim_func)
     # (with no comm op left, the kernel's mesh is the rank's chip)
-    mesh = None if find_comm_ops(func) else Mesh({"row": nr, "col": nc})
-    report = estimate_mesh_kernel(func, machine, mesh)
+    report = estimate_mesh_kernel(func, machine, None if left else Mesh({"row": nr,
+                                                                        "col": nc}))
     print(report.summary(width=80, max_steps=max_steps,
                          title=f"{pathlib.Path(args.kernel).name}: one rank of {k.world} "
                                f"({nr}x{nc} mesh each), its own work (the T.dist "
@@ -253,21 +252,23 @@ def _profile_dist(kernel: Any, machine: Any, args: argparse.Namespace,
     return 0
 
 
-def _without_pins(func: Any) -> Any:
+def _without_pins(func: Any) -> tuple[Any, bool]:
     """The per-rank kernel without the comm ops ``LowerDist`` leaves as ordering pins
     (a permute of no pairs, a barrier of no axes): they move and wait for nothing, so
-    one rank's estimate does not count them (its T.dist traffic is timed apart)."""
+    one rank's estimate does not count them (its T.dist traffic is timed apart); and
+    whether it keeps any other comm op."""
     from tvm import tirx
     from .tilelang.ir.comm_op import find_comm_ops
-    pins = [o.call for o in find_comm_ops(func) if (o.op == "permute" and not
-            o.params.get("pairs")) or (o.op == "barrier" and not o.mesh_axes)]
+    ops = find_comm_ops(func)
+    pins = [o.call for o in ops if o.pin]
 
     def post(n: Any) -> Any:
         if isinstance(n, tirx.Evaluate) and any(n.value.same_as(c) for c in pins):
             return tirx.Evaluate(tirx.IntImm("int32", 0))
         return None
     return func.with_body(tirx.stmt_functor.ir_transform(func.body, None, post,
-                                                         ["tirx.Evaluate"]))
+                                                         ["tirx.Evaluate"])), \
+        len(pins) < len(ops)
 
 
 def run_profile(args: argparse.Namespace) -> int:

@@ -58,6 +58,7 @@ from ..ir.comm_op import is_comm_call
 from ..ir.expr import static_int
 from ..ir.evaluate import IterSpace, region_box
 from ..ir.kernel import KernelView, execution_keys
+from ..ir.names import DIST_RETURN_MARK, DIST_RT_CALL
 from ..ir.scope import (COPY_OP, Cond, CopyRegion, Found, Let, WhileLoop, find_calls,
                         itemsize, region_of)
 from .comm_cost import AlgorithmCost, Exchange, exchange_cost
@@ -604,11 +605,6 @@ def _per_core_buffers(func: tirx.PrimFunc) -> tuple[tuple[str, str, int], ...]:
     return tuple(out)
 
 
-#: the calls LowerDist leaves for a rank's runtime (puts, waits; the chip-to-chip
-#: traffic report times them)
-_DIST_RUNTIME = ("meshtensor_rt_", "meshtensor_marker_")
-
-
 def count_mesh_kernel(kernel: Any, mesh: Any = None) -> KernelWork:
     """The machine-independent counts of a mesh kernel (a PrimFunc, ``JITKernel``,
     ``MeshKernel`` or IRModule): per superstep in execution order and per core, its
@@ -650,7 +646,7 @@ def count_mesh_kernel(kernel: Any, mesh: Any = None) -> KernelWork:
             continue  # copies from the view below (indexed as the traffic report has them)
         else:
             label = str(f.call.args[0].value) if op == "tirx.call_extern" else op
-            if label.startswith(_DIST_RUNTIME):
+            if label in (DIST_RT_CALL, DIST_RETURN_MARK):
                 continue  # a T.dist rank's runtime: its traffic is timed apart
 
             uncounted[label] = uncounted.get(label, 0) + 1

@@ -157,6 +157,13 @@ class CommOp(Found):
         return FORMS[self.op][1]
 
     @property
+    def pin(self) -> bool:
+        """An ordering pin ``LowerDist`` leaves in a rank's program: a permute of no
+        pairs or a barrier over no mesh axes, which moves and waits for nothing."""
+        return (self.op == "permute" and not self.params.get("pairs")) or \
+            (self.op == "barrier" and not self.mesh_axes)
+
+    @property
     def root(self) -> tuple[tirx.PrimExpr, ...] | None:
         """A broadcast's root (in-group coordinates, TIR expressions), else ``None``."""
         return self.params.get("root")

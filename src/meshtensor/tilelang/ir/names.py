@@ -11,12 +11,17 @@ from __future__ import annotations
 
 from tvm import tirx
 
-__all__ = ["ATTR_KEY", "DIST_RANK_ATTR", "EXTERN_PREFIX", "is_comm_call"]
+__all__ = ["ATTR_KEY", "DIST_RANK_ATTR", "DIST_RT_CALL", "DIST_RETURN_MARK", "EXTERN_PREFIX",
+           "is_comm_call"]
 
 #: the function attribute ``annotate_mesh_tensor_info`` writes (per-buffer metadata)
 ATTR_KEY = "mesh_tensor_info"
 #: set on the per-rank program ``LowerDist`` writes for a ``T.dist`` kernel
 DIST_RANK_ATTR = "meshtensor.dist_rank"
+#: a rank's call of its runtime (``int32 (int64* args, int32 n)``), one per T.dist op
+DIST_RT_CALL = "meshtensor_rt_call"
+#: where the runtime's answer to the buffer registration goes
+DIST_RETURN_MARK = "meshtensor_marker_register_return"
 #: a comm op is ``T.call_extern("handle", EXTERN_PREFIX + op, ...)`` (ir.comm_op)
 EXTERN_PREFIX = "meshtensor_comm_"
 

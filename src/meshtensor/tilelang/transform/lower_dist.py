@@ -44,7 +44,7 @@ from ...mesh import Mesh
 from ..ir.dist_op import DistOp, SignalRef, decode, find_dist_ops, is_dist_call
 from ..ir.evaluate import static_int
 from ..ir.launch import Launch
-from ..ir.names import DIST_RANK_ATTR
+from ..ir.names import DIST_RANK_ATTR, DIST_RETURN_MARK, DIST_RT_CALL
 from ..ir.scope import Cond, CopyRegion, Let, WhileLoop, find_calls, itemsize
 from ..language.dist import SIGNAL_KINDS, is_rank_var, rank_var_facts
 
@@ -54,8 +54,8 @@ __all__ = ["LowerDist", "lower_dist", "DistProgram", "Site", "SignalPlan", "Buff
 
 CTX_PARAM = "meshtensor_dist_ctx"
 REGISTER_PARAM = "meshtensor_dist_register_only"  # 1: return once the buffers registered
-RETURN_MARK = "meshtensor_marker_register_return"  # where that return goes
-CALL = "meshtensor_rt_call"      # int32 (int64* args, int32 n)
+RETURN_MARK = DIST_RETURN_MARK  # where that return goes
+CALL = DIST_RT_CALL              # int32 (int64* args, int32 n)
 VALUE = "meshtensor_rt_value"    # int32 (int64 ctx, int32 site, int32 core)
 REGISTER_SITE = 0                  # site 0: the buffer registration of each core
 #: ops that may wait for other ranks
@@ -199,6 +199,24 @@ def _inline_lets(e: Any, scope: Sequence) -> Any:
 _PAYLOAD_SCOPES = ("global", "", "shared", "shared.dyn", "shared.rsram")
 
 
+def _iterations(f: Any) -> list | None:
+    """One ``{loop variable: value}`` per execution of the statement ``f`` over its
+    enclosing (non-launch) ``for`` loops, or ``None`` when a bound is not a constant
+    or there are more than :data:`_MAX_ENUM`."""
+    loops = [i for i in f.scope if isinstance(i, tirx.For)
+             and i.kind != tirx.ForKind.THREAD_BINDING]
+    ranges = []
+    for lp in loops:
+        lo, ext = static_int(lp.min), static_int(lp.extent)
+        if lo is None or ext is None:
+            return None
+        ranges.append(range(lo, lo + ext))
+    if int(np.prod([len(r) for r in ranges] or [1])) > _MAX_ENUM:
+        return None
+    return [{lp.loop_var: _i32(v) for lp, v in zip(loops, it)}
+            for it in itertools.product(*ranges)]
+
+
 def _tile_op_name(call: tirx.Call) -> str:
     """A tile op as the kernel wrote it (``tl.tileop.copy`` -> ``T.copy``)."""
     name = str(call.op.name)
@@ -240,20 +258,20 @@ class _Err:
         return o.name if n is None else f"{o.name} (dist op #{n})"
 
 
-def _no_value_ops_pipelined(body: tirx.Stmt, err: _Err) -> None:
-    """Refuse a value op (``wait_any``, ``has_pending``) inside ``T.Pipelined(num_stages
-    > 0)``, wherever in an expression it sits (the statement ops are checked with their
-    scope): the upstream refuses every T.dist operation there."""
+def _no_ops_pipelined(body: tirx.Stmt, err: _Err) -> None:
+    """Refuse any T.dist op inside ``T.Pipelined(num_stages > 0)``, a statement or a
+    value (``wait_any``, ``has_pending``) wherever in an expression it sits: the
+    upstream refuses every T.dist operation there."""
     def visit(n: Any) -> None:
         if not (isinstance(n, tirx.For) and "num_stages" in n.annotations):
             return
         stages = static_int(n.annotations["num_stages"])
         if stages is not None and stages <= 0:
             return
-        inner: list = []
+        inner: list = []  # (a signal declared there is refused as declared in a loop)
         tirx.stmt_functor.post_order_visit(
-            n.body, lambda c: inner.append(c) if is_dist_call(c) and c.dtype != "handle"
-            else None)
+            n.body, lambda c: inner.append(c) if is_dist_call(c) and
+            decode(c).op != "signal_decl" else None)
         if inner:
             raise ValueError(f"{err.name(decode(inner[0]))}: T.dist operations are not "
                              f"supported inside T.Pipelined(num_stages > 0); move "
@@ -270,10 +288,9 @@ class _Lowering:
         from .tilelang_mesh import _core_private
         # the scopes the kernel gave its payload buffers (core-private rewriting below
         # renames them)
-        self.user_scopes = [{k: decode(f.call).fields[k].buffer.scope()
-                             for k in ("src", "dst")
-                             if decode(f.call).fields.get(k) is not None}
-                            for f in find_dist_ops(func)]
+        self.user_scopes = [{k: r.buffer.scope() for k in ("src", "dst")
+                             if (r := o.fields.get(k)) is not None}
+                            for o in (decode(f.call) for f in find_dist_ops(func))]
         func = func.with_body(_core_private(func.body))
         self.func = func
         self.found = find_dist_ops(func)
@@ -362,17 +379,9 @@ class _Lowering:
             raise ValueError(f"{self.err.name(comm[0])}: T.dist communication op appears in a "
                              f"single-Rank kernel: world_size=1 disables Rank communication "
                              f"(build the kernel inside tm.world(W) with W > 1)")
-        _no_value_ops_pipelined(self.func.body, self.err)
+        _no_ops_pipelined(self.func.body, self.err)
         for f, o, scopes in zip(self.found, self.ops, self.user_scopes):
             self._check_upstream_rules(f, o, scopes)
-            for item in f.scope:
-                if isinstance(item, tirx.For) and "num_stages" in item.annotations:
-                    stages = static_int(item.annotations["num_stages"])
-                    if stages is None or stages > 0:
-                        raise ValueError(
-                            f"{self.err.name(o)}: T.dist operations are not supported inside "
-                            f"T.Pipelined(num_stages > 0); move communication, submit and "
-                            f"waits outside the pipelined loop")
             if o.op == "put":
                 self._check_put(f, o)
             elif o.op == "routed_put":
@@ -461,24 +470,14 @@ class _Lowering:
         execution of its op over the enclosing loops; ``None`` where that is not known
         at compile time (a while loop, a runtime bound, a member read from memory or
         the rank)."""
-        loops = [i for i in f.scope if isinstance(i, tirx.For)
-                 and i.kind != tirx.ForKind.THREAD_BINDING]
-        if any(isinstance(i, WhileLoop) for i in f.scope):
-            return None
-        ranges = []
-        for lp in loops:
-            lo, ext = static_int(lp.min), static_int(lp.extent)
-            if lo is None or ext is None:
-                return None
-            ranges.append(range(lo, lo + ext))
-        if int(np.prod([len(r) for r in ranges] or [1])) > _MAX_ENUM:
+        its = None if any(isinstance(i, WhileLoop) for i in f.scope) else _iterations(f)
+        if its is None:
             return None
         out = []
-        for it in itertools.product(*ranges):
+        for m in its:
             if not ref.dynamic:
                 out.append(ref.member)
                 continue
-            m = {lp.loop_var: _i32(v) for lp, v in zip(loops, it)}
             v = static_int(self.ana.simplify(_subst(_inline_lets(ref.member, f.scope), m)))
             if v is None:
                 return None
@@ -755,15 +754,8 @@ class _Lowering:
         """``(src rank, src row, dst rank, dst row)`` of every send of a put site (dst
         ``None`` where it cannot be evaluated)."""
         out = []
-        loops = [i for i in f.scope if isinstance(i, tirx.For)
-                 and i.kind != tirx.ForKind.THREAD_BINDING]
-        ranges = []
-        for lp in loops:
-            lo, ext = static_int(lp.min), static_int(lp.extent)
-            if lo is None or ext is None:
-                return [(0, 0, None, None)]
-            ranges.append(range(lo, lo + ext))
-        if int(np.prod([len(r) for r in ranges] or [1])) > _MAX_ENUM:
+        its = _iterations(f)
+        if its is None:
             return [(0, 0, None, None)]
         if o.op == "routed_put":
             entries = [(int(static_int(r[0])), r[1], r[2]) for r in o["routes"]]
@@ -774,9 +766,8 @@ class _Lowering:
             for srow_fixed, rank_e, row_e in entries:
                 for s_row in ([srow_fixed] if srow_fixed is not None else range(self.nrows)):
                     vmap = {self.rank: _i32(s_rank), **self.launch.at([_i32(s_row), col])}
-                    for it in itertools.product(*ranges):
-                        m = dict(vmap)
-                        m.update({lp.loop_var: _i32(v) for lp, v in zip(loops, it)})
+                    for it in its:
+                        m = {**vmap, **it}
                         r = static_int(self.ana.simplify(_subst(_inline_lets(rank_e, f.scope),
                                                                 m)))
                         w = s_row if row_e is None else static_int(self.ana.simplify(
@@ -788,20 +779,18 @@ class _Lowering:
         return out
 
     # ---- auto expectations ---------------------------------------------------------------------------
-    def auto_send(self, o: DistOp) -> bool:
-        if o.op not in _SENDS:
-            return False
-        plan = self.plans.get(o["signal"].id)
+    def _expect_auto(self, sid: int) -> bool:
+        plan = self.plans.get(sid)
         return plan is not None and plan.expect == "auto"
+
+    def auto_send(self, o: DistOp) -> bool:
+        return o.op in _SENDS and self._expect_auto(o["signal"].id)
 
     def _auto_gather(self, o: DistOp) -> bool:
         """An all_gather whose arrivals are counted automatically: its sends are
         inferred like a put's, so a loop must be one whose iterations are proven."""
-        if o.op != "all_gather":
-            return False
-        sid = o["list"] if o["list"] >= 0 else o["signal"].id
-        plan = self.plans.get(sid)
-        return plan is not None and plan.expect == "auto"
+        return o.op == "all_gather" and self._expect_auto(
+            o["list"] if o["list"] >= 0 else o["signal"].id)
 
     def delta_expr(self, o: DistOp, scope: Sequence, pred: Sequence) -> tirx.PrimExpr:
         """The arrivals the receiving core (this program's core on this rank) gets from

@@ -107,10 +107,10 @@ class _Split:
 
     def _exchange(self, attr: tirx.AttrStmt) -> tirx.Stmt:
         o = self.ops[int(attr.value)]
-        if o.op == "permute" and not o.params["pairs"]:
-            return tirx.Evaluate(_i32(0))  # a pin: moves nothing
-        if o.op == "barrier":  # its groups only (none: LowerDist's no-op barrier)
-            return self._sync(o.name, o.mesh_axes) if o.mesh_axes else tirx.Evaluate(_i32(0))
+        if o.pin:
+            return tirx.Evaluate(_i32(0))  # moves and waits for nothing
+        if o.op == "barrier":  # its groups only
+            return self._sync(o.name, o.mesh_axes)
         body = tirx.AttrStmt(attr.node, attr.attr_key, attr.value, attr.body)
         return tirx.SeqStmt([self._sync(f"{o.name} (its cores arrive)"),
                              tirx.IfThenElse(self.core == 0, body, None),

@@ -198,16 +198,9 @@ def _stage_sources(stmt: tirx.Stmt, ops: list[CommOp], params: dict, launch: Lau
 def _launch_names(expr: Any, launch: Launch) -> str:
     """A note naming the block indices ``expr`` uses: TileLang's IR calls them ``bx``
     (``by``) whatever name the kernel's ``with T.Kernel(...) as ...`` gave them."""
-    used = sorted({str(v.name) for v in launch.vars if _uses(expr, v)})
+    used = sorted(str(v.name) for v in set(launch.vars) & _data_vars(expr))
     return (f" ({', '.join(used)}: the block index T.Kernel binds, whatever you named "
             f"it)") if used else ""
-
-
-def _uses(expr: Any, var: Any) -> bool:
-    found: list = []
-    tirx.stmt_functor.post_order_visit(
-        tirx.Evaluate(expr), lambda n: found.append(n) if n.same_as(var) else None)
-    return bool(found)
 
 
 # -- DMA copies out of a blocked DRAM layout -------------------------------------------------------
