@@ -2220,6 +2220,32 @@ def run_case(case: Case, seed: int = 0) -> None:
         tm.enable(mesh=(4, 4))
 
 
+# --- i26: the current codegen SUMMA that passes transpose_B=True with a square B tile -----
+def check_summa_transposed_b(inp, obs, out):
+    """transpose_B=True: the upstream's T.gemm takes B's tile as (N, K) (its K is the
+    tile's last extent) and lays the WSRAM operand out ZZ for it (ZN without the flag),
+    so the MMA multiplies by the tile's transpose. On a square tile both readings fit;
+    the language's gives C's block (i, j) = sum_k A_ik @ B_kj^T, whatever the kernel's
+    comment says (a later version of the file drops the flag). bf16 integer values,
+    float32 sums: exact."""
+    a, b = inp.arrays[:2]
+    blk = [np.s_[32 * i:32 * i + 32] for i in range(4)]
+    want = np.zeros_like(out["C"])
+    for i in range(4):
+        for j in range(4):
+            want[blk[i], blk[j]] = sum(a[blk[i], blk[k]] @ b[blk[k], blk[j]].T
+                                       for k in range(4))
+    np.testing.assert_array_equal(out["C"], want)
+
+
+CASES += [
+    Case("upstream_codegen_summa_matmul_transpose_b",
+         UPCG.format("60b0c120", "test_summa_opt_validate", "summa_matmul"),
+         "upstream_codegen_summa", lambda m: m.summa_matmul(), shapes=S128,
+         check=check_summa_transposed_b),
+]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_corpus_kernel(case):
