@@ -14,7 +14,8 @@ ValueError (their scripts compare).
 - let_scope_after_the_last_comm_op.py: a let every core shares split the code after
   the last comm op, ending a per-core let's scope (the C code did not compile);
 - unaligned_copy_from_global_memory.py: a T.copy TileLang vectorizes into a gather its
-  C vector type cannot build (stock TileLang too): refused, saying what to change;
+  C vector type cannot build (stock TileLang too): refused at first, saying what to
+  change; now compiled again with serial loops (decision 134);
 - spmdize_shift_in_a_1d_launch.py (from ``--mode spmdize``): spmdize's load for a
   shift read in a 1-D launch reached TileLang's copy lowering as a mod nest it folded
   wrongly (spmdize now simplifies each mod before folding it);
@@ -40,6 +41,10 @@ ValueError (their scripts compare).
   target that lives across comm ops and has a ``T.decl_buffer`` view became a private
   copy per segment, which declared the view twice (TileLang's host/device split:
   "the Stmt is not SSA"); such a buffer is read through its pointer again.
+- index_vector_with_core_coordinates.py (seed p32, program 507): TileLang vectorized a
+  two-element loop whose index holds the core coordinates and printed the index
+  vector as ``int32_t2(a, b)``, which its C header cannot construct (gcc stopped);
+  such a kernel is compiled again with its loops serial (decision 134).
 """
 import pathlib
 import runpy

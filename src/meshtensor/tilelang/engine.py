@@ -6,10 +6,14 @@ passes' options are :class:`~meshtensor.tilelang.pass_config.MeshPassConfig`.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
 import re
+import sys
+import tempfile
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import tvm
 from tvm import tirx
@@ -478,39 +482,76 @@ def _narrow_float_version() -> str:
     with open(narrow_float.__file__, "rb") as f:
         return hashlib.sha1(f.read()).hexdigest()[:16]
 
-#: a gather in TileLang's C source: a vector of loads at the lanes of an index vector
-_GATHER = re.compile(r"\(\w+\[(\w+)\.s0\],\s*\w+\[\1\.s1\]")
+#: TileLang's C source builds a vector from separate lanes: an index vector's lanes
+#: (``v_.s0``, ``v_.s1``) read one by one, or the compiler's complaint about it
+_LANES = re.compile(r"\[(\w+)\.s0\].{0,300}?\[\1\.s1\]|vec_type<\w+, \d+>::vec_type\(")
+#: TVM's switch that keeps every loop serial (TileLang's vectorizer reads it too)
+_NO_VECTORIZE = "tirx.disable_vectorize"
 
 
 def _compile(source: tirx.PrimFunc, target: str, kw: dict) -> Any:
-    """``tilelang.compile``, with the one C compile error of TileLang 0.1.15's ``c``
-    target that valid kernels reach as a ``ValueError`` that says what to change."""
+    """``tilelang.compile`` for the ``c`` target, through the narrow float path where
+    the kernel has one; a kernel whose vectorized C code TileLang cannot print is
+    compiled again with its loops serial (same values, see below)."""
     import tilelang
 
+    configs = dict(kw.get("pass_configs") or {})
+    retry = not configs.get(_NO_VECTORIZE)
+    held = _Held()
     try:
-        narrow = narrow_dtypes(source)
-        on_c = str(target).split()[0] == "c"
-        if narrow - {"float16"} and not on_c:
-            raise ValueError(f"compile_mesh_kernel: bfloat16/float8 kernels run on target "
-                             f"'c' here, got target {target!r}")
-        if narrow and on_c:
-            return _compile_narrow(source, target, kw)
-        return tilelang.compile(source, target=target, **kw)
+        with _held_stderr(retry, held):
+            narrow = narrow_dtypes(source)
+            on_c = str(target).split()[0] == "c"
+            if narrow - {"float16"} and not on_c:
+                raise ValueError(f"compile_mesh_kernel: bfloat16/float8 kernels run on "
+                                 f"target 'c' here, got target {target!r}")
+            if narrow and on_c:
+                return _compile_narrow(source, target, kw)
+            return tilelang.compile(source, target=target, **kw)
     except Exception as e:  # noqa: BLE001 (TileLang wraps the compiler's error)
-        text = str(e)  # TileLang's message holds the C source, not the compiler's error
-        hit = _GATHER.search(text) if text.startswith("Compilation Failed") else None
-        if hit is None:
+        if not retry or not _LANES.search(str(e) + held.text):
+            sys.stderr.write(held.text)
             raise
-        # a vector access at an offset TVM cannot prove aligned becomes a gather whose
-        # lanes TileLang's vec_type has no constructor for (stock tilelang.compile too)
-        line = next((ln for ln in text.splitlines() if hit.group(0) in ln), "")
-        raise ValueError(
-            "compile_mesh_kernel: TileLang's C back end cannot compile a vectorized copy "
-            "or loop whose start it cannot prove aligned (a T.copy of a few elements "
-            "from an offset that depends on the core or on data, here); it builds a "
-            "vector from separate lanes, which its vec_type cannot. Copy element by "
-            "element in a T.serial loop, or make the start a multiple of the copy's "
-            f"width. The C line: {line.strip()[:300]}") from None
+        # A vector access at an offset TVM cannot prove aligned (a short T.copy from a
+        # core- or data-dependent start) becomes a vector built from separate lanes,
+        # which TileLang 0.1.15's C vec_type has no constructor for (stock
+        # tilelang.compile fails too). Serial loops compute the same elements.
+        configs[_NO_VECTORIZE] = True
+        return _compile(source, target, {**kw, "pass_configs": configs})
+
+
+class _Held:
+    """What the C compiler wrote to the process's stderr while held."""
+    text = ""
+
+
+@contextlib.contextmanager
+def _held_stderr(hold: bool, held: _Held) -> Iterator[None]:
+    """Hold what is written to file descriptor 2 (the C compiler writes its errors
+    there, outside Python) in ``held`` and pass it on afterwards, unless the block
+    raised: the caller decides then (a compile that is retried must not show the
+    first attempt's error)."""
+    if not hold:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as f:
+        os.dup2(f.fileno(), 2)
+        failed = False
+        try:
+            yield
+        except BaseException:
+            failed = True
+            raise
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            f.seek(0)
+            held.text = f.read().decode(errors="replace")
+            if held.text and not failed:
+                sys.stderr.write(held.text)
 
 
 def _bits_params(func: tirx.PrimFunc) -> tirx.PrimFunc:
