@@ -2220,6 +2220,83 @@ def run_case(case: Case, seed: int = 0) -> None:
         tm.enable(mesh=(4, 4))
 
 
+# -- i28b: the current upstream's MX quantise/dequantise kernels (codegen/test_mx_quant_dequant_
+# opt_validate.py), T.mxfp8 and T.mxfp4 in on-chip buffers --------------------------------------
+def mx_quant_dequant(a: np.ndarray, element: str, data_max: float) -> np.ndarray:
+    """The upstream's OCP MX quantise, T.mx_pack, T.mx_unpack, dequantise of a (32, 32)
+    bfloat16 block, one scale per row of 32: amax = max |a| (float32), scale =
+    bfloat16(max(amax, 1e-4) * float32(1 / data_max)) converted to float8_e8m0fnu (ties
+    up); each element float32(a) / scale (float32 through bfloat16), clamped to
+    +-data_max, converted to the element kind; the round trip through the MX buffer
+    gives back data and scales; y = bfloat16(element * scale)."""
+    import ml_dtypes
+
+    a = np.asarray(a, np.float32)
+    amax = np.abs(a).max(axis=1)
+    safe = np.maximum(amax, np.float32(1e-4))
+    s_bf = rnd(safe * np.float32(1.0 / data_max), "bfloat16")
+    e8 = s_bf.astype(ml_dtypes.float8_e8m0fnu)
+    sf = e8.astype(ml_dtypes.bfloat16).astype(np.float32)
+    raw = a / sf[:, None]
+    clamped = np.minimum(np.maximum(raw, np.float32(-data_max)), np.float32(data_max))
+    q = clamped.astype(getattr(ml_dtypes, element)).astype(np.float32)
+    return rnd(q * sf[:, None], "bfloat16")
+
+
+MX_CHAIN = {"mxfp8": ("float8_e4m3fn", 448.0), "mxfp4": ("float4_e2m1fn", 6.0)}
+
+
+def check_mx_chain(kind):
+    element, data_max = MX_CHAIN[kind]
+
+    def check(inp, obs, out):
+        want = mx_quant_dequant(inp.arrays[0], element, data_max)
+        assert np.isfinite(want).all() and want.any()
+        np.testing.assert_array_equal(out["Y"], want)
+    return check
+
+
+def _mx_args(kind):
+    element, data_max = MX_CHAIN[kind]
+    return (getattr(T, kind), getattr(T, element), element, data_max)
+
+
+CASES += [
+    Case(f"upstream_codegen_mx_{variant}_{kind}", "SUNMMIO/Tilelang@6b3a471c testing/python/"
+         f"sunmmio/codegen/test_mx_quant_dequant_opt_validate.py::mx_ocp_quant_dequant_full_"
+         f"chain_kernel_{variant}", "upstream_codegen_mx",
+         lambda m, kind=kind, variant=variant: getattr(
+             m, f"mx_ocp_quant_dequant_full_chain_kernel_{variant}")(*_mx_args(kind)),
+         shapes={"A": (32, 32), "Y": (32, 32)}, check=check_mx_chain(kind))
+    for variant in ("for_debug", "original") for kind in ("mxfp8", "mxfp4")
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["mxfp8", "mxfp4"])
+def test_mx_chain_rounds_real_values_as_the_upstream_defines(kind):
+    """The full-chain kernel on bfloat16 values of every magnitude (the corpus' integer
+    inputs quantise exactly): the element and scale conversions round, and the result
+    is still the reference's, bit for bit."""
+    tm.enable(mesh=(4, 4))
+    try:
+        m = load("upstream_codegen_mx")
+        func = m.mx_ocp_quant_dequant_full_chain_kernel_original(*_mx_args(kind))
+        kernel = compile_mesh_kernel(func, compile_flags=FLAGS)
+        rng = np.random.default_rng(5)
+        a = (rng.standard_normal((32, 32)) * np.exp2(rng.integers(-20, 20, (32, 1)))
+             ).astype(np.float32)
+        a[3] = 0.0  # a row under the 1e-4 floor
+        at = torch.from_numpy(a).to(torch.bfloat16)
+        y = torch.zeros((32, 32), dtype=torch.bfloat16)
+        kernel(at, y)
+        want = mx_quant_dequant(at.float().numpy(), *MX_CHAIN[kind])
+        assert (want != rnd(at.float().numpy(), "bfloat16")).any()  # it does round
+        np.testing.assert_array_equal(y.float().numpy(), want)
+    finally:
+        tm.enable(mesh=(4, 4))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_corpus_kernel(case):
