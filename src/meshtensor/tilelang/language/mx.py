@@ -20,9 +20,13 @@ static shapes, ``data`` of the element kind and ``mx``'s shape, ``scale`` of
 MX row-major layout's pack is one the upstream's own tests mark as failing, and MXZNN
 is internal to its GEMM). ``T.copy`` between two MX buffers copies elements and scales.
 
-Not emulated yet, each a ``ValueError`` that says so: ``T.gemm`` on MX operands, an MX
-``T.MeshTensor`` parameter (the upstream passes packed storage whose byte layout is not
-modelled here) and ``T.copy`` between an MX buffer and one that is not.
+``T.gemm`` with an MX operand multiplies its values, each element times its scale
+(exact in float32), with ``T.gemm``'s usual accumulation in the accumulator's dtype.
+
+Not emulated yet, each a ``ValueError`` that says so: an MX ``T.MeshTensor`` parameter
+(the upstream passes packed storage whose byte layout is not modelled here), ``T.copy``
+between an MX buffer and one that is not, a region of an MX buffer as a ``T.gemm``
+operand.
 
 >>> import tilelang
 >>> str(MXFP8), MX_KINDS["mxfp4"].element
@@ -43,7 +47,7 @@ from ..ir.expr import static_int
 
 __all__ = ["MXKind", "MX_KINDS", "MXFP8", "MXFP4", "mx_kind", "get_mx_scale_shape",
            "scale_shape",
-           "mx_pack", "mx_unpack", "MX_BLOCK", "SCALE_DTYPE"]
+           "mx_pack", "mx_unpack", "gemm_operands", "MX_BLOCK", "SCALE_DTYPE"]
 
 #: elements per scale (OCP MX), and the side of the upstream's MX layout blocks
 MX_BLOCK = 32
@@ -182,7 +186,7 @@ def alloc_wrapper(stock: Any) -> Any:
         if kind is None:
             return stock(shape, dtype, *args, **kw)
         buf = stock(shape, kind.element, *args, **kw)
-        _containers().append((buf, kind, [None]))
+        _containers().append((buf, kind, [None, None]))  # scales, their layout kind
         return buf
 
     alloc.__doc__ = stock.__doc__
@@ -201,7 +205,8 @@ def _scales(rec: tuple, op: str) -> tirx.Buffer:
     buf, kind, holder = rec
     if holder[0] is None:
         layout = _layout_of(buf)
-        kind_name = _layout_kind(layout) if layout is not None else "mxzz"
+        kind_name = (_layout_kind(layout) if layout is not None
+                     else holder[1] or "mxzz")
         if layout is not None and kind_name not in ("mxzz", "mxznz"):
             if kind_name == "mxznn":
                 raise ValueError(f"{op}: {buf.name!r} has the MXZNN layout, which the "
@@ -218,6 +223,7 @@ def _scales(rec: tuple, op: str) -> tirx.Buffer:
         shape = tuple(static_int(s) for s in buf.shape)
         holder[0] = T.alloc_shared(scale_shape(kind_name, shape), SCALE_DTYPE,
                                    scope=buf.scope())
+        holder[1] = kind_name
     return holder[0]
 
 
@@ -310,8 +316,16 @@ def copy_wrapper(stock: Any) -> Any:
                              f"emulated yet (its scales live apart from its elements "
                              f"here); use T.mx_unpack / T.mx_pack")
         from tilelang.language.common import evaluate
+        src_scales = _scales(rs, "T.copy")
+        if rd[2][0] is None and _layout_of(rd[0]) is None:
+            rd[2][1] = rs[2][1]  # an unannotated destination groups as its source
+        dst_scales = _scales(rd, "T.copy")
+        if rd[2][1] != rs[2][1]:
+            raise ValueError(f"T.copy: {rs[0].name!r} groups its scales as "
+                             f"{rs[2][1].upper()}, {rd[0].name!r} as {rd[2][1].upper()}; "
+                             f"a copy between them is not emulated yet")
         evaluate(stock(src, dst, *args, **kw))
-        evaluate(stock(_scales(rs, "T.copy"), _scales(rd, "T.copy")))
+        evaluate(stock(src_scales, dst_scales))
         return None
 
     copy.__doc__ = stock.__doc__
@@ -319,12 +333,55 @@ def copy_wrapper(stock: Any) -> Any:
     return copy
 
 
-def check_gemm_operands(*operands: Any) -> None:
-    """``T.gemm`` on an MX buffer is not emulated yet: a ``ValueError`` naming it."""
-    for x in operands:
-        rec = container(getattr(x, "buffer", x))
+@T.macro
+def _scale_rows(vals, sf, nbc):
+    """Each element times the scale of its 32-element row segment (MXZZ)."""
+    for i, j in T.grid(*vals.shape):
+        vals[i, j] = vals[i, j] * sf[(i // 32) * nbc + j // 32, i % 32]
+
+
+@T.macro
+def _scale_cols(vals, sf, nbc):
+    """Each element times the scale of its 32-element column segment (MXZNZ)."""
+    for i, j in T.grid(*vals.shape):
+        vals[i, j] = vals[i, j] * sf[(i // 32) * nbc + j // 32, j % 32]
+
+
+def _dequantized(rec: tuple) -> tirx.Buffer:
+    """An MX buffer's values, element times scale, in a float32 buffer of its own
+    (exact: an element has at most 4 significant bits, a scale is a power of two)."""
+    buf, kind, holder = rec
+    scales = _scales(rec, "T.gemm")
+    shape = [static_int(s) for s in buf.shape]
+    vals = T.alloc_shared(shape, "float32")
+    sf = T.alloc_shared([static_int(s) for s in scales.shape], "float32")
+    _stock_copy()(buf, vals)
+    _stock_copy()(scales, sf)
+    nbc = shape[1] // MX_BLOCK
+    (_scale_cols if holder[1] == "mxznz" else _scale_rows)(vals, sf, nbc)
+    return vals
+
+
+def gemm_operands(A: Any, B: Any) -> tuple[Any, Any]:
+    """``T.gemm``'s operands with an MX buffer's dequantised values in its place (and
+    the other operand in float32, exactly): the chip's block-scaled MMA multiplies each
+    element by its scale; the accumulation is ``T.gemm``'s, in the accumulator's dtype.
+    A region of an MX buffer is not emulated yet (a ``ValueError``)."""
+    recs = [container(getattr(x, "buffer", x)) for x in (A, B)]
+    if all(r is None for r in recs):
+        return A, B
+    out = []
+    for x, rec in zip((A, B), recs):
+        if rec is not None and not isinstance(x, tirx.Buffer):
+            raise ValueError(f"T.gemm: a region of the {rec[1].name} buffer "
+                             f"{rec[0].name!r} as an operand is not emulated yet; pass "
+                             f"the whole buffer")
         if rec is not None:
-            raise ValueError(f"T.gemm: {rec[0].name!r} is an {rec[1].name} buffer; T.gemm "
-                             f"on MX operands (the chip's block-scaled MMA) is not "
-                             f"emulated yet: T.mx_unpack it and multiply the dequantised "
-                             f"values")
+            out.append(_dequantized(rec))
+        else:
+            from tilelang.utils.language import retrieve_shape, to_buffer_region
+            shape = [static_int(s) for s in retrieve_shape(to_buffer_region(x))]
+            vals = T.alloc_shared(shape, "float32")
+            _stock_copy()(x, vals)
+            out.append(vals)
+    return out[0], out[1]

@@ -240,6 +240,17 @@ class MeshTensorType:
                                         for d in range(len(self.global_shape))])
 
     @property
+    def meta_data(self) -> dict:
+        """The upstream's ``meta_data`` record: ``"sharded_layout"``, each core's layout
+        of its part (:attr:`local_layout`, else the tensor's layout kind over the local
+        shape), recorded where a kernel annotates a buffer with it."""
+        lay = self.local_layout
+        if lay is None:
+            kind = (self.layout or "row_major").split("(")[0]
+            lay = ForkLayout(kind, tuple(self.local_shape))
+        return {"sharded_layout": lay}
+
+    @property
     def shard_shape(self) -> tuple[int, ...]:
         """The older name of :attr:`local_shape`."""
         return self.local_shape
@@ -1091,7 +1102,7 @@ def _gemm_wrapper(stock: Any) -> Any:
         current upstream transposes it (its SUMMA no longer passes the flag);
         ``compat="2025"`` reads it as the panel, as the upstream's older SUMMA meant.
         ``PrepareTilelangMesh`` gives a kernel without SUNMMIO names the stock meaning."""
-        _mx.check_gemm_operands(A, B)
+        A, B = _mx.gemm_operands(A, B)
         if transpose_B:
             from tilelang.utils.language import retrieve_shape, to_buffer_region
             try:
