@@ -160,15 +160,16 @@ def test_the_upstreams_invalid_contracts_are_refused_by_name(op, kw, msg):
         _pack_kernel(op=op, **kw)
 
 
-def test_gemm_on_mx_operands_is_not_emulated_yet():
-    with pytest.raises(ValueError, match="T.gemm on MX operands .* is not emulated yet"):
+def test_a_region_of_an_mx_buffer_as_a_gemm_operand_is_not_emulated_yet():
+    with pytest.raises(ValueError, match="a region of the mxfp8 buffer 'a' as an operand is "
+                                         "not emulated yet"):
         @T.prim_func
         def k():
             with T.Kernel(1) as _:
-                a = T.alloc_shared((32, 32), T.mxfp8)
+                a = T.alloc_shared((32, 64), T.mxfp8)
                 b = T.alloc_shared((32, 32), "bfloat16")
                 c = T.alloc_shared((32, 32), "float32")
-                T.gemm(a, b, c)
+                T.gemm(a[0:32, 0:32], b, c)
 
 
 def test_an_mx_mesh_tensor_parameter_is_not_emulated_yet():
@@ -238,3 +239,28 @@ def test_a_sum_between_dtypes_is_not_emulated_yet():
                 a = T.alloc_shared((32, 32), "bfloat16", scope="shared.rsram")
                 s = T.alloc_shared((32,), "float32", scope="shared.rsram")
                 T.reduce_sum(a, s, dim=1)
+
+
+# -- real sizes ---------------------------------------------------------------------------------
+def test_an_mx_buffer_counts_its_elements_real_size_and_its_scales():
+    """mxfp4 elements are half a byte each (stored one a byte here), mxfp8 one byte;
+    the scales one byte per 32 elements: the per-core footprint of count_mesh_kernel.
+    A float4 buffer counted 0 bytes before (its itemsize, 4 // 8)."""
+    from meshtensor.tilelang import count_mesh_kernel
+
+    mesh = tm.enable(mesh=(2, 2))
+    sizes = {}
+    for kind, element in (("mxfp8", "float8_e4m3fn"), ("mxfp4", "float4_e2m1fn")):
+        @T.prim_func
+        def k(A: T.MeshTensor((64, 64), T.placement.replicated(), "float32")):
+            with T.Kernel() as _:
+                data = T.alloc_shared((64, 64), element)
+                scale = T.alloc_shared((4, 32), "float8_e8m0fnu")
+                box = T.alloc_shared((64, 64), getattr(T, kind))
+                T.copy(A, data)
+                T.fill(scale, 1.0)
+                T.mx_pack(data, scale, box)
+
+        sizes[kind] = sorted(b for _, _, b in count_mesh_kernel(k, mesh=mesh).buffers)
+    assert sizes["mxfp8"] == [128, 128, 4096, 4096]
+    assert sizes["mxfp4"] == [128, 128, 2048, 2048]
