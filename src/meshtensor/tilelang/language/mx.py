@@ -115,8 +115,8 @@ def get_mx_scale_shape(mx_layout: Any, dtype: Any = None) -> tuple[int, int]:
     """The scale buffer shape an MX layout needs (the upstream's
     ``tilelang.layout.get_mx_scale_shape``; :func:`scale_shape`).
 
-    >>> import tilelang.layout
-    >>> get_mx_scale_shape(tilelang.layout.make_mxzz_layout((64, 64), dtype=MXFP8))
+    >>> from types import SimpleNamespace   # what make_mxzz_layout((64, 64), ...) records
+    >>> get_mx_scale_shape(SimpleNamespace(kind="mxzz", shape=(64, 64)), MXFP8)
     (4, 32)
     """
     return scale_shape(_layout_kind(mx_layout), tuple(getattr(mx_layout, "shape", ())))
