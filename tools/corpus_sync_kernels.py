@@ -1,7 +1,8 @@
-"""Run the corpus's two sync kernels once, outside the test suite, and check them.
+"""Run the corpus's three sync kernels once, outside the test suite, and check them.
 
 The older fork's ``func_sync_kernel`` (testing/python/target/test_sunmmio_codegen_
-skeleton.py) and ``kernel_sync`` (testing/python/compile_pipeline/test_sync.py) multiply
+skeleton.py) and ``kernel_sync`` (testing/python/compile_pipeline/test_sync.py), and the
+current upstream's ``kernel_sync`` (testing/python/sunmmio/pipeline/test_sync.py) multiply
 hard-coded 1024x1024 float16 buffers on every core (a 1024^3 T.gemm per block): no size
 parameter makes them smaller, and one run takes minutes here, so they are not corpus
 cases of the suite (docs/tilelang_mesh.md, "The corpus"). This runs each as the corpus
@@ -11,7 +12,7 @@ core (0, 0) and an increment, D_shared = E_shared = zeros but [0, 0] = 10. The r
 (the T.gemm's C_shared, never cleared, read from A_shared and B_shared, never written;
 D_shared elsewhere) has no defined value.
 
-    python tools/corpus_sync_kernels.py [skeleton|compile_pipeline ...]
+    python tools/corpus_sync_kernels.py [KERNEL ...]   (default: all three)
 
 Prints compile and run seconds and one line per kernel; exits 1 if a check fails.
 """
@@ -35,6 +36,10 @@ KERNELS = {
     # reads; these keep its T.Persistent tile domain (4x4 per core) and launch T.Kernel(16)
     "compile_pipeline": ("fork_cp_sync", "kernel_sync", (4096, 4096, 4096, 256, 256, 256),
                          {n: (4096, 4096) for n in "ABC"}),
+    # the current upstream's (pipeline/test_sync.py): the same kernel under T.Kernel(),
+    # the test's (16384,) * 3 + (1024,) * 3 shrunk the same way (4x4 tiles per core)
+    "upstream_pipeline": ("upstream_sync", "kernel_sync", (4096, 4096, 4096, 256, 256, 256),
+                          {n: (4096, 4096) for n in "ABC"}),
 }
 
 
@@ -75,7 +80,7 @@ def run(name: str) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("kernels", nargs="*", metavar="KERNEL",
-                        help=f"any of {list(KERNELS)} (default: both)")
+                        help=f"any of {list(KERNELS)} (default: all)")
     names = parser.parse_args(argv).kernels or list(KERNELS)
     unknown = [k for k in names if k not in KERNELS]
     if unknown:

@@ -2246,6 +2246,161 @@ CASES += [
 ]
 
 
+# -- i28b: the current upstream's MX quantise/dequantise kernels (codegen/test_mx_quant_dequant_
+# opt_validate.py), T.mxfp8 and T.mxfp4 in on-chip buffers --------------------------------------
+def mx_quantize(a: np.ndarray, element: str, data_max: float) -> np.ndarray:
+    """The upstream kernels' OCP MX quantisation of a (32, 32) bfloat16 tile, one scale
+    per row of 32: amax = max |a| (float32), scale = bfloat16(max(amax, 1e-4) *
+    float32(1 / data_max)) converted to float8_e8m0fnu (ties up), read back through
+    bfloat16; each element float32(a) / scale, clamped to +-data_max, converted to the
+    element kind. Returns the dequantised values, element times scale (exact in
+    float32), which T.mx_pack / T.mx_unpack carry unchanged and an MX T.gemm
+    multiplies."""
+    import ml_dtypes
+
+    a = np.asarray(a, np.float32)
+    amax = np.abs(a).max(axis=1)
+    safe = np.maximum(amax, np.float32(1e-4))
+    s_bf = rnd(safe * np.float32(1.0 / data_max), "bfloat16")
+    e8 = s_bf.astype(ml_dtypes.float8_e8m0fnu)
+    sf = e8.astype(ml_dtypes.bfloat16).astype(np.float32)
+    raw = a / sf[:, None]
+    clamped = np.minimum(np.maximum(raw, np.float32(-data_max)), np.float32(data_max))
+    q = clamped.astype(getattr(ml_dtypes, element)).astype(np.float32)
+    return q * sf[:, None]
+
+
+def mx_quant_dequant(a: np.ndarray, element: str, data_max: float) -> np.ndarray:
+    """The upstream's OCP MX quantise, T.mx_pack, T.mx_unpack, dequantise of a (32, 32)
+    bfloat16 block, one scale per row of 32: amax = max |a| (float32), scale =
+    bfloat16(max(amax, 1e-4) * float32(1 / data_max)) converted to float8_e8m0fnu (ties
+    up); each element float32(a) / scale (float32 through bfloat16), clamped to
+    +-data_max, converted to the element kind; the round trip through the MX buffer
+    gives back data and scales; y = bfloat16(element * scale)."""
+    return rnd(mx_quantize(a, element, data_max), "bfloat16")
+
+
+def mx_mma(a: np.ndarray, b: np.ndarray, element: str, data_max: float,
+           b_by_cols: bool) -> np.ndarray:
+    """The upstream's quantised MMA kernels: A (32, 64) quantised per 32x32 tile along
+    its rows; B (32, 64) the same (``T.gemm(..., transpose_B=True)``), or B (64, 32)
+    per 32x32 tile along its columns (MXZNZ, ``reduce_absmax`` over dim 0); C =
+    T.gemm of the dequantised values into a cleared bfloat16 accumulator."""
+    def q(x):
+        return np.concatenate([mx_quantize(x[:, 32 * k:32 * k + 32], element, data_max)
+                               for k in range(x.shape[1] // 32)], axis=1)
+
+    ad = q(a)
+    bd = q(b.T).T if b_by_cols else q(b).T
+    return gemm(np.zeros((32, 32), np.float32), ad, bd, "bfloat16")
+
+
+MX_CHAIN = {"mxfp8": ("float8_e4m3fn", 448.0), "mxfp4": ("float4_e2m1fn", 6.0)}
+
+
+def check_mx_chain(kind):
+    element, data_max = MX_CHAIN[kind]
+
+    def check(inp, obs, out):
+        want = mx_quant_dequant(inp.arrays[0], element, data_max)
+        assert np.isfinite(want).all() and want.any()
+        np.testing.assert_array_equal(out["Y"], want)
+    return check
+
+
+def _mx_args(kind):
+    element, data_max = MX_CHAIN[kind]
+    return (getattr(T, kind), getattr(T, element), element, data_max)
+
+
+CASES += [
+    Case(f"upstream_codegen_mx_{variant}_{kind}", "SUNMMIO/Tilelang@6b3a471c testing/python/"
+         f"sunmmio/codegen/test_mx_quant_dequant_opt_validate.py::mx_ocp_quant_dequant_full_"
+         f"chain_kernel_{variant}", "upstream_codegen_mx",
+         lambda m, kind=kind, variant=variant: getattr(
+             m, f"mx_ocp_quant_dequant_full_chain_kernel_{variant}")(*_mx_args(kind)),
+         shapes={"A": (32, 32), "Y": (32, 32)}, check=check_mx_chain(kind))
+    for variant in ("for_debug", "original") for kind in ("mxfp8", "mxfp4")
+]
+
+
+def check_mx_mma(kind, b_by_cols):
+    element, data_max = MX_CHAIN[kind]
+
+    def check(inp, obs, out):
+        want = mx_mma(inp.arrays[0], inp.arrays[1], element, data_max, b_by_cols)
+        assert np.isfinite(want).all() and want.any()
+        np.testing.assert_array_equal(out["C"], want)
+    return check
+
+
+MX_MMA = {"quantized_mma_kernel_for_debug": False,
+          "quantized_mma_mxznz_weight_kernel_for_debug": True}
+
+CASES += [
+    Case(f"upstream_codegen_mx_{name.replace('_kernel_for_debug', '')}_{kind}",
+         "SUNMMIO/Tilelang@6b3a471c testing/python/sunmmio/codegen/test_mx_quant_dequant_"
+         f"opt_validate.py::mx_ocp_{name}", "upstream_codegen_mx",
+         lambda m, kind=kind, name=name: getattr(m, f"mx_ocp_{name}")(*_mx_args(kind)),
+         shapes={"A": (32, 64), "B": (64, 32) if cols else (32, 64), "C": (32, 32)},
+         check=check_mx_mma(kind, cols))
+    for name, cols in MX_MMA.items() for kind in ("mxfp8", "mxfp4")
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(MX_MMA))
+@pytest.mark.parametrize("kind", ["mxfp8", "mxfp4"])
+def test_mx_mma_rounds_real_values_as_the_upstream_defines(kind, name):
+    """The quantised MMA kernels on bfloat16 values of every magnitude: quantisation
+    rounds, the bfloat16 accumulator rounds each product and sum, and the result is
+    the reference's bit for bit."""
+    tm.enable(mesh=(4, 4))
+    try:
+        m = load("upstream_codegen_mx")
+        kernel = compile_mesh_kernel(getattr(m, f"mx_ocp_{name}")(*_mx_args(kind)),
+                                     compile_flags=FLAGS)
+        rng = np.random.default_rng(6)
+        cols = MX_MMA[name]
+
+        def draw(shape):
+            x = rng.standard_normal(shape) * np.exp2(rng.integers(-6, 6, (shape[0], 1)))
+            return torch.from_numpy(x.astype(np.float32)).to(torch.bfloat16)
+        a, b = draw((32, 64)), draw((64, 32) if cols else (32, 64))
+        c = torch.zeros((32, 32), dtype=torch.bfloat16)
+        kernel(a, b, c)
+        want = mx_mma(a.float().numpy(), b.float().numpy(), *MX_CHAIN[kind], cols)
+        assert np.isfinite(want).all()
+        np.testing.assert_array_equal(c.float().numpy(), want)
+    finally:
+        tm.enable(mesh=(4, 4))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["mxfp8", "mxfp4"])
+def test_mx_chain_rounds_real_values_as_the_upstream_defines(kind):
+    """The full-chain kernel on bfloat16 values of every magnitude (the corpus' integer
+    inputs quantise exactly): the element and scale conversions round, and the result
+    is still the reference's, bit for bit."""
+    tm.enable(mesh=(4, 4))
+    try:
+        m = load("upstream_codegen_mx")
+        func = m.mx_ocp_quant_dequant_full_chain_kernel_original(*_mx_args(kind))
+        kernel = compile_mesh_kernel(func, compile_flags=FLAGS)
+        rng = np.random.default_rng(5)
+        a = (rng.standard_normal((32, 32)) * np.exp2(rng.integers(-20, 20, (32, 1)))
+             ).astype(np.float32)
+        a[3] = 0.0  # a row under the 1e-4 floor
+        at = torch.from_numpy(a).to(torch.bfloat16)
+        y = torch.zeros((32, 32), dtype=torch.bfloat16)
+        kernel(at, y)
+        want = mx_quant_dequant(at.float().numpy(), *MX_CHAIN[kind])
+        assert (want != rnd(at.float().numpy(), "bfloat16")).any()  # it does round
+        np.testing.assert_array_equal(y.float().numpy(), want)
+    finally:
+        tm.enable(mesh=(4, 4))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_corpus_kernel(case):

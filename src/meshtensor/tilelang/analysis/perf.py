@@ -60,7 +60,7 @@ from ..ir.evaluate import IterSpace, region_box
 from ..ir.kernel import KernelView, execution_keys
 from ..ir.names import DIST_RETURN_MARK, DIST_RT_CALL
 from ..ir.scope import (COPY_OP, Cond, CopyRegion, Found, Let, WhileLoop, find_calls,
-                        itemsize, region_of)
+                        nbytes, region_of)
 from .comm_cost import AlgorithmCost, Exchange, exchange_cost
 from .traffic import CommReport, analyze_mesh_communication
 
@@ -305,7 +305,7 @@ def _global_accesses(stmt: tirx.BufferStore | tirx.Bind, is_global) -> int:
     """Bytes one execution of a store or binding moves between global memory and the
     core: each element load or store of a global buffer (indices included)."""
     store = isinstance(stmt, tirx.BufferStore)
-    total = itemsize(stmt.buffer.dtype) if store and is_global(stmt.buffer) else 0
+    total = nbytes(stmt.buffer.dtype, 1) if store and is_global(stmt.buffer) else 0
     hits: list = []
 
     def visit(n: Any) -> bool:
@@ -313,7 +313,7 @@ def _global_accesses(stmt: tirx.BufferStore | tirx.Bind, is_global) -> int:
                 str(getattr(n.op, "name", "")).rsplit(".", 1)[-1] in _ADDRESS_CALLS:
             return False
         if isinstance(n, tirx.BufferLoad) and is_global(n.buffer):
-            hits.append(itemsize(n.buffer.dtype))
+            hits.append(nbytes(n.buffer.dtype, 1))
         return True
 
     for e in [stmt.value, *(stmt.indices if store else ())]:
@@ -520,7 +520,7 @@ class _Counter:
             raise ValueError(f"{WHERE}: global buffer {region.buffer.name!r} has a symbolic "
                              f"shape {list(region.buffer.shape)}; count a specialised kernel")
         lo, hi = clip_boxes(*region_box(region, space, WHERE), shape)
-        return volume(lo, hi) * itemsize(region.buffer.dtype)
+        return nbytes(region.buffer.dtype, volume(lo, hi))
 
     def fill(self, found: Found) -> None:
         region = region_of(found.call.args[0])
@@ -601,7 +601,7 @@ def _per_core_buffers(func: tirx.PrimFunc) -> tuple[tuple[str, str, int], ...]:
             raise ValueError(f"{WHERE}: per-core buffer {b.name!r} has a symbolic shape "
                              f"{list(b.shape)}; count a specialised kernel")
         out.append((b.name, str(b.scope()),
-                    int(np.prod(shape, dtype=np.int64)) * itemsize(b.dtype)))
+                    int(nbytes(b.dtype, int(np.prod(shape, dtype=np.int64))))))
     return tuple(out)
 
 

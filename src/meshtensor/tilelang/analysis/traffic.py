@@ -22,7 +22,7 @@ from ...text import DEFAULT_WIDTH, columns, plural, wrap
 from ..ir.comm_op import CommOp
 from ..ir.evaluate import IterSpace, region_box
 from ..ir.kernel import KernelView, execution_keys, executions, runs_per_core
-from ..ir.scope import itemsize
+from ..ir.scope import nbytes
 from .flows import TM_OPS, comm_flows, tm_executions, tm_phases
 from .verify import within_window
 
@@ -360,7 +360,7 @@ def analyze_mesh_communication(func: Any) -> CommReport | None:
         owner, recv, plo, phi, point = split_by_owner(e.sharding, shape, space.core, lo, hi)
         if not write:  # a read inside the reader's halo window is its own data
             owner = np.where(within_window(e, shape, space.core, lo, hi)[point], recv, owner)
-        nb = volume(plo, phi) * itemsize(region.buffer.dtype)
+        nb = nbytes(region.buffer.dtype, volume(plo, phi))
         ex = executions(space.core, mesh.size)[point]
         add(ci, -1, write, recv, owner, nb, ex)
         far = owner != recv

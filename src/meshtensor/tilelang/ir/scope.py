@@ -32,6 +32,18 @@ def itemsize(dtype: Any) -> int:
     return t.bits * t.lanes // 8
 
 
+def nbytes(dtype: Any, count: Any) -> Any:
+    """The real size of ``count`` elements (an int or an int array) of a TIR dtype,
+    rounded up to whole bytes: a 4-bit kind (``float4_e2m1fn``, an ``mxfp4`` buffer's
+    elements) is half a byte an element, though one code a byte is how it is stored.
+
+    >>> nbytes("float4_e2m1fn", 1024), nbytes("bfloat16", 3)
+    (512, 6)
+    """
+    t = DataType(str(dtype))
+    return (count * (t.bits * t.lanes) + 7) // 8
+
+
 @dataclass(frozen=True)
 class CopyRegion:
     """One side of a copy: a buffer, start indices and extents (TIR expressions)."""

@@ -57,6 +57,7 @@ from ..ir.comm_op import encode
 from ..ir.expr import static_int
 from ..ir.mesh_param import MeshParam, with_mesh_params
 from . import dist as _dist
+from . import mx as _mx
 from . import placement as _placement
 from .comm import _per_core_scope, _statement
 from .hierarchical_layout import (HierarchicalLayout, make_blockwise_zz_layout,
@@ -189,11 +190,13 @@ def _row_major(shape_or_buffer: Any, *_: Any, **__: Any) -> ForkLayout:
 
 
 LAYOUT_MAKERS = {f"make_{k}_layout": _layout_maker(k)
-                 for k in ("zz", "zn", "zzz", "nzz", "mxzz", "mxznn", "mx_row_major")}
+                 for k in ("zz", "zn", "zzz", "nzz", "mxzz", "mxznn", "mxznz",
+                           "mx_row_major")}
 LAYOUT_MAKERS["make_row_major"] = _row_major
 LAYOUT_MAKERS["make_aligned_row_major"] = _row_major
 LAYOUT_MAKERS["make_hierarchical_layout"] = make_hierarchical_layout
 LAYOUT_MAKERS["make_blockwise_zz_layout"] = make_blockwise_zz_layout
+LAYOUT_MAKERS["get_mx_scale_shape"] = _mx.get_mx_scale_shape
 
 
 # -- T.MeshTensor ------------------------------------------------------------------------------
@@ -235,6 +238,17 @@ class MeshTensorType:
         sharding = self.placement.sharding(self.mesh, self.global_shape, self.split)
         return self.hierarchical.shard([sharding.shard_count(d)
                                         for d in range(len(self.global_shape))])
+
+    @property
+    def meta_data(self) -> dict:
+        """The upstream's ``meta_data`` record: ``"sharded_layout"``, each core's layout
+        of its part (:attr:`local_layout`, else the tensor's layout kind over the local
+        shape), recorded where a kernel annotates a buffer with it."""
+        lay = self.local_layout
+        if lay is None:
+            kind = (self.layout or "row_major").split("(")[0]
+            lay = ForkLayout(kind, tuple(self.local_shape))
+        return {"sharded_layout": lay}
 
     @property
     def shard_shape(self) -> tuple[int, ...]:
@@ -318,6 +332,13 @@ class _MeshTensorArg:
 
 def _dtype_name(dtype: Any) -> str:
     name = str(getattr(dtype, "dtype", dtype))
+    kind = _mx.mx_kind(name)
+    if kind is not None:
+        raise ValueError(f"T.MeshTensor: dtype {kind.name} (an MX block-scaled tensor) is "
+                         f"not emulated yet as a kernel parameter: the upstream passes it "
+                         f"as packed storage whose byte layout meshtensor does not model; "
+                         f"pass the {kind.element} elements and float8_e8m0fnu scales as "
+                         f"two tensors and T.mx_pack them in the kernel")
     try:
         import tvm
         tvm.runtime.DataType(name)
@@ -539,6 +560,14 @@ class _Operand:
 
 
 def _operand(op: str, side: str, x: Any) -> _Operand:
+    buf = x.buffer if isinstance(x, (tirx.BufferRegion, tirx.BufferLoad)) else x
+    if isinstance(buf, tirx.Buffer) and (str(buf.dtype) == "float4_e2m1fn"
+                                         or _mx.container(buf) is not None):
+        raise ValueError(f"{op}: {side} {buf.name!r} holds {buf.dtype} "
+                         f"{'MX elements' if _mx.container(buf) else 'values'}; comm ops on "
+                         f"4-bit elements and MX buffers are not emulated yet (their "
+                         f"traffic is half a byte an element, plus the scales); move "
+                         f"float8_e4m3fn or bfloat16 values")
     if isinstance(x, tirx.Buffer):
         return _Operand("buffer", x, [tirx.IntImm("int32", 0)] * len(x.shape), list(x.shape))
     if isinstance(x, tirx.BufferRegion):
@@ -1036,6 +1065,8 @@ def _annotate_layout_wrapper(stock: Any) -> Any:
             if b is not None:
                 rec = b.__dict__.setdefault("_meshtensor_layouts", {})
                 rec.update({str(buf.name): str(lay) for buf, lay in fork.items()})
+                objs = b.__dict__.setdefault("_meshtensor_layout_objs", {})
+                objs.update({str(buf.name): lay for buf, lay in fork.items()})
         return stock(rest) if rest else None
 
     annotate_layout._meshtensor = stock  # type: ignore[attr-defined]
@@ -1071,6 +1102,7 @@ def _gemm_wrapper(stock: Any) -> Any:
         current upstream transposes it (its SUMMA no longer passes the flag);
         ``compat="2025"`` reads it as the panel, as the upstream's older SUMMA meant.
         ``PrepareTilelangMesh`` gives a kernel without SUNMMIO names the stock meaning."""
+        A, B = _mx.gemm_operands(A, B)
         if transpose_B:
             from tilelang.utils.language import retrieve_shape, to_buffer_region
             try:
@@ -1122,13 +1154,53 @@ def _reduce_wrapper(stock: Any) -> Any:
             raise ValueError(f"Invalid reduce output shape, buffer shape is {shape}, dim is "
                              f"{dim}, output shape is {out_shape}, expected shapes are "
                              f"{want[0]} or {want[1]}")
-        return evaluate(tirx.call_intrin(
+        copy = getattr(T.copy, "_meshtensor", T.copy)
+        if str(src_b.dtype) != str(out_b.dtype) or not _whole(buffer):
+            # TileLang's CPU lowering reads the whole source buffer: a region, or an
+            # operand converted to the output's dtype, is staged in a buffer of its own
+            if str(src_b.dtype) != str(out_b.dtype) and reduce_type not in _ORDER_REDUCTIONS:
+                raise ValueError(
+                    f"reduce_{reduce_type}: {src_b.name!r} is {src_b.dtype} and "
+                    f"{out_b.name!r} {out_b.dtype}; a {reduce_type} from one dtype into "
+                    f"another is not emulated yet (its rounding depends on the dtype the "
+                    f"chip adds in); reduce into a {src_b.dtype} buffer, or T.copy the "
+                    f"operand to {out_b.dtype} first")
+            tmp = T.alloc_shared(shape, str(out_b.dtype), scope=src_b.scope())
+            evaluate(copy(buffer, tmp))
+            buffer = tmp
+        target = out
+        if not _whole(out):
+            # and it writes the whole output buffer: a region is reduced into a buffer
+            # of its shape (holding the region's values unless cleared), then copied
+            target = T.alloc_shared(out_shape, str(out_b.dtype), scope=out_b.scope())
+            if not clear:
+                evaluate(copy(out, target))
+        op = evaluate(tirx.call_intrin(
             "handle", tirx.op.Op.get("tl.tileop.reduce"),
-            to_tile_region(buffer, access_type="r"), to_tile_region(out, access_type="w"),
+            to_tile_region(buffer, access_type="r"), to_tile_region(target, access_type="w"),
             reduce_type, d, clear, annotations=annotations or {}))
+        if target is not out:
+            evaluate(copy(target, out))
+        return op
 
     reduce._meshtensor = stock  # type: ignore[attr-defined]
     return reduce
+
+
+#: reductions whose result does not depend on the dtype they run in: converting each
+#: element to the output's dtype first (rounding is monotonic and symmetric) gives the
+#: converted result of the same reduction
+_ORDER_REDUCTIONS = ("max", "min", "absmax")
+
+
+def _whole(x: Any) -> bool:
+    """``x`` is a buffer, or a region covering all of its buffer."""
+    if isinstance(x, tirx.Buffer):
+        return True
+    if isinstance(x, tirx.BufferRegion):
+        return all(static_int(r.min) == 0 and static_int(r.extent) == static_int(n)
+                   for r, n in zip(x.region, x.buffer.shape))
+    return False
 
 
 def Tiles(domain: Any, parallel: bool = False, *_: Any, **__: Any) -> Any:  # noqa: N802
@@ -1222,7 +1294,8 @@ def _ours() -> dict[str, Any]:
             "mesh_nrows": mesh_nrows, "mesh_ncols": mesh_ncols, "mesh_ncores": mesh_ncores,
             "nrows": mesh_nrows, "ncols": mesh_ncols, "get_local_extent": get_local_extent,
             "get_rank_extent": get_rank_extent, "dist": _dist, "Tiles": Tiles,
-            "annotate_tileview": annotate_tileview}
+            "annotate_tileview": annotate_tileview, "mxfp8": _mx.MXFP8, "mxfp4": _mx.MXFP4,
+            "mx_pack": _mx.mx_pack, "mx_unpack": _mx.mx_unpack}
 
 
 def _install(module: Any, names: dict[str, Any]) -> None:
@@ -1267,6 +1340,12 @@ def enable(mesh: Any = (4, 4), compat: str | None = None) -> Mesh:
         T.gemm = _gemm_wrapper(T.gemm)
     if not hasattr(T.evaluate, "_meshtensor"):
         T.evaluate = _evaluate_wrapper(T.evaluate)
+    if not hasattr(T.copy, "_meshtensor"):
+        T.copy = _mx.copy_wrapper(T.copy)
+    for alloc in ("alloc_shared", "alloc_local", "alloc_fragment", "alloc_buffer"):
+        stock = getattr(T, alloc, None)
+        if stock is not None and not hasattr(stock, "_meshtensor"):
+            setattr(T, alloc, _mx.alloc_wrapper(stock))
     import tilelang.language.reduce_op as reduce_op
     if not hasattr(reduce_op.reduce, "_meshtensor"):
         reduce_op.reduce = _reduce_wrapper(reduce_op.reduce)

@@ -25,8 +25,10 @@ semantics the chip has, exactly:
   ``fn``/``fnuz`` kinds), as ``ml_dtypes`` converts; from a narrow format is exact.
 
 Formats: :data:`FORMATS` (``bfloat16``, ``float8_e4m3fn``, ``float8_e5m2``,
-``float8_e4m3fnuz``, ``float8_e5m2fnuz``, ``float8_e4m3``, ``float8_e3m4``); another
-sub-32-bit float dtype (``float8_e8m0fnu``, ``float4_e2m1fn``, ``float6_*``) is a
+``float8_e4m3fnuz``, ``float8_e5m2fnuz``, ``float8_e4m3``, ``float8_e3m4``, and OCP's MX
+element and scale kinds ``float4_e2m1fn`` (every code finite, overflow saturates to 6,
+one code a byte) and ``float8_e8m0fnu`` (powers of two, ties up, no zero)); another
+sub-32-bit float dtype (``float6_*``, the packed ``float4_e2m1fnx2``) is a
 ``ValueError`` naming it. ``float16`` is left to TileLang (its C header has a type), but
 a vectorised loop converting to or from it stays scalar (TileLang's C vector type cannot
 convert between element types: ``vec_type<half, 4>(float4)`` does not compile) and is
@@ -55,8 +57,11 @@ WHERE = "LegalizeNarrowFloats"
 class NarrowFloat:
     """A narrow binary float format: ``exp`` exponent bits, ``man`` mantissa bits,
     ``bias``; ``kind`` ``"ieee"`` (infinities, NaNs with an all-ones exponent), ``"fn"``
-    (no infinity, the all-ones code is NaN) or ``"fnuz"`` (no infinity, no negative
-    zero, the sign bit alone is NaN)."""
+    (no infinity, the all-ones code is NaN), ``"fnuz"`` (no infinity, no negative
+    zero, the sign bit alone is NaN), ``"sat"`` (every code finite: OCP's
+    ``float4_e2m1fn``; overflow saturates) or ``"e8m0"`` (OCP's MX scale
+    ``float8_e8m0fnu``: no sign, no mantissa, no zero; code ``c`` is ``2**(c - 127)``,
+    ``0xFF`` is NaN)."""
 
     name: str
     exp: int
@@ -66,16 +71,20 @@ class NarrowFloat:
 
     @property
     def bits(self) -> int:
-        return 1 + self.exp + self.man
+        return self.exp + self.man + (self.kind != "e8m0")
 
     @property
     def storage(self) -> str:
-        """The unsigned integer dtype that holds the bits."""
-        return f"uint{self.bits}"
+        """The unsigned integer dtype that holds the bits (a 4-bit code: one a byte, as
+        ``ml_dtypes`` stores it)."""
+        return f"uint{max(self.bits, 8)}"
 
     @property
     def nan_code(self) -> int:
-        """The NaN this pass writes, without the sign (``fnuz``: with it)."""
+        """The NaN this pass writes, without the sign (``fnuz``: with it; ``sat``, which
+        has none: the code ``ml_dtypes`` gives a positive NaN, ``-0``)."""
+        if self.kind == "e8m0":
+            return 0xFF
         if self.kind == "ieee":
             return ((1 << self.exp) - 1) << self.man | 1 << (self.man - 1)
         if self.kind == "fn":
@@ -87,17 +96,22 @@ class NarrowFloat:
         """The code of the largest finite value, without the sign."""
         if self.kind == "ieee":
             return (((1 << self.exp) - 1) << self.man) - 1
-        if self.kind == "fn":
+        if self.kind in ("fn", "e8m0"):
             return (1 << (self.exp + self.man)) - 2
         return (1 << (self.exp + self.man)) - 1
 
     @property
     def overflow_code(self) -> int:
-        """What a finite value past ``max_code`` becomes: infinity or NaN."""
+        """What a finite value past ``max_code`` becomes: infinity, NaN, or (``sat``)
+        the largest finite value."""
+        if self.kind == "sat":
+            return self.max_code
         return self.max_code + 1 if self.kind == "ieee" else self.nan_code
 
     @property
     def max_finite(self) -> float:
+        if self.kind == "e8m0":
+            return float(2.0 ** (self.max_code - self.bias))
         e, m = self.max_code >> self.man, self.max_code & ((1 << self.man) - 1)
         return float((1 + m / (1 << self.man)) * 2.0 ** (e - self.bias))
 
@@ -110,10 +124,11 @@ FORMATS: dict[str, NarrowFloat] = {f.name: f for f in (
     NarrowFloat("float8_e5m2fnuz", 5, 2, 16, "fnuz"),
     NarrowFloat("float8_e4m3", 4, 3, 7, "ieee"),
     NarrowFloat("float8_e3m4", 3, 4, 3, "ieee"),
+    NarrowFloat("float8_e8m0fnu", 8, 0, 127, "e8m0"),
+    NarrowFloat("float4_e2m1fn", 2, 1, 1, "sat"),
 )}
 #: narrow float dtypes TileLang names that this pass refuses
-UNSUPPORTED_NARROW = ("float8_e8m0fnu", "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn",
-                      "float4_e2m1fnx2")
+UNSUPPORTED_NARROW = ("float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fnx2")
 
 
 def _scalar(dtype: Any) -> str:
@@ -199,6 +214,12 @@ def decode(code: tirx.PrimExpr, fmt: NarrowFloat) -> tirx.PrimExpr:
     c = tirx.Cast(u32, code)
     if fmt.name == "bfloat16":
         return tirx.reinterpret(f32, c << _c(16, u32))
+    if fmt.kind == "e8m0":
+        # 2**(c - 127): float32's exponent field, but 2**-127 (code 0) is a subnormal
+        value = tirx.Select(c == _c(0, u32), tirx.reinterpret(f32, _c(0x400000, u32)),
+                            tirx.reinterpret(f32, c << _c(23, u32)))
+        return tirx.Select(c == _c(0xFF, u32), tirx.reinterpret(f32, _c(0x7FC00000, u32)),
+                           value)
     E, M = fmt.exp, fmt.man
     sign = (c >> _c(E + M, u32)) & _c(1, u32)
     e = (c >> _c(M, u32)) & _c((1 << E) - 1, u32)
@@ -216,6 +237,8 @@ def decode(code: tirx.PrimExpr, fmt: NarrowFloat) -> tirx.PrimExpr:
     if fmt.kind == "fn":
         return tirx.Select((c & _c((1 << (E + M)) - 1, u32)) == _c(fmt.nan_code, u32),
                            nan, value)
+    if fmt.kind == "sat":
+        return value
     return tirx.Select(c == _c(fmt.nan_code, u32), nan, value)
 
 
@@ -239,6 +262,8 @@ def encode(x: tirx.PrimExpr, fmt: NarrowFloat) -> tirx.PrimExpr:
     exp_s = a >> _c(Ms, ut)
     is_nan = a > _c(((1 << (W - 1 - Ms)) - 1) << Ms, ut)
     shift = Ms - M
+    if fmt.kind == "e8m0":
+        return _encode_e8m0(x, fmt, n)
     if fmt.name == "bfloat16" and src == "float32":
         # the same exponent range: rounding the bits rounds subnormals too, and the
         # largest values round up to the infinity code
@@ -267,10 +292,33 @@ def encode(x: tirx.PrimExpr, fmt: NarrowFloat) -> tirx.PrimExpr:
     code = tirx.Select(code > _c(fmt.max_code, ut), _c(fmt.overflow_code, ut), code)
     code = tirx.Select(is_nan, _c(fmt.nan_code, ut), code)
     signed = code | (sign << _c(E + M, ut))
+    if fmt.kind == "sat":  # no NaN: ml_dtypes gives NaN the code of -0 (+0 if negative)
+        signed = tirx.Select(is_nan, _c(fmt.nan_code, ut) ^ (sign << _c(E + M, ut)), signed)
     if fmt.kind == "fnuz":  # no negative zero; the one NaN has no sign of its own
         signed = tirx.Select(tirx.Or(code == _c(0, ut), code == _c(fmt.nan_code, ut)), code,
                              signed)
     return tirx.Cast(_vec(fmt.storage, n), signed)
+
+
+def _encode_e8m0(x: tirx.PrimExpr, fmt: NarrowFloat, n: int) -> tirx.PrimExpr:
+    """``float8_e8m0fnu``'s code of ``x``, as ``ml_dtypes`` converts: the nearest power
+    of two with ties up (a mantissa of one half or more rounds up: the format has no
+    mantissa bit to be even; between ``2**-127`` and ``2**-126``, float32's subnormals,
+    always up), ``2**-127`` for every positive value up to it, NaN
+    (``0xFF``) for NaN, zero, a negative value and what passes ``2**127``. A ``float64``
+    source goes through ``float32`` first, as ``ml_dtypes`` converts it."""
+    if _scalar(x.dtype) == "float64":
+        x = tirx.Cast(_vec("float32", n), x)
+    ut = _vec("uint32", n)
+    u = tirx.reinterpret(ut, x)
+    bad = tirx.Or(u >= _c(0x7F800000, ut), u == _c(0, ut))  # NaN, inf, negative, +0
+    code = tirx.min((u + _c(1 << 22, ut)) >> _c(23, ut), _c(0xFF, ut))
+    # below float32's normals ml_dtypes rounds up: 2**-127 (code 0) and what is below
+    # it, 2**-126 for everything above it
+    sub = tirx.Select(u > _c(0x400000, ut), _c(1, ut), _c(0, ut))
+    code = tirx.Select(u < _c(0x800000, ut), sub, code)
+    code = tirx.Select(bad, _c(0xFF, ut), code)
+    return tirx.Cast(_vec(fmt.storage, n), code)
 
 
 def round_to(x: tirx.PrimExpr, fmt: NarrowFloat) -> tirx.PrimExpr:
@@ -287,14 +335,15 @@ def encode_const(value: float, fmt: NarrowFloat) -> int:
     """
     import ml_dtypes
 
-    arr = np.array([value], dtype=np.float64).astype(getattr(ml_dtypes, fmt.name))
-    return int(arr.view(f"uint{fmt.bits}")[0])
+    with np.errstate(all="ignore"):
+        arr = np.array([value], dtype=np.float64).astype(getattr(ml_dtypes, fmt.name))
+    return int(arr.view(fmt.storage)[0])
 
 
 def _decode_const(code: int, fmt: NarrowFloat) -> float:
     import ml_dtypes
 
-    arr = np.array([code], dtype=f"uint{fmt.bits}").view(getattr(ml_dtypes, fmt.name))
+    arr = np.array([code], dtype=fmt.storage).view(getattr(ml_dtypes, fmt.name))
     return float(arr.astype(np.float64)[0])
 
 

@@ -1,0 +1,266 @@
+"""SUNMMIO's MX kinds (T.mxfp8, T.mxfp4) in on-chip buffers, T.mx_pack / T.mx_unpack
+(language/mx.py), and the SUNMMIO-scoped reductions their quantisation kernels use:
+a round trip gives back exactly what was packed, T.copy between MX buffers moves the
+scales too, what the upstream refuses is a ValueError naming it, and what is not
+emulated yet says so."""
+import numpy as np
+import pytest
+
+pytest.importorskip("tilelang")
+ml_dtypes = pytest.importorskip("ml_dtypes")
+import tilelang.language as T  # noqa: E402
+import torch  # noqa: E402
+
+from meshtensor.tilelang import compile_mesh_kernel  # noqa: E402
+from meshtensor.tilelang import tilelang_mesh as tm  # noqa: E402
+from meshtensor.tilelang.language import mx  # noqa: E402
+
+FLAGS = ["-O1"]
+KINDS = {"mxfp8": ("float8_e4m3fn", 8), "mxfp4": ("float4_e2m1fn", 4)}
+
+
+@pytest.fixture(autouse=True)
+def _mesh():
+    tm.enable(mesh=(1, 1))
+    yield
+    tm.enable(mesh=(4, 4))
+
+
+def _layouts():
+    import tilelang.layout as L
+    return L
+
+
+# -- kinds and scale shapes ----------------------------------------------------------------
+def test_the_kinds_are_the_upstreams_custom_dtypes():
+    assert str(T.dtype(T.mxfp8)) == "custom[mxfp8]8"
+    assert str(T.dtype(T.mxfp4)) == "custom[mxfp4]4"
+    assert mx.mx_kind(T.mxfp4).element == "float4_e2m1fn"
+    assert mx.mx_kind("bfloat16") is None
+
+
+@pytest.mark.parametrize("maker,shape,want", [
+    ("make_mxzz_layout", (32, 32), (1, 32)), ("make_mxzz_layout", (128, 32), (4, 32)),
+    ("make_mxzz_layout", (64, 64), (4, 32)), ("make_mxznz_layout", (64, 32), (2, 32)),
+    ("make_mx_row_major_layout", (32, 1024), (32, 32))])
+def test_scale_shapes_are_the_upstream_tests(maker, shape, want):
+    """The shapes the upstream's tests assert (test_mx_quant_dequant_opt_validate.py)."""
+    L = _layouts()
+    for kind in (T.mxfp8, T.mxfp4):
+        assert L.get_mx_scale_shape(getattr(L, maker)(shape, dtype=kind), kind) == want
+
+
+def test_a_scale_shape_of_partial_blocks_is_refused():
+    L = _layouts()
+    with pytest.raises(ValueError, match=r"shape \(48, 32\) is not whole 32 x 32 blocks"):
+        L.get_mx_scale_shape(L.make_mxzz_layout((48, 32), dtype=T.mxfp8), T.mxfp8)
+    with pytest.raises(ValueError, match="zz is not an MX layout"):
+        L.get_mx_scale_shape(L.make_zz_layout((32, 32)), T.mxfp8)
+
+
+# -- pack and unpack, compiled ---------------------------------------------------------------
+def _roundtrip_kernel(kind, layout="mxzz", shape=(64, 64), copy_between=False):
+    element, _ = KINDS[kind]
+    L = _layouts()
+    lay = getattr(L, f"make_{layout}_layout")(shape, dtype=getattr(T, kind))
+    sshape = L.get_mx_scale_shape(lay, getattr(T, kind))
+
+    @T.prim_func
+    def k(D: T.Tensor(shape, element), S: T.Tensor(sshape, "float8_e8m0fnu"),
+          D2: T.Tensor(shape, element), S2: T.Tensor(sshape, "float8_e8m0fnu")):
+        with T.Kernel(1) as _:
+            data = T.alloc_shared(shape, element)
+            scale = T.alloc_shared(sshape, "float8_e8m0fnu")
+            box = T.alloc_shared(shape, getattr(T, kind))
+            box2 = T.alloc_shared(shape, getattr(T, kind))
+            T.annotate_layout({box: lay, box2: lay})
+            T.copy(D, data)
+            T.copy(S, scale)
+            T.mx_pack(data, scale, box)
+            if copy_between:
+                T.copy(box, box2)
+                T.mx_unpack(box2, data, scale)
+            else:
+                T.mx_unpack(box, data, scale)
+            T.copy(data, D2)
+            T.copy(scale, S2)
+
+    return k, sshape
+
+
+def _codes(n, bits, rng):
+    return rng.integers(0, 1 << bits, n).astype(np.uint8)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("copy_between", [False, True])
+@pytest.mark.parametrize("layout", ["mxzz", "mxznz"])
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_pack_then_unpack_gives_back_every_code(kind, layout, copy_between):
+    """Every element code (NaNs included) and every scale code survive the round trip,
+    through a copy to a second MX buffer too (the scales travel with the elements)."""
+    element, bits = KINDS[kind]
+    func, sshape = _roundtrip_kernel(kind, layout, copy_between=copy_between)
+    kernel = compile_mesh_kernel(func, compile_flags=FLAGS)
+    rng = np.random.default_rng(1)
+    d = _codes(64 * 64, bits, rng).reshape(64, 64)
+    s = _codes(int(np.prod(sshape)), 8, rng).reshape(sshape)
+    ins = [torch.from_numpy(d.copy()), torch.from_numpy(s.copy()).view(torch.float8_e8m0fnu),
+           torch.zeros(64, 64, dtype=torch.uint8), torch.zeros(sshape, dtype=torch.uint8)]
+    if element == "float8_e4m3fn":
+        ins[0], ins[2] = ins[0].view(torch.float8_e4m3fn), ins[2].view(torch.float8_e4m3fn)
+    ins[3] = ins[3].view(torch.float8_e8m0fnu)
+    kernel(*ins)
+    np.testing.assert_array_equal(ins[2].view(torch.uint8).numpy(), d)
+    np.testing.assert_array_equal(ins[3].view(torch.uint8).numpy(), s)
+
+
+# -- what the upstream refuses, and what is not emulated yet -----------------------------------
+def _pack_kernel(data_dtype="float8_e4m3fn", scale_shape=(8, 32), data_scope="shared",
+                 layout="mxzz", op="pack"):
+    L = _layouts()
+    shape = (64, 128)
+    lay = {"mxzz": L.make_mxzz_layout(shape, dtype=T.mxfp8),
+           "row_major": L.make_row_major(shape),
+           "mx_row_major": L.make_mx_row_major_layout(shape, dtype=T.mxfp8),
+           "mxznn": L.make_mxznn_layout(shape, dtype=T.mxfp8)}[layout]
+
+    @T.prim_func
+    def k():
+        with T.Kernel(1) as _:
+            data = (T.alloc_local(shape, data_dtype) if data_scope == "local"
+                    else T.alloc_shared(shape, data_dtype))
+            scale = T.alloc_shared(scale_shape, "float8_e8m0fnu")
+            box = T.alloc_shared(shape, T.mxfp8)
+            T.annotate_layout({box: lay})
+            if op == "pack":
+                T.mx_pack(data, scale, box)
+            else:
+                T.mx_unpack(box, data, scale)
+
+    return k
+
+
+@pytest.mark.parametrize("op", ["pack", "unpack"])
+@pytest.mark.parametrize("kw,msg", [
+    (dict(data_dtype="bfloat16"), "data 'data' must be float8_e4m3fn for an mxfp8 buffer"),
+    (dict(scale_shape=(1, 32)), r"scale 'scale' has shape \(1, 32\); the MX layout of 'box' "
+                                r"needs \(8, 32\)"),
+    (dict(data_scope="local"), "takes RSRAM buffers .T.alloc_shared.; data 'data' has scope "
+                               "'local'"),
+    (dict(layout="row_major"), "'box' needs an MX layout"),
+    (dict(layout="mxznn"), "MXZNN layout, which the upstream keeps internal"),
+    (dict(layout="mx_row_major"), "MX row-major layout, whose pack and unpack the "
+                                  "upstream does not define yet"),
+])
+def test_the_upstreams_invalid_contracts_are_refused_by_name(op, kw, msg):
+    """The upstream's own invalid-contract kernels (test_mx_pack_unpack_codegen.py) and
+    its row-major case, which its tests expect to fail."""
+    with pytest.raises(ValueError, match=msg):
+        _pack_kernel(op=op, **kw)
+
+
+def test_a_region_of_an_mx_buffer_as_a_gemm_operand_is_not_emulated_yet():
+    with pytest.raises(ValueError, match="a region of the mxfp8 buffer 'a' as an operand is "
+                                         "not emulated yet"):
+        @T.prim_func
+        def k():
+            with T.Kernel(1) as _:
+                a = T.alloc_shared((32, 64), T.mxfp8)
+                b = T.alloc_shared((32, 32), "bfloat16")
+                c = T.alloc_shared((32, 32), "float32")
+                T.gemm(a[0:32, 0:32], b, c)
+
+
+def test_an_mx_mesh_tensor_parameter_is_not_emulated_yet():
+    with pytest.raises(ValueError, match="dtype mxfp4 .* is not emulated yet as a kernel "
+                                         "parameter"):
+        T.MeshTensor((32, 32), T.placement.replicated(), T.mxfp4)
+
+
+def test_copying_an_mx_buffer_to_a_plain_one_is_not_emulated_yet():
+    with pytest.raises(ValueError, match="'box' is an MX buffer; copying between it and "
+                                         "anything but a whole MX buffer"):
+        @T.prim_func
+        def k():
+            with T.Kernel(1) as _:
+                box = T.alloc_shared((32, 32), T.mxfp8)
+                plain = T.alloc_shared((32, 32), "float8_e4m3fn")
+                T.copy(box, plain)
+
+
+def test_comm_on_4_bit_elements_is_not_emulated_yet():
+    tm.enable(mesh=(2, 2))
+    with pytest.raises(ValueError, match="comm ops on 4-bit elements and MX buffers are not "
+                                         "emulated yet"):
+        @T.prim_func
+        def k():
+            with T.Kernel() as _:
+                a = T.alloc_shared((32, 32), "float4_e2m1fn")
+                b = T.alloc_shared((32, 64), "float4_e2m1fn")
+                T.comm.all_gather(a, b, "h", axis=1)
+
+
+# -- the reductions of the quantisation kernels -------------------------------------------------
+@pytest.mark.slow
+def test_a_reduction_into_a_region_writes_only_the_region():
+    """``T.reduce_absmax(a, amax[0:32], dim=1)`` of SUNMMIO-scoped buffers: TileLang's
+    CPU lowering reduced into all of ``amax`` (64 entries, reading 32 rows past ``a``);
+    now the region holds the row maxima and the rest keeps what it held. A bfloat16
+    source into a float32 output crashed the lowering (its dtypes must match)."""
+
+    @T.prim_func
+    def k(A: T.MeshTensor((32, 32), T.placement.replicated(), "bfloat16"),
+          O: T.MeshTensor((64,), T.placement.replicated(), "float32")):
+        with T.Kernel() as _:
+            a = T.alloc_shared((32, 32), "bfloat16", scope="shared.rsram")
+            amax = T.alloc_shared((64,), "float32", scope="shared.rsram")
+            T.copy(A, a)
+            T.fill(amax, T.float32(-7.0))
+            T.reduce_absmax(a, amax[0:32], dim=1, clear=True)
+            T.reduce_max(a[0:32, 0:16], amax[32:64], dim=1, clear=False)
+            T.copy(amax, O)
+
+    kernel = compile_mesh_kernel(k, compile_flags=FLAGS)
+    a = torch.randn(32, 32).to(torch.bfloat16)
+    o = torch.zeros(64)
+    kernel(a, o)
+    af = a.float().numpy()
+    np.testing.assert_array_equal(o.numpy()[:32], np.abs(af).max(axis=1))
+    np.testing.assert_array_equal(o.numpy()[32:], np.maximum(af[:, :16].max(axis=1), -7.0))
+
+
+def test_a_sum_between_dtypes_is_not_emulated_yet():
+    with pytest.raises(ValueError, match="a sum from one dtype into another is not "
+                                         "emulated yet"):
+        @T.prim_func
+        def k():
+            with T.Kernel(1) as _:
+                a = T.alloc_shared((32, 32), "bfloat16", scope="shared.rsram")
+                s = T.alloc_shared((32,), "float32", scope="shared.rsram")
+                T.reduce_sum(a, s, dim=1)
+
+
+# -- real sizes ---------------------------------------------------------------------------------
+def test_an_mx_buffer_counts_its_elements_real_size_and_its_scales():
+    """mxfp4 elements are half a byte each (stored one a byte here), mxfp8 one byte;
+    the scales one byte per 32 elements: the per-core footprint of count_mesh_kernel.
+    A float4 buffer counted 0 bytes before (its itemsize, 4 // 8)."""
+    from meshtensor.tilelang import count_mesh_kernel
+
+    mesh = tm.enable(mesh=(2, 2))
+    sizes = {}
+    for kind, element in (("mxfp8", "float8_e4m3fn"), ("mxfp4", "float4_e2m1fn")):
+        @T.prim_func
+        def k(A: T.MeshTensor((64, 64), T.placement.replicated(), "float32")):
+            with T.Kernel() as _:
+                data = T.alloc_shared((64, 64), element)
+                scale = T.alloc_shared((4, 32), "float8_e8m0fnu")
+                box = T.alloc_shared((64, 64), getattr(T, kind))
+                T.copy(A, data)
+                T.fill(scale, 1.0)
+                T.mx_pack(data, scale, box)
+
+        sizes[kind] = sorted(b for _, _, b in count_mesh_kernel(k, mesh=mesh).buffers)
+    assert sizes["mxfp8"] == [128, 128, 4096, 4096]
+    assert sizes["mxfp4"] == [128, 128, 2048, 2048]
