@@ -472,3 +472,50 @@ def test_a_transpose_of_sunmmio_scoped_buffers_runs():
     y = torch.zeros(8, 6, 4)
     kernel(torch.from_numpy(x), y)
     np.testing.assert_array_equal(y.numpy(), x.transpose(0, 2, 1))
+
+
+def _tail_reduce(out_extent):
+    """A T.reduce_max over a tail region of SUNMMIO-scoped buffers (codegen/
+    test_reduce_opt_validate.py's reduce_tail_region_kernel, smaller): the extents are
+    ``T.min(block, total - start)`` expressions of the loop variables."""
+    tm.enable(mesh=(2, 2))
+    m, n, bm, bn = 20, 30, 8, 12
+
+    @T.prim_func
+    def k(A: T.MeshTensor((bm, bn), T.placement.replicated(), "float32"),
+          Out: T.MeshTensor((bm,), T.placement.replicated(), "float32")):
+        with T.Kernel():
+            S = T.alloc_shared((bm, bn), "float32", scope="shared.rsram")
+            R = T.alloc_shared((bm,), "float32", scope="shared.rsram")
+            T.copy(A, S)
+            T.fill(R, -T.infinity("float32"))
+            for by in T.serial(T.ceildiv(m, bm)):
+                for bx in T.serial(T.ceildiv(n, bn)):
+                    T.reduce_max(S[0:T.min(bm, m - by * bm), 0:T.min(bn, n - bx * bn)],
+                                 R[0:out_extent(T.min(bm, m - by * bm))], dim=1, clear=False)
+            T.copy(R, Out)
+
+    return k
+
+
+def test_a_reduction_over_expression_extents_is_accepted():
+    """Both shapes are the same expressions, built twice: compared as Python objects
+    they differed, and the kernel was refused as an "Invalid reduce output shape"."""
+    k = _tail_reduce(lambda e: e)
+    assert "T.reduce(" in k.script()
+
+
+def test_a_reduction_whose_output_extent_differs_is_refused():
+    with pytest.raises(ValueError, match="Invalid reduce output shape"):
+        _tail_reduce(lambda e: e + 1)
+
+
+@pytest.mark.slow
+def test_a_tail_region_reduction_runs():
+    """Every region is a prefix of the buffer's rows and columns: max over them all is
+    the row maximum of the whole tile (integer data: exact)."""
+    kernel = compile_mesh_kernel(_tail_reduce(lambda e: e), compile_flags=FLAGS)
+    a = _ints(np.random.default_rng(5), (8, 12))
+    out = torch.zeros(8)
+    kernel(torch.from_numpy(a), out)
+    np.testing.assert_array_equal(out.numpy(), a.max(1))

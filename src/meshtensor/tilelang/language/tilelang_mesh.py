@@ -1095,6 +1095,16 @@ def _gemm_wrapper(stock: Any) -> Any:
     return gemm
 
 
+def _same_shape(a: Sequence[Any], b: Sequence[Any]) -> bool:
+    """Whether two region shapes are equal: their extents may be expressions (a tail
+    region's ``T.min(block, total - start)``), built as separate objects, so they are
+    compared as values, not as Python objects."""
+    if len(a) != len(b):
+        return False
+    ana = arith.Analyzer()
+    return all(ana.can_prove_equal(x, y) for x, y in zip(a, b))
+
+
 def _reduce_wrapper(stock: Any) -> Any:
     def reduce(buffer: Any, out: Any, reduce_type: str, dim: int, clear: bool,
                batch: int = 1, annotations: Any = None) -> Any:
@@ -1118,7 +1128,7 @@ def _reduce_wrapper(stock: Any) -> Any:
         out_shape = list(retrieve_shape(out))
         d = dim + len(shape) if dim < 0 else dim
         want = [shape[:d] + shape[d + 1:], shape[:d] + [1] + shape[d + 1:]]
-        if out_shape not in want:
+        if not any(_same_shape(out_shape, w) for w in want):
             raise ValueError(f"Invalid reduce output shape, buffer shape is {shape}, dim is "
                              f"{dim}, output shape is {out_shape}, expected shapes are "
                              f"{want[0]} or {want[1]}")
