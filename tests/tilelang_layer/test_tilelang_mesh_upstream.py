@@ -519,3 +519,24 @@ def test_a_tail_region_reduction_runs():
     out = torch.zeros(8)
     kernel(torch.from_numpy(a), out)
     np.testing.assert_array_equal(out.numpy(), a.max(1))
+
+
+@pytest.mark.slow
+def test_a_fill_of_shared_memory_runs_without_mesh_tensors():
+    """A kernel launched by T.Kernel() with neither T.MeshTensor parameters nor comm ops
+    (codegen/test_tiles_fallback_opt_validate.py's scalar fallbacks) fills a shared
+    buffer: stock TileLang's C back end stopped with an InternalError ("CPU fill only
+    supports local and global buffers"); the filled buffer is the block's own memory."""
+    @T.prim_func
+    def k(Out: T.Tensor((16, 4), "float32")):
+        with T.Kernel() as cid:
+            S = T.alloc_shared((4,), "float32")
+            T.fill(S, 2)
+            for i in T.Tiles([4], parallel=True):
+                S[i] = S[i] + T.Cast("float32", cid)
+            T.copy(S, Out[cid, 0:4])
+
+    kernel = compile_mesh_kernel(k, compile_flags=FLAGS)
+    out = torch.zeros(16, 4)
+    kernel(out)
+    np.testing.assert_array_equal(out.numpy(), 2 + np.arange(16)[:, None] + np.zeros(4))

@@ -1,7 +1,9 @@
 """``PrepareTilelangMesh``: make a kernel written for Tilelang-Mesh (``T.MeshTensor``
 parameters, ``T.comm`` ops, SRAM scopes) a mesh kernel that ``LowerMeshComm`` and
 TileLang's C backend run exactly. ``compile_mesh_kernel`` applies it first; a kernel
-with neither ``T.MeshTensor`` parameters nor Tilelang-Mesh comm ops is unchanged.
+with neither ``T.MeshTensor`` parameters nor Tilelang-Mesh comm ops is unchanged (but
+for step 3 where a ``T.fill`` or a reduction reaches a ``shared`` buffer, which stock
+TileLang's C backend cannot lower).
 
 What it does, in order:
 
@@ -638,7 +640,10 @@ def _gemm_operands(stmt: tirx.Stmt) -> tirx.Stmt:
 
 
 # -- 3. on-chip buffers in scopes the C backend takes ------------------------------------------
-def _core_private(stmt: tirx.Stmt) -> tirx.Stmt:
+def _private_targets(stmt: tirx.Stmt) -> set:
+    """The data vars of the on-chip buffers that a tile op which stock TileLang's C
+    backend lowers only on ``local`` buffers (``T.fill``/``T.clear``'s target, a
+    reduction's operands ...) reaches in another scope."""
     local: set = set()
     for f in find_calls(stmt, lambda c: getattr(c.op, "name", None) in _LOCAL_OPERANDS):
         for pos in _LOCAL_OPERANDS[f.call.op.name]:
@@ -646,6 +651,11 @@ def _core_private(stmt: tirx.Stmt) -> tirx.Stmt:
             if buf.scope().startswith("shared") or buf.scope() in ("local.fragment",
                                                                     "local.var"):
                 local.add(buf.data)
+    return local
+
+
+def _core_private(stmt: tirx.Stmt) -> tirx.Stmt:
+    local = _private_targets(stmt)
     allocs: list = []
 
     def visit(n: Any) -> None:
@@ -661,6 +671,18 @@ def _core_private(stmt: tirx.Stmt) -> tirx.Stmt:
             bmap[b.data] = tirx.decl_buffer(b.shape, str(b.dtype), str(b.name), scope=want,
                                             strides=b.strides or None)
     return _rebuffer(stmt, bmap, {})
+
+
+def _allocs_of(stmt: tirx.Stmt, datas: set) -> list:
+    """The buffers allocated in ``stmt`` whose data vars are in ``datas``."""
+    found: list = []
+
+    def visit(n: Any) -> None:
+        if isinstance(n, tirx.SBlock):
+            found.extend(b for b in n.alloc_buffers if b.data in datas)
+
+    tirx.stmt_functor.post_order_visit(stmt, visit)
+    return found
 
 
 def _zeroed(stmt: tirx.Stmt) -> tirx.Stmt:
@@ -749,6 +771,13 @@ def prepare_tilelang_mesh(func: tirx.PrimFunc) -> PreparedKernel:
     ops = find_comm_ops(func)
     if not params and not any(o.op in DISPLAY for o in ops):
         stock = _stock_gemms(func)
+        if any(b.scope().startswith("shared") for b in _allocs_of(stock.body, _private_targets(
+                stock.body))):
+            # a T.fill (or reduction) of a shared buffer, as SUNMMIO kernels launched by
+            # T.Kernel() without T.MeshTensor parameters write: stock TileLang's C backend
+            # cannot lower it (an InternalError); a block's on-chip memory is its own, so
+            # core-private memory means the same
+            stock = stock.with_body(_core_private(stock.body))
         return PreparedKernel(stock)
     meshes = {p.mesh for p in params.values()} | {o.mesh for o in ops}
     if len(meshes) != 1:
