@@ -540,3 +540,33 @@ def test_a_fill_of_shared_memory_runs_without_mesh_tensors():
     out = torch.zeros(16, 4)
     kernel(out)
     np.testing.assert_array_equal(out.numpy(), 2 + np.arange(16)[:, None] + np.zeros(4))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["abssum", "absmax"])
+def test_an_absolute_reduction_without_clear_folds_the_outputs_absolute_value(kind):
+    """T.reduce_abssum takes SUNMMIO's clear= (stock TileLang's has none: a TypeError),
+    and with clear=False on SUNMMIO scopes folds |out| as the upstream's lowering does:
+    |out| + sum |x|, max(|out|, max |x|) (stock TileLang would fold out itself)."""
+    tm.enable(mesh=(2, 2))
+    op = getattr(T, f"reduce_{kind}")
+
+    @T.prim_func
+    def k(X: T.MeshTensor((4, 3), T.placement.replicated(), "float32"),
+          Y: T.MeshTensor((4,), T.placement.replicated(), "float32")):
+        with T.Kernel():
+            S = T.alloc_shared((4, 3), "float32", scope="shared.rsram")
+            R = T.alloc_shared((4,), "float32", scope="shared.rsram")
+            T.copy(X, S)
+            T.copy(Y, R)
+            op(S, R, dim=1, clear=False)
+            T.copy(R, Y)
+
+    kernel = compile_mesh_kernel(k, compile_flags=FLAGS)
+    x = np.array([[1, -2, 3], [0, 0, 0], [-1, -1, -1], [2, 2, -2]], np.float32)
+    y = np.array([-5, -1, 2, 0], np.float32)
+    out = torch.from_numpy(y.copy())
+    kernel(torch.from_numpy(x), out)
+    fold = np.abs(x).sum(1) + np.abs(y) if kind == "abssum" else np.maximum(
+        np.abs(x).max(1), np.abs(y))
+    np.testing.assert_array_equal(out.numpy(), fold)

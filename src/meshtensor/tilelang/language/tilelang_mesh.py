@@ -1132,6 +1132,10 @@ def _reduce_wrapper(stock: Any) -> Any:
             raise ValueError(f"Invalid reduce output shape, buffer shape is {shape}, dim is "
                              f"{dim}, output shape is {out_shape}, expected shapes are "
                              f"{want[0]} or {want[1]}")
+        if not clear and reduce_type in ("abssum", "absmax"):
+            # SUNMMIO's lowering folds |out|, not out: |out| + sum|x|, max(|out|, |x|)
+            reg = to_buffer_region(out)
+            _absolute(reg.buffer, [r.min for r in reg.region], [r.extent for r in reg.region])
         return evaluate(tirx.call_intrin(
             "handle", tirx.op.Op.get("tl.tileop.reduce"),
             to_tile_region(buffer, access_type="r"), to_tile_region(out, access_type="w"),
@@ -1139,6 +1143,36 @@ def _reduce_wrapper(stock: Any) -> Any:
 
     reduce._meshtensor = stock  # type: ignore[attr-defined]
     return reduce
+
+
+def _shifted(mins: Sequence[Any], idx: Any) -> tuple:
+    idx = list(idx) if isinstance(idx, (list, tuple)) else [idx]
+    return tuple(m + v for m, v in zip(mins, idx))
+
+
+@T.macro
+def _absolute(buf: Any, mins: Any, extents: Any) -> None:
+    """``buf``'s region at ``mins`` of ``extents`` replaced by its absolute value."""
+    for idx in T.grid(*extents):
+        buf[_shifted(mins, idx)] = T.abs(buf[_shifted(mins, idx)])
+
+
+def _abssum_wrapper(stock: Any) -> Any:
+    def reduce_abssum(buffer: Any, out: Any, dim: int = -1, clear: bool = True,
+                      batch: int = 1, annotations: Any = None) -> None:
+        """TileLang's ``T.reduce_abssum``, with SUNMMIO's ``clear`` (``False``: add to
+        what ``out`` holds; on SUNMMIO scopes its absolute value, as the chip's
+        lowering folds it)."""
+        from tilelang.language import reduce_op
+        from tilelang.utils.language import retrieve_shape
+
+        d = dim + len(retrieve_shape(buffer)) if dim < 0 else dim
+        reduce_op.reduce(buffer, out, "abssum", d, clear, batch=batch,
+                         annotations=annotations)
+
+    reduce_abssum.__doc__ = (reduce_abssum.__doc__ or "") + "\n\n" + (stock.__doc__ or "")
+    reduce_abssum._meshtensor = stock  # type: ignore[attr-defined]
+    return reduce_abssum
 
 
 def Tiles(domain: Any, parallel: bool = False, *_: Any, **__: Any) -> Any:  # noqa: N802
@@ -1280,6 +1314,8 @@ def enable(mesh: Any = (4, 4), compat: str | None = None) -> Mesh:
     import tilelang.language.reduce_op as reduce_op
     if not hasattr(reduce_op.reduce, "_meshtensor"):
         reduce_op.reduce = _reduce_wrapper(reduce_op.reduce)
+    if not hasattr(T.reduce_abssum, "_meshtensor"):
+        T.reduce_abssum = _abssum_wrapper(T.reduce_abssum)
     _install_builder_hooks()
     import tilelang.carver.arch.driver as driver
     import tilelang.layout as layout
