@@ -1,6 +1,6 @@
 """Kernels of the current SUNMMIO/Tilelang codegen tests of ``T.Tiles`` loops
 (``testing/python/sunmmio/codegen/test_tiles_*``) whose files declare ``T.MeshTensor``
-parameters, verbatim; each names its source file and the commit it was read at. Import
+parameters, and ``test_reduce_opt_validate.py``'s ``reduce_tiled_test``, verbatim; each names its source file and the commit it was read at. Import
 lines only differ: ``target`` (the tests' ``@target("Sunmmio")``, from
 ``testing.python.sunmmio.common.compile_pipeline``) comes from the corpus harness;
 ``tm.enable`` provides SUNMMIO's names (``T.MeshTensor``, ``T.placement``, ``T.Tiles``,
@@ -13,7 +13,7 @@ import pathlib
 import sys
 
 import tilelang.language as T
-from tilelang.layout import make_aligned_row_major, make_zz_layout
+from tilelang.layout import make_aligned_row_major, make_row_major, make_zz_layout
 
 _h = sys.modules.get("tm_corpus_harness")
 if _h is None:  # loaded on its own
@@ -743,5 +743,142 @@ def tiles_shape_rank1_side_buffer_predicate_kernel(
                 A_shared[i, j] = A_shared[i, j] / B_shared[j]
 
             T.copy(A_shared, Out[0, 0:rows, 0:cols])
+
+    return main
+
+
+# ---- testing/python/sunmmio/codegen/test_reduce_opt_validate.py (reduce_tiled_test; its
+# other kernels are in upstream_codegen.py)
+# @ 1ceec50859bfde8a4e45a87f51169cec5930d3a7
+
+def _dram_reduce_output_layout(shape):
+    return make_row_major(shape)
+
+
+@target("Sunmmio")
+def reduce_tiled_test(
+    b=64,
+    m=512,
+    n=1024,
+    block_b=32,
+    block_m=256,
+    block_n=128,
+    reduce_axis=1,
+    dtype="bfloat16",
+    clear=False,
+):
+    out_shape_full = (b, m) if reduce_axis == 2 else (b, n) if reduce_axis == 1 else (m, n)
+    out_shape_block = (block_b, block_m) if reduce_axis == 2 else (block_b, block_n) if reduce_axis == 1 else (block_m, block_n)
+    input_shape = (b, m, n)
+
+    shard_policy = T.placement.replicated()
+    input_layout = make_zz_layout(input_shape, [1, 2], (32, 32))
+    output_layout = _dram_reduce_output_layout(out_shape_full)
+    grid_b = T.ceildiv(b, block_b)
+    grid_m = T.ceildiv(m, block_m)
+    grid_n = T.ceildiv(n, block_n)
+
+    @T.prim_func
+    def main(
+        A: T.MeshTensor(input_shape, shard_policy, dtype, layout=input_layout),  # type: ignore
+        Out: T.MeshTensor(out_shape_full, shard_policy, dtype, layout=output_layout),  # type: ignore
+    ):
+        with T.Kernel():
+            A_shared = T.alloc_shared((block_b, block_m, block_n), dtype, scope="shared.rsram")
+            Out_shared = T.alloc_shared(out_shape_block, dtype, scope="shared.rsram")
+
+            if reduce_axis == 2:
+                for bz in T.serial(grid_b):
+                    for by in T.serial(grid_m):
+                        if clear:
+                            T.fill(Out_shared, 0)
+                        else:
+                            T.copy(
+                                Out[
+                                    bz * block_b : (bz + 1) * block_b,
+                                    by * block_m : (by + 1) * block_m,
+                                ],
+                                Out_shared,
+                            )
+                        for bx in T.serial(grid_n):
+                            for bb in T.serial(block_b):
+                                T.copy(
+                                    A[
+                                        bz * block_b + bb,
+                                        by * block_m : (by + 1) * block_m,
+                                        bx * block_n : (bx + 1) * block_n,
+                                    ],
+                                    A_shared[bb, :, :],
+                                )
+                            T.reduce_abssum(A_shared, Out_shared, dim=reduce_axis, clear=False)
+                        T.copy(
+                            Out_shared,
+                            Out[
+                                bz * block_b : (bz + 1) * block_b,
+                                by * block_m : (by + 1) * block_m,
+                            ],
+                        )
+            elif reduce_axis == 1:
+                for bz in T.serial(grid_b):
+                    for bx in T.serial(grid_n):
+                        if clear:
+                            T.fill(Out_shared, 0)
+                        else:
+                            T.copy(
+                                Out[
+                                    bz * block_b : (bz + 1) * block_b,
+                                    bx * block_n : (bx + 1) * block_n,
+                                ],
+                                Out_shared,
+                            )
+                        for by in T.serial(grid_m):
+                            for bb in T.serial(block_b):
+                                T.copy(
+                                    A[
+                                        bz * block_b + bb,
+                                        by * block_m : (by + 1) * block_m,
+                                        bx * block_n : (bx + 1) * block_n,
+                                    ],
+                                    A_shared[bb, :, :],
+                                )
+                            T.reduce_abssum(A_shared, Out_shared, dim=reduce_axis, clear=False)
+                        T.copy(
+                            Out_shared,
+                            Out[
+                                bz * block_b : (bz + 1) * block_b,
+                                bx * block_n : (bx + 1) * block_n,
+                            ],
+                        )
+            else:
+                for by in T.serial(grid_m):
+                    for bx in T.serial(grid_n):
+                        if clear:
+                            T.fill(Out_shared, 0)
+                        else:
+                            T.copy(
+                                Out[
+                                    by * block_m : (by + 1) * block_m,
+                                    bx * block_n : (bx + 1) * block_n,
+                                ],
+                                Out_shared,
+                            )
+                        for bz in T.serial(grid_b):
+                            for bb in T.serial(block_b):
+                                T.copy(
+                                    A[
+                                        bz * block_b + bb,
+                                        by * block_m : (by + 1) * block_m,
+                                        bx * block_n : (bx + 1) * block_n,
+                                    ],
+                                    A_shared[bb, :, :],
+                                )
+                            T.reduce_abssum(A_shared, Out_shared, dim=reduce_axis, clear=False)
+                        T.copy(
+                            Out_shared,
+                            Out[
+                                by * block_m : (by + 1) * block_m,
+                                bx * block_n : (bx + 1) * block_n,
+                            ],
+                        )
 
     return main
