@@ -1154,10 +1154,11 @@ def _shifted(mins: Sequence[Any], idx: Any) -> tuple:
 def _absolute(buf: Any, mins: Any, extents: Any) -> None:
     """``buf``'s region at ``mins`` of ``extents`` replaced by its absolute value."""
     for idx in T.grid(*extents):
-        # (a select: TileLang's C back end has no fabs of a narrow float)
-        buf[_shifted(mins, idx)] = T.if_then_else(buf[_shifted(mins, idx)] < 0,
-                                                  -buf[_shifted(mins, idx)],
-                                                  buf[_shifted(mins, idx)])
+        # (a select: TileLang's C back end has no fabs of a narrow float; 0 - x makes
+        # either zero +0, as fabs does)
+        buf[_shifted(mins, idx)] = T.if_then_else(
+            buf[_shifted(mins, idx)] <= 0, T.Cast(buf.dtype, 0) - buf[_shifted(mins, idx)],
+            buf[_shifted(mins, idx)])
 
 
 def _abssum_wrapper(stock: Any) -> Any:
