@@ -32,20 +32,20 @@ from typing import Any
 import numpy as np
 import tilelang.language as T
 from tilelang.language.utils import region as _tl_region
-from tvm import ir, tirx
+from tvm import arith, ir, tirx
 
 from ...mesh import Mesh
 from ..ir.comm_op import DISPLAY, CommOp, encode, find_comm_ops, is_comm_call
 from ..ir.evaluate import iteration_space, region_box
 from ..ir.expr import static_int
 from ..ir.launch import Launch, launch_grid, upstream_launch_guard
-from ..ir.mesh_param import MeshParam, mesh_params
+from ..ir.mesh_param import MeshParam, mesh_params, with_mesh_params
 from ..ir.names import DIST_RANK_ATTR
 from ..ir.scope import LOCAL_OPERANDS as _LOCAL_OPERANDS
 from ..ir.scope import find_calls, region_of
 from .narrow_float import exact_float_constants
 
-__all__ = ["PrepareTilelangMesh", "prepare_tilelang_mesh", "PreparedKernel",
+__all__ = ["PrepareTilelangMesh", "prepare_tilelang_mesh", "PreparedKernel", "specialize_sizes",
            "is_tilelang_mesh_kernel", "SIZE_PARAMS"]
 
 WHERE = "PrepareTilelangMesh"
@@ -843,3 +843,52 @@ def PrepareTilelangMesh():  # noqa: N802 (TVM naming)
     return tirx.transform.prim_func_pass(transform, opt_level=0,
                                          name="meshtensor.PrepareTilelangMesh")
 
+
+
+def specialize_sizes(func: tirx.PrimFunc, sizes: dict[str, int]) -> tirx.PrimFunc:
+    """``func`` with its symbolic sizes (``T.dynamic`` variables of its ``T.MeshTensor``
+    shapes, by name) replaced by one call's values: the buffers' shapes, the loop
+    bounds and the parameters' records become static, so the passes that must know
+    every execution of a comm op (the region it reads, the cores it joins) see them.
+
+    >>> import tilelang.language as T
+    >>> @T.prim_func
+    ... def k():
+    ...     T.evaluate(0)
+    >>> specialize_sizes(k, {"m": 6}).same_as(k)   # no symbolic size: unchanged
+    True
+    """
+    found: dict = {}
+
+    def visit(n: Any) -> None:
+        if isinstance(n, tirx.Var) and n.name in sizes and str(n.dtype).startswith("int"):
+            found.setdefault(n, tirx.IntImm(str(n.dtype), int(sizes[n.name])))
+
+    bufs = [func.buffer_map[v] for v in func.params if v in func.buffer_map]
+    allocs: list = []
+    tirx.stmt_functor.post_order_visit(
+        func.body, lambda n: allocs.extend(n.alloc_buffers) if isinstance(n, tirx.SBlock)
+        else visit(n))
+    for b in bufs + allocs:
+        for d in b.shape:
+            tirx.stmt_functor.post_order_visit(tirx.Evaluate(d), visit)
+    if not found:
+        return func
+    ana = arith.Analyzer()
+
+    def static(e: Any) -> Any:
+        return ana.simplify(tirx.stmt_functor.substitute(e, found))
+
+    bmap = {}
+    for b in bufs + allocs:
+        shape = [static(d) for d in b.shape]
+        if any(not s.same_as(d) for s, d in zip(shape, b.shape)):
+            bmap[b.data] = tirx.decl_buffer(shape, str(b.dtype), str(b.name),
+                                            scope=b.scope(), strides=b.strides or None)
+    body = _rebuffer(tirx.stmt_functor.substitute(func.body, found), bmap, {})
+    new_map = {v: bmap.get(b.data, b) for v, b in func.buffer_map.items()}
+    out = tirx.PrimFunc(func.params, body, func.ret_type, new_map, func.attrs)
+    params = mesh_params(func)
+    return with_mesh_params(out, {i: p.bind({k: int(v) for k, v in sizes.items()
+                                             if k in p.symbols})
+                                  for i, p in params.items()})
