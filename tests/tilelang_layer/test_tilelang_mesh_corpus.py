@@ -1720,7 +1720,7 @@ CASES += [
         "25478d65", "test_allocate_copy_expr_opt_validate", "offset_region_copy_kernel_plus"),
         "upstream_codegen", lambda m: m.offset_region_copy_kernel_plus(),
         shapes={"A": (2048, 2048), "B": (2048, 2048)}, check=check_offset_region),
-    # (its dynamic_allocate_copy_mma_kernel declares dims m * nrows: not yet, see the docs)
+    # (its dynamic_allocate_copy_mma_kernel: in the i27b codegen tiles section below)
     Case("upstream_codegen_dynamic_zz_allocate_copy_mma_kernel", UPCG.format(
         "1c3c809a", "test_base_dynamic_opt_validate", "dynamic_zz_allocate_copy_mma_kernel"),
         "upstream_codegen", lambda m: m.dynamic_zz_allocate_copy_mma_kernel(),
@@ -2439,6 +2439,18 @@ CASES += [
             b=32, m=512, n=256, reduce_axis=axis, clear=clear),
         undefined=_LONG_SUM)
     for axis, clear in ((1, False), (2, True))
+] + [
+    # T.MeshTensor dims m * nrows, k * ncols: sizes read back from the caller's tensors;
+    # its all_gathers run in loops over the symbolic shard: compiled for each call's sizes
+    # (two row tiles and two k steps per core)
+    Case("upstream_codegen_dynamic_allocate_copy_mma_kernel", UPCG.format(
+        "1c3c809a", "test_base_dynamic_opt_validate", "dynamic_allocate_copy_mma_kernel"),
+        "upstream_codegen", lambda m: m.dynamic_allocate_copy_mma_kernel(),
+        shapes={"A": (256, 256), "B": (256, 128), "C": (256, 128)}, check=check_gemm),
+    Case("upstream_example_dynamic_b16_gemm", "SUNMMIO/Tilelang@49f101be examples/sunmmio/"
+         "gemm/dynamic_b16_gemm.py::matmul_persistent_dynamic", "upstream_current",
+         lambda m: m.matmul_persistent_dynamic(128, 32, 32, 32),
+         shapes={"A": (256, 128), "B": (128, 256), "C": (256, 256)}, check=check_gemm),
 ]
 
 

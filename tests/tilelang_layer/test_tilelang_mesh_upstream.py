@@ -595,3 +595,68 @@ def test_an_absolute_fold_reaches_every_index_of_a_2d_output(dt):
     out = torch.from_numpy(y.copy()).to(getattr(torch, dt))
     kernel(torch.from_numpy(x).to(getattr(torch, dt)), out)
     np.testing.assert_array_equal(out.float().numpy(), np.abs(x).sum(1) + np.abs(y))
+
+
+def _dynamic_gather_sum(scale):
+    """Each core all_gathers (along its row) tile after tile of its shard of A, whose
+    rows are ``m * scale`` (``scale`` None: ``m``), in a loop bounded by the symbolic
+    shard size, and sums them into its slice of C."""
+    tm.enable(mesh=(2, 2))
+    m = T.dynamic("m")
+    rows = m if scale is None else m * scale
+    pol = T.MeshShardingPolicy(y=0)
+
+    @T.prim_func
+    def k(A: T.MeshTensor((rows, 8), pol, "float32"),
+          C: T.MeshTensor((rows, 16), pol, "float32")):
+        with T.Kernel() as cid:
+            n, _ = A.local_shape
+            G = T.alloc_shared((4, 16), "float32")
+            for t in T.serial(T.ceildiv(n, 4)):
+                T.comm.all_gather(A[t * 4:(t + 1) * 4, 0:8], G, direction="h", axis=-1)
+                T.copy(G, C[t * 4:(t + 1) * 4, 0:16])
+
+    return k
+
+
+def _gathered(a, shards):
+    """C of _dynamic_gather_sum: each row block of the mesh rows holds its shard of A
+    twice side by side (both cores of a row hold the same rows: replicated over x)."""
+    return np.concatenate([a, a], axis=1)
+
+
+def test_a_mesh_tensor_dim_may_be_a_multiple_of_a_size():
+    """T.MeshTensor((m * 2, 8)): refused before ("an expression of sizes cannot be read
+    back"); its record keeps the form, which a call reads m back from."""
+    k = _dynamic_gather_sum(2)
+    rec = mesh_params(k)[0]
+    assert rec.global_shape == ("m*2+0", 8) and rec.symbols == ("m",)
+    from meshtensor.tilelang.ir.mesh_param import bind_symbols
+    assert bind_symbols([(0, rec, False)], [torch.zeros(12, 8)], ["m"])[1] == [6]
+    with pytest.raises(ValueError, match=r"dim 0 is m\*2\+0, which no size 'm' makes 13"):
+        bind_symbols([(0, rec, False)], [torch.zeros(13, 8)], ["m"])
+    with pytest.raises(ValueError, match="must be a non-negative int, a symbolic size"):
+        tm.enable(mesh=(2, 2))
+        m = T.dynamic("m")
+        T.MeshTensor((m * m, 8), T.MeshShardingPolicy(y=0), "float32")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scale", [None, 2])
+def test_comm_ops_in_loops_over_a_symbolic_shard_run_per_call(scale):
+    """The all_gather reads A in a loop bounded by the symbolic shard size: refused at
+    compile time before ("a symbolic range ... bind the shapes first"). Each call now
+    compiles the kernel for its sizes, once per size, and a size whose last tile runs
+    past the shard is refused at that call."""
+    from meshtensor.tilelang import SizedMeshKernel
+    kernel = compile_mesh_kernel(_dynamic_gather_sum(scale), compile_flags=FLAGS)
+    assert isinstance(kernel, SizedMeshKernel)
+    rng = np.random.default_rng(4)
+    for rows in (16, 8, 16):
+        a = _ints(rng, (rows, 8))
+        c = torch.zeros(rows, 16)
+        kernel(torch.from_numpy(a), c)
+        np.testing.assert_array_equal(c.numpy(), _gathered(a, 2))
+    assert len(kernel.kernels) == 2
+    with pytest.raises(ValueError, match="outside its shard of shape"):
+        kernel(torch.zeros(12, 8), torch.zeros(12, 16))

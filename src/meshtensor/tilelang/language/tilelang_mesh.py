@@ -251,10 +251,9 @@ class MeshTensorType:
 
     def param(self, name: str) -> MeshParam:
         axes = self.placement.split_axes(len(self.global_shape))
-        if any(isinstance(d, tirx.Var) for d in self.global_shape):
+        if any(static_int(d) is None for d in self.global_shape):
             # placed when the kernel runs (MeshParam.bind, from the caller's tensors)
-            return MeshParam(name, tuple(d.name if isinstance(d, tirx.Var) else int(d)
-                                         for d in self.global_shape),
+            return MeshParam(name, tuple(_dim_text(d) for d in self.global_shape),
                              Sharding(self.mesh, axes), self.dtype, self.layout, self.policy,
                              tuple(static_int(d) if static_int(d) is not None else str(d)
                                    for d in self.local_shape), self.rank_placement,
@@ -438,19 +437,51 @@ def _hierarchical(shape: Sequence[Any], layout: Any, rank_placement: Any, hdims:
     return hier
 
 
-def _mesh_dim(n: Any, dims: Sequence[Any]) -> int | tirx.Var:
-    """A dim of a ``T.MeshTensor``: a non-negative int, or a symbolic size (a
-    ``T.dynamic`` variable) the kernel binds from the caller's tensor when it runs."""
+def _affine(n: Any) -> tuple[tirx.Var, int, int] | None:
+    """``(v, a, b)`` when ``n`` is ``a * v + b`` of one integer symbolic size ``v`` with
+    ``a >= 1`` (the upstream's ``m * nrows``), else ``None``."""
+    if not isinstance(n, tirx.PrimExpr):
+        return None
+    free: list = []
+    tirx.stmt_functor.post_order_visit(
+        tirx.Evaluate(n), lambda x: free.append(x) if isinstance(x, tirx.Var) else None)
+    names = {v.name for v in free}
+    if len(names) != 1 or not str(free[0].dtype).startswith("int"):
+        return None
+    coef = arith.detect_linear_equation(n, [free[0]])
+    if len(coef) != 2 or static_int(coef[0]) is None or static_int(coef[1]) is None:
+        return None
+    a, b = static_int(coef[0]), static_int(coef[1])
+    return (free[0], a, b) if a >= 1 else None
+
+
+def _dim_text(d: Any) -> int | str:
+    """A dim of a ``T.MeshTensor`` in its record: an int, a size's name, or ``a * size
+    + b`` as ``"m*4+0"``."""
+    if static_int(d) is not None:
+        return int(static_int(d))
+    if isinstance(d, tirx.Var):
+        return d.name
+    v, a, b = _affine(d)  # type: ignore[misc]
+    return f"{v.name}*{a}{b:+d}"
+
+
+def _mesh_dim(n: Any, dims: Sequence[Any]) -> Any:
+    """A dim of a ``T.MeshTensor``: a non-negative int, a symbolic size (a
+    ``T.dynamic`` variable) the kernel binds from the caller's tensor when it runs, or
+    ``a * size + b`` of one (the size is then read back from the caller's dim)."""
     s = static_int(n)
     if s is not None and not isinstance(n, bool) and s >= 0:
         return s
     if isinstance(n, tirx.Var) and str(n.dtype).startswith("int"):
         return n
+    if _affine(n) is not None:
+        return n
     raise ValueError(f"T.MeshTensor: shape {tuple(str(d) for d in dims)}: dim {n} must be a "
-                     f"non-negative int or a symbolic size itself (T.dynamic('m')), which "
-                     f"the kernel reads from the caller's tensor; an expression of sizes "
-                     f"({n}) cannot be read back from a tensor's shape: name the size it "
-                     f"is and pass that")
+                     f"non-negative int, a symbolic size (T.dynamic('m')) or a * m + b of "
+                     f"one, which the kernel reads back from the caller's tensor; {n} "
+                     f"cannot be read back from a tensor's shape: name the size it is and "
+                     f"pass that")
 
 
 def _building_params() -> dict:
