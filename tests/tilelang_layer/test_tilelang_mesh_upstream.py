@@ -598,9 +598,9 @@ def test_an_absolute_fold_reaches_every_index_of_a_2d_output(dt):
 
 
 def _dynamic_gather_sum(scale):
-    """Each core all_gathers (along its row) tile after tile of its shard of A, whose
-    rows are ``m * scale`` (``scale`` None: ``m``), in a loop bounded by the symbolic
-    shard size, and sums them into its slice of C."""
+    """Each core all_gathers (along its mesh row) tile after tile of its shard of A,
+    whose rows are ``m * scale`` (``scale`` None: ``m``), in a loop bounded by the
+    symbolic shard size, and stores each gathered tile into its shard of C."""
     tm.enable(mesh=(2, 2))
     m = T.dynamic("m")
     rows = m if scale is None else m * scale
@@ -619,9 +619,9 @@ def _dynamic_gather_sum(scale):
     return k
 
 
-def _gathered(a, shards):
-    """C of _dynamic_gather_sum: each row block of the mesh rows holds its shard of A
-    twice side by side (both cores of a row hold the same rows: replicated over x)."""
+def _gathered(a):
+    """C of _dynamic_gather_sum: each row holds A's row twice side by side (both cores
+    of a mesh row hold the same rows of A: it is replicated over the columns)."""
     return np.concatenate([a, a], axis=1)
 
 
@@ -656,7 +656,7 @@ def test_comm_ops_in_loops_over_a_symbolic_shard_run_per_call(scale):
         a = _ints(rng, (rows, 8))
         c = torch.zeros(rows, 16)
         kernel(torch.from_numpy(a), c)
-        np.testing.assert_array_equal(c.numpy(), _gathered(a, 2))
+        np.testing.assert_array_equal(c.numpy(), _gathered(a))
     assert len(kernel.kernels) == 2
     with pytest.raises(ValueError, match="outside its shard of shape"):
         kernel(torch.zeros(12, 8), torch.zeros(12, 16))
