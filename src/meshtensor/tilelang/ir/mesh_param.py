@@ -328,8 +328,9 @@ def bind_symbols(mesh_tensors: Sequence[tuple[int, "MeshParam", bool]], args: Se
             n = (n - b) // a
             seen = sizes.setdefault(name, (n, f"{what} dim {d}"))
             if seen[0] != n:
-                raise ValueError(f"{what}: its dim {d} is {text}, where the size {name!r} "
-                                 f"is {n}, but it is {seen[0]} in {seen[1]}")
+                form = "" if text == name else f" in {text}"
+                raise ValueError(f"{what}: its dim {d} is the size {name!r}{form}, which is "
+                                 f"{seen[0]} in {seen[1]} but {n} here")
     if not sizes:
         return tuple(mesh_tensors), []
     values = {k: v for k, (v, _) in sizes.items()}
