@@ -297,3 +297,28 @@ def test_a_narrow_infinity_is_the_formats_constant(name):
         b = torch.zeros(4, dtype=getattr(torch, name))
         kernel(torch.from_numpy(a).to(getattr(torch, name)), b)
         assert _same(b.float().numpy(), want).all()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["bfloat16", "float8_e4m3fn"])
+def test_a_load_after_a_store_reads_the_stored_value(name):
+    """One loop body stores S[i] and then reads it (the upstream's T.Tiles kernels:
+    ``A[i] = A[i] * 2; B[i] = A[i] * B[i]``). TVM's C code generator names a
+    reinterpreted expression by its text and reused the first load's name after the
+    store: the second statement read S[i] from before it (exp(a) + exp(b) where
+    exp(2a) + exp(2ab) was meant)."""
+    @T.prim_func
+    def k(A: T.Tensor((8,), "float32"), B: T.Tensor((8,), "float32")):
+        with T.Kernel(1, threads=1) as bx:
+            S = T.alloc_shared((8,), name, scope="shared")
+            for i in T.serial(8):
+                S[i] = T.cast(A[i], name)
+            for i in T.serial(8):
+                S[i] = T.cast(T.cast(S[i], "float32") * T.float32(2.0), name)
+                B[i] = T.cast(S[i], "float32") + T.float32(1.0)
+
+    kernel = compile_mesh_kernel(k, compile_flags=FLAGS)
+    a = np.array([1, -1, 2, 0, 3, -3, 0.5, 4], np.float32)
+    b = torch.zeros(8)
+    kernel(torch.from_numpy(a), b)
+    np.testing.assert_array_equal(b.numpy(), 2 * a + 1)

@@ -67,6 +67,9 @@ class Case:
     #: the kernel has no defined result (it reads memory nothing wrote): it must run,
     #: nothing is compared; the reason
     undefined: str = ""
+    #: the inputs' random seed (another where seed 0 draws an input that leaves the
+    #: kernel's work empty)
+    seed: int = 0
 
 
 # -- references ----------------------------------------------------------------------------------
@@ -1720,7 +1723,7 @@ CASES += [
         "25478d65", "test_allocate_copy_expr_opt_validate", "offset_region_copy_kernel_plus"),
         "upstream_codegen", lambda m: m.offset_region_copy_kernel_plus(),
         shapes={"A": (2048, 2048), "B": (2048, 2048)}, check=check_offset_region),
-    # (its dynamic_allocate_copy_mma_kernel declares dims m * nrows: not yet, see the docs)
+    # (its dynamic_allocate_copy_mma_kernel: in the i27b codegen tiles section below)
     Case("upstream_codegen_dynamic_zz_allocate_copy_mma_kernel", UPCG.format(
         "1c3c809a", "test_base_dynamic_opt_validate", "dynamic_zz_allocate_copy_mma_kernel"),
         "upstream_codegen", lambda m: m.dynamic_zz_allocate_copy_mma_kernel(),
@@ -1883,13 +1886,13 @@ def run_case(case: Case, seed: int = 0) -> None:
                 if case.observe:
                     func = observe(func, case.observe)
                 kernel = compile_mesh_kernel(func, compile_flags=FLAGS)
-                kernel(*make_inputs(func, case.shapes, np.random.default_rng(seed)).tensors)
+                kernel(*make_inputs(func, case.shapes, np.random.default_rng(seed or case.seed)).tensors)
             return
         func = case.build(mod)
         if case.observe:
             func = observe(func, case.observe)
         kernel = compile_mesh_kernel(func, compile_flags=FLAGS)
-        inp = make_inputs(func, case.shapes, np.random.default_rng(seed))
+        inp = make_inputs(func, case.shapes, np.random.default_rng(seed or case.seed))
         kernel(*inp.tensors)
         if case.undefined:
             return
@@ -2203,13 +2206,13 @@ def run_case(case: Case, seed: int = 0) -> None:
                 if case.observe:
                     func = observe(func, case.observe)
                 kernel = compile_mesh_kernel(func, compile_flags=FLAGS)
-                kernel(*make_inputs(func, case.shapes, np.random.default_rng(seed)).tensors)
+                kernel(*make_inputs(func, case.shapes, np.random.default_rng(seed or case.seed)).tensors)
             return
         func = case.build(mod)
         if case.observe:
             func = observe(func, case.observe)
         kernel = compile_mesh_kernel(func, compile_flags=FLAGS)
-        inp = make_inputs(func, case.shapes, np.random.default_rng(seed))
+        inp = make_inputs(func, case.shapes, np.random.default_rng(seed or case.seed))
         kernel(*inp.tensors)
         if case.undefined:
             return
@@ -2399,6 +2402,242 @@ def test_mx_chain_rounds_real_values_as_the_upstream_defines(kind):
         np.testing.assert_array_equal(y.float().numpy(), want)
     finally:
         tm.enable(mesh=(4, 4))
+
+
+# --- i27b codegen tiles: the current SUNMMIO/Tilelang's codegen/test_tiles_*.py kernels
+# (T.Tiles loops), test_reduce_opt_validate.py's tail-region max and long bfloat16 sums ------
+_TL = "SUNMMIO/Tilelang@{} testing/python/sunmmio/codegen/{}.py::{}"
+_TT = ("75d8f2ee", "test_tiles_opt_validate")
+_TF = ("75d8f2ee", "test_tiles_fallback_opt_validate")
+_expf = references._libm("expf")
+
+
+def _bf(x):
+    return rnd(x, "bfloat16")
+
+
+def check_dot_mul(inp, obs, out):
+    """Every core (replicated tensors) computes, per element in bfloat16 (each operation
+    rounded once): a2 = a * 2, b2 = a2 * b, c = exp(a2) + exp(b2), exp as the C
+    library's expf; integer inputs keep a2 and b2 exact."""
+    a, b = inp.arrays[:2]
+    a2 = _bf(a * 2)
+    b2 = _bf(a2 * b)
+    want = _bf(_bf(_expf(a2)) + _bf(_expf(b2)))
+    assert np.isfinite(want).all()
+    np.testing.assert_array_equal(out["C"], want)
+
+
+def _block_of(d, shape, bm, bn):
+    """``d`` (m,) seen by the element (…, row, col) of a 3-D tensor tiled in bm x bn
+    blocks: D_shared holds d[by * bm:(by + 1) * bm], indexed by the element's row
+    (``i``) or column (``j``) inside its block."""
+    rows = np.arange(shape[-2])
+    cols = np.arange(shape[-1])
+    di = d[rows][:, None] + 0 * cols[None, :]
+    dj = d[(rows // bm * bm)[:, None] + (cols % bn)[None, :]]
+    return di, dj
+
+
+def check_tiles_broadcast(bm, bn):
+    """C = (2 * (2 * (a + D_shared[i]) + D_shared[j])) * b, each step rounded to bfloat16
+    (integer values below 256: exact)."""
+    def check(inp, obs, out):
+        a, b, _, d = inp.arrays
+        di, dj = _block_of(d, a.shape, bm, bn)
+        a4 = _bf(2 * _bf(_bf(2 * _bf(a + di)) + dj))
+        np.testing.assert_array_equal(out["C"], _bf(a4 * b))
+    return check
+
+
+def check_tiles_broadcast_copy(bm, bn):
+    """The second loop overwrites C: 0 where D_shared[j] >= 0, else -inf (times 2)."""
+    def check(inp, obs, out):
+        a, _, _, d = inp.arrays
+        _, dj = _block_of(d, a.shape, bm, bn)
+        want = np.broadcast_to(np.where(dj >= 0, 0.0, -np.inf).astype(np.float32), a.shape)
+        np.testing.assert_array_equal(out["C"], want)
+    return check
+
+
+def check_tiles_1d(inp, obs, out):
+    np.testing.assert_array_equal(out["C"], _bf(inp.arrays[0] * inp.arrays[1]))
+
+
+def check_dynamic_extent_store(inp, obs, out):
+    """q_len = clamp(q_lengths[0], 0, 128): the first ceil(q_len / 32) row tiles of 32
+    are ones, the rest zeros."""
+    q = int(np.clip(inp.arrays[1][0], 0, 128))
+    want = np.zeros((128, 32), np.float32)
+    want[:32 * -(-q // 32)] = 1
+    np.testing.assert_array_equal(out["Output"], want)
+
+
+def _corner(shape, rows, cols, inside=1.0, outside=0.0):
+    want = np.full(shape, outside, np.float32)
+    want[..., :rows, :cols] = inside
+    return want
+
+
+def check_every_token(name, want):
+    """``name`` (16, ...) split one token per core (mesh_as_line(0) or cross_mesh_dim=0):
+    every core stores the same ``want`` into its token."""
+    def check(inp, obs, out):
+        np.testing.assert_array_equal(out[name], np.broadcast_to(want, out[name].shape))
+    return check
+
+
+def check_every_core_buffer(name, want):
+    def check(inp, obs, out):
+        np.testing.assert_array_equal(obs[name], np.broadcast_to(want, obs[name].shape))
+    return check
+
+
+def check_zz_slices(inp, obs, out):
+    """comb is zeroed, then its 4x16 corner copies cm, which nothing writes (no defined
+    value there): rows 4-7 and columns 16-31 of every token are zeros."""
+    np.testing.assert_array_equal(out["out"][:, 4:, :], 0)
+    np.testing.assert_array_equal(out["out"][:, :, 16:], 0)
+
+
+def _packed_2d_to_1d():
+    want = np.ones((32, 32), np.float32)
+    want[31] = 0
+    want[31, 8:24] = 1  # A_shared[8 + 4 i + j] = 1 for i, j < 4
+    return want
+
+
+def check_dynamic_domain(limit):
+    """valid = clamp(lengths[0], 0, limit): ones in rows 0-3, columns below valid."""
+    def check(inp, obs, out):
+        valid = int(np.clip(inp.arrays[1][0], 0, limit))
+        check_every_token("out", _corner((32, 32), 4, valid))(inp, obs, out)
+    return check
+
+
+def _shape_predicate():
+    want = _corner((64, 64), 60, 60, 2.0, 4.0)  # 4 / 2 inside 60x60 ...
+    want[:50, :50] = 1.0                          # ... and once more inside 50x50
+    return want
+
+
+def check_reduce_max_rows(inp, obs, out):
+    """Every region is a prefix of the tile's rows and columns, the last ones the whole
+    tile: Out (filled with -inf) ends as the row maxima of A."""
+    np.testing.assert_array_equal(out["Out"], inp.arrays[0].max(axis=1))
+
+
+_LONG_SUM = ("the upstream lowers a bfloat16 sum along a tiled dim as per-lane bfloat16 "
+             "sums across its 32-wide tiles, then one suvm.tile.reduce per tile, whose "
+             "order and accumulator its SUVM dialect (outside the repository) defines; "
+             "past 256 the partial sums round, so the result depends on that order")
+OUT_TOKENS = {"out": (16, 8, 32)}
+OUT_TOKENS32 = {"out": (16, 32, 32)}
+CASES += [
+    Case("upstream_codegen_tiles_dot_mul_tiled_parallel_3d", _TL.format(
+        *_TT, "dot_mul_tiled_parallel_3d"), "upstream_codegen_tiles",
+        # (64, 512, 1024) in blocks (2, 256, 128) at (4, 64, 64) in (2, 32, 32)
+        lambda m: m.dot_mul_tiled_parallel_3d(batch=4, m=64, n=64, block_b=2, block_m=32,
+                                              block_n=32),
+        check=check_dot_mul),
+    Case("upstream_codegen_tiles_dot_mul_tiled_parallel_2d", _TL.format(
+        *_TT, "dot_mul_tiled_parallel_2d"), "upstream_codegen_tiles",
+        lambda m: m.dot_mul_tiled_parallel_2d(m=64, n=128, block_m=32, block_n=64),
+        check=check_dot_mul),
+    Case("upstream_codegen_tiles_broadcast", _TL.format(*_TT, "tiles_broadcast"),
+         "upstream_codegen_tiles",
+         lambda m: m.tiles_broadcast(batch=4, m=128, n=64, block_b=2, block_m=64, block_n=32),
+         check=check_tiles_broadcast(64, 32)),
+    Case("upstream_codegen_tiles_broadcast_copy", _TL.format(*_TT, "tiles_broadcast_copy"),
+         "upstream_codegen_tiles",
+         lambda m: m.tiles_broadcast_copy(batch=4, m=128, n=64, block_b=2, block_m=64,
+                                          block_n=32),
+         check=check_tiles_broadcast_copy(64, 32)),
+    Case("upstream_codegen_tiles_1d", _TL.format(*_TT, "tiles_1d"), "upstream_codegen_tiles",
+         lambda m: m.tiles_1d(), check=check_tiles_1d),
+    Case("upstream_codegen_tiles_dynamic_extent_zz_store", _TL.format(
+        *_TT, "tiles_dynamic_extent_zz_store"), "upstream_codegen_tiles",
+        # (seed 9: q_lengths[0] = 3, one row tile of ones; seed 0 draws 0, no tile)
+        lambda m: m.tiles_dynamic_extent_zz_store(), check=check_dynamic_extent_store,
+        seed=9),
+    Case("upstream_codegen_tiles_rank2_first_tile_partial", _TL.format(
+        *_TT, "tiles_rank2_first_tile_partial"), "upstream_codegen_tiles",
+        lambda m: m.tiles_rank2_first_tile_partial(),
+        check=check_every_token("output", _corner((32, 32), 4, 4))),
+    Case("upstream_codegen_tiles_serialized_rank1_zz_slices", _TL.format(
+        *_TF, "serialized_rank1_zz_slices_kernel"), "upstream_codegen_tiles",
+        lambda m: m.serialized_rank1_zz_slices_kernel(), shapes=OUT_TOKENS,
+        check=check_zz_slices),
+    Case("upstream_codegen_tiles_temp_stage_subaligned_then_direct", _TL.format(
+        *_TF, "temp_stage_subaligned_then_direct_kernel"), "upstream_codegen_tiles",
+        lambda m: m.temp_stage_subaligned_then_direct_kernel(), shapes=OUT_TOKENS,
+        check=check_every_token("out", _corner((8, 32), 4, 4))),
+    Case("upstream_codegen_tiles_packed_1d_to_2d_rank1_fallback", _TL.format(
+        *_TF, "packed_1d_to_2d_rank1_fallback_kernel"), "upstream_codegen_tiles",
+        lambda m: m.packed_1d_to_2d_rank1_fallback_kernel(), shapes=OUT_TOKENS32,
+        check=check_every_token("out", _corner((32, 32), 4, 4))),
+    Case("upstream_codegen_tiles_packed_2d_to_1d_rank1_fallback", _TL.format(
+        *_TF, "packed_2d_to_1d_rank1_fallback_kernel"), "upstream_codegen_tiles",
+        lambda m: m.packed_2d_to_1d_rank1_fallback_kernel(), shapes=OUT_TOKENS32,
+        check=check_every_token("out", _packed_2d_to_1d())),
+    Case("upstream_codegen_tiles_mixed_rank_unit_side_load", _TL.format(
+        *_TF, "mixed_rank_unit_side_load_kernel"), "upstream_codegen_tiles",
+        lambda m: m.mixed_rank_unit_side_load_kernel(), observe=["A_shared"],
+        check=check_every_core_buffer("A_shared", np.full((64, 128), 3, np.float32))),
+] + [
+    Case(f"upstream_codegen_tiles_{name}_scalar_fallback", _TL.format(
+        *_TF, f"{name}_scalar_fallback_kernel"), "upstream_codegen_tiles",
+        lambda m, name=name: getattr(m, f"{name}_scalar_fallback_kernel")(), observe=["dst"],
+        check=check_every_core_buffer("dst", _corner((16, 16), 4, 4)))
+    for name in ("non_unit_coefficient", "multi_axis_index", "transposed_access")
+] + [
+    Case("upstream_codegen_tiles_dynamic_rank2_domain", _TL.format(
+        "45037a58", "test_tiles_dynamic_domain_opt_validate", "dynamic_rank2_domain_kernel"),
+        "upstream_codegen_tiles", lambda m: m.dynamic_rank2_domain_kernel(),
+        shapes=OUT_TOKENS32, check=check_dynamic_domain(32)),
+    Case("upstream_codegen_tiles_dynamic_rank1_tail_mask", _TL.format(
+        "3969fa44", "test_tiles_rank1_tail_mask_opt_validate",
+        "dynamic_rank1_tail_mask_kernel"), "upstream_codegen_tiles",
+        lambda m: m.dynamic_rank1_tail_mask_kernel(), shapes=OUT_TOKENS32,
+        check=check_dynamic_domain(4)),
+    Case("upstream_codegen_tiles_shape_rank1_side_buffer_predicate", _TL.format(
+        "11b567a9", "test_tiles_shape_predicate_projection_opt_validate",
+        "tiles_shape_rank1_side_buffer_predicate_kernel"), "upstream_codegen_tiles",
+        lambda m: m.tiles_shape_rank1_side_buffer_predicate_kernel(),
+        shapes={"Out": (16, 64, 64)}, check=check_every_token("Out", _shape_predicate())),
+    Case("upstream_codegen_reduce_tail_region_kernel", UPCG.format(
+        "1ceec508", "test_reduce_opt_validate", "reduce_tail_region_kernel"),
+        "upstream_codegen", lambda m: m.reduce_tail_region_kernel(),
+        check=check_reduce_max_rows),
+] + [
+    Case(f"upstream_codegen_reduce_{_shape_id(shape)}_axis{axis}_bfloat16", UPCG.format(*_RD),
+         "upstream_codegen",
+         lambda m, shape=shape, axis=axis: m.reduce_kernel_builder(shape, axis),
+         undefined=_LONG_SUM)
+    for shape, axis in (((256, 128), 1), ((32, 256, 128), 2), ((512, 128), 1),
+                        ((32, 64, 256), 2))
+] + [
+    # (64, 512, 1024) in blocks (32, 256, 128) at (32, 512, 256): two blocks along the
+    # reduced and the kept dims
+    Case(f"upstream_codegen_reduce_tiled_test_axis{axis}", UPCG.format(
+        "1ceec508", "test_reduce_opt_validate", "reduce_tiled_test"), "upstream_codegen_tiles",
+        lambda m, axis=axis, clear=clear: m.reduce_tiled_test(
+            b=32, m=512, n=256, reduce_axis=axis, clear=clear),
+        undefined=_LONG_SUM)
+    for axis, clear in ((1, False), (2, True))
+] + [
+    # T.MeshTensor dims m * nrows, k * ncols: sizes read back from the caller's tensors;
+    # its all_gathers run in loops over the symbolic shard: compiled for each call's sizes
+    # (two row tiles and two k steps per core)
+    Case("upstream_codegen_dynamic_allocate_copy_mma_kernel", UPCG.format(
+        "1c3c809a", "test_base_dynamic_opt_validate", "dynamic_allocate_copy_mma_kernel"),
+        "upstream_codegen", lambda m: m.dynamic_allocate_copy_mma_kernel(),
+        shapes={"A": (256, 256), "B": (256, 128), "C": (256, 128)}, check=check_gemm),
+    Case("upstream_example_dynamic_b16_gemm", "SUNMMIO/Tilelang@49f101be examples/sunmmio/"
+         "gemm/dynamic_b16_gemm.py::matmul_persistent_dynamic", "upstream_current",
+         lambda m: m.matmul_persistent_dynamic(128, 32, 32, 32),
+         shapes={"A": (256, 128), "B": (128, 256), "C": (256, 256)}, check=check_gemm),
+]
 
 
 @pytest.mark.slow

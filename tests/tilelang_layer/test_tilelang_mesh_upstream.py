@@ -472,3 +472,191 @@ def test_a_transpose_of_sunmmio_scoped_buffers_runs():
     y = torch.zeros(8, 6, 4)
     kernel(torch.from_numpy(x), y)
     np.testing.assert_array_equal(y.numpy(), x.transpose(0, 2, 1))
+
+
+def _tail_reduce(out_extent):
+    """A T.reduce_max over a tail region of SUNMMIO-scoped buffers (codegen/
+    test_reduce_opt_validate.py's reduce_tail_region_kernel, smaller): the extents are
+    ``T.min(block, total - start)`` expressions of the loop variables."""
+    tm.enable(mesh=(2, 2))
+    m, n, bm, bn = 20, 30, 8, 12
+
+    @T.prim_func
+    def k(A: T.MeshTensor((bm, bn), T.placement.replicated(), "float32"),
+          Out: T.MeshTensor((bm,), T.placement.replicated(), "float32")):
+        with T.Kernel():
+            S = T.alloc_shared((bm, bn), "float32", scope="shared.rsram")
+            R = T.alloc_shared((bm,), "float32", scope="shared.rsram")
+            T.copy(A, S)
+            T.fill(R, -T.infinity("float32"))
+            for by in T.serial(T.ceildiv(m, bm)):
+                for bx in T.serial(T.ceildiv(n, bn)):
+                    T.reduce_max(S[0:T.min(bm, m - by * bm), 0:T.min(bn, n - bx * bn)],
+                                 R[0:out_extent(T.min(bm, m - by * bm))], dim=1, clear=False)
+            T.copy(R, Out)
+
+    return k
+
+
+def test_a_reduction_over_expression_extents_is_accepted():
+    """Both shapes are the same expressions, built twice: compared as Python objects
+    they differed, and the kernel was refused as an "Invalid reduce output shape"."""
+    k = _tail_reduce(lambda e: e)
+    assert "T.reduce(" in k.script()
+
+
+def test_a_reduction_whose_output_extent_differs_is_refused():
+    with pytest.raises(ValueError, match="Invalid reduce output shape"):
+        _tail_reduce(lambda e: e + 1)
+
+
+@pytest.mark.slow
+def test_a_tail_region_reduction_runs():
+    """Every region is a prefix of the buffer's rows and columns: max over them all is
+    the row maximum of the whole tile (integer data: exact)."""
+    kernel = compile_mesh_kernel(_tail_reduce(lambda e: e), compile_flags=FLAGS)
+    a = _ints(np.random.default_rng(5), (8, 12))
+    out = torch.zeros(8)
+    kernel(torch.from_numpy(a), out)
+    np.testing.assert_array_equal(out.numpy(), a.max(1))
+
+
+@pytest.mark.slow
+def test_a_fill_of_shared_memory_runs_without_mesh_tensors():
+    """A kernel launched by T.Kernel() with neither T.MeshTensor parameters nor comm ops
+    (codegen/test_tiles_fallback_opt_validate.py's scalar fallbacks) fills a shared
+    buffer: stock TileLang's C back end stopped with an InternalError ("CPU fill only
+    supports local and global buffers"); the filled buffer is the block's own memory."""
+    @T.prim_func
+    def k(Out: T.Tensor((16, 4), "float32")):
+        with T.Kernel() as cid:
+            S = T.alloc_shared((4,), "float32")
+            T.fill(S, 2)
+            for i in T.Tiles([4], parallel=True):
+                S[i] = S[i] + T.Cast("float32", cid)
+            T.copy(S, Out[cid, 0:4])
+
+    kernel = compile_mesh_kernel(k, compile_flags=FLAGS)
+    out = torch.zeros(16, 4)
+    kernel(out)
+    np.testing.assert_array_equal(out.numpy(), 2 + np.arange(16)[:, None] + np.zeros(4))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["abssum", "absmax"])
+def test_an_absolute_reduction_without_clear_folds_the_outputs_absolute_value(kind):
+    """T.reduce_abssum takes SUNMMIO's clear= (stock TileLang's has none: a TypeError),
+    and with clear=False on SUNMMIO scopes folds |out| as the upstream's lowering does:
+    |out| + sum |x|, max(|out|, max |x|) (stock TileLang would fold out itself)."""
+    tm.enable(mesh=(2, 2))
+    op = getattr(T, f"reduce_{kind}")
+
+    @T.prim_func
+    def k(X: T.MeshTensor((4, 3), T.placement.replicated(), "float32"),
+          Y: T.MeshTensor((4,), T.placement.replicated(), "float32")):
+        with T.Kernel():
+            S = T.alloc_shared((4, 3), "float32", scope="shared.rsram")
+            R = T.alloc_shared((4,), "float32", scope="shared.rsram")
+            T.copy(X, S)
+            T.copy(Y, R)
+            op(S, R, dim=1, clear=False)
+            T.copy(R, Y)
+
+    kernel = compile_mesh_kernel(k, compile_flags=FLAGS)
+    x = np.array([[1, -2, 3], [0, 0, 0], [-1, -1, -1], [2, 2, -2]], np.float32)
+    y = np.array([-5, -1, 2, 0], np.float32)
+    out = torch.from_numpy(y.copy())
+    kernel(torch.from_numpy(x), out)
+    fold = np.abs(x).sum(1) + np.abs(y) if kind == "abssum" else np.maximum(
+        np.abs(x).max(1), np.abs(y))
+    np.testing.assert_array_equal(out.numpy(), fold)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dt", ["float32", "bfloat16"])
+def test_an_absolute_fold_reaches_every_index_of_a_2d_output(dt):
+    """(In bfloat16 the fold is a select: TileLang's C back end has no fabs for it.)"""
+    tm.enable(mesh=(2, 2))
+
+    @T.prim_func
+    def k(X: T.MeshTensor((2, 4, 3), T.placement.replicated(), dt),
+          Y: T.MeshTensor((2, 3), T.placement.replicated(), dt)):
+        with T.Kernel():
+            S = T.alloc_shared((2, 4, 3), dt, scope="shared.rsram")
+            R = T.alloc_shared((2, 3), dt, scope="shared.rsram")
+            T.copy(X, S)
+            T.copy(Y, R)
+            T.reduce_abssum(S, R, dim=1, clear=False)
+            T.copy(R, Y)
+
+    kernel = compile_mesh_kernel(k, compile_flags=FLAGS)
+    rng = np.random.default_rng(1)
+    x, y = _ints(rng, (2, 4, 3)), _ints(rng, (2, 3))
+    out = torch.from_numpy(y.copy()).to(getattr(torch, dt))
+    kernel(torch.from_numpy(x).to(getattr(torch, dt)), out)
+    np.testing.assert_array_equal(out.float().numpy(), np.abs(x).sum(1) + np.abs(y))
+
+
+def _dynamic_gather_sum(scale):
+    """Each core all_gathers (along its mesh row) tile after tile of its shard of A,
+    whose rows are ``m * scale`` (``scale`` None: ``m``), in a loop bounded by the
+    symbolic shard size, and stores each gathered tile into its shard of C."""
+    tm.enable(mesh=(2, 2))
+    m = T.dynamic("m")
+    rows = m if scale is None else m * scale
+    pol = T.MeshShardingPolicy(y=0)
+
+    @T.prim_func
+    def k(A: T.MeshTensor((rows, 8), pol, "float32"),
+          C: T.MeshTensor((rows, 16), pol, "float32")):
+        with T.Kernel() as cid:
+            n, _ = A.local_shape
+            G = T.alloc_shared((4, 16), "float32")
+            for t in T.serial(T.ceildiv(n, 4)):
+                T.comm.all_gather(A[t * 4:(t + 1) * 4, 0:8], G, direction="h", axis=-1)
+                T.copy(G, C[t * 4:(t + 1) * 4, 0:16])
+
+    return k
+
+
+def _gathered(a):
+    """C of _dynamic_gather_sum: each row holds A's row twice side by side (both cores
+    of a mesh row hold the same rows of A: it is replicated over the columns)."""
+    return np.concatenate([a, a], axis=1)
+
+
+def test_a_mesh_tensor_dim_may_be_a_multiple_of_a_size():
+    """T.MeshTensor((m * 2, 8)): refused before ("an expression of sizes cannot be read
+    back"); its record keeps the form, which a call reads m back from."""
+    k = _dynamic_gather_sum(2)
+    rec = mesh_params(k)[0]
+    assert rec.global_shape == ("m*2+0", 8) and rec.symbols == ("m",)
+    from meshtensor.tilelang.ir.mesh_param import bind_symbols
+    assert bind_symbols([(0, rec, False)], [torch.zeros(12, 8)], ["m"])[1] == [6]
+    with pytest.raises(ValueError, match=r"dim 0 is m\*2\+0, which no size 'm' makes 13"):
+        bind_symbols([(0, rec, False)], [torch.zeros(13, 8)], ["m"])
+    with pytest.raises(ValueError, match="must be a non-negative int, a symbolic size"):
+        tm.enable(mesh=(2, 2))
+        m = T.dynamic("m")
+        T.MeshTensor((m * m, 8), T.MeshShardingPolicy(y=0), "float32")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scale", [None, 2])
+def test_comm_ops_in_loops_over_a_symbolic_shard_run_per_call(scale):
+    """The all_gather reads A in a loop bounded by the symbolic shard size: refused at
+    compile time before ("a symbolic range ... bind the shapes first"). Each call now
+    compiles the kernel for its sizes, once per size, and a size whose last tile runs
+    past the shard is refused at that call."""
+    from meshtensor.tilelang import SizedMeshKernel
+    kernel = compile_mesh_kernel(_dynamic_gather_sum(scale), compile_flags=FLAGS)
+    assert isinstance(kernel, SizedMeshKernel)
+    rng = np.random.default_rng(4)
+    for rows in (16, 8, 16):
+        a = _ints(rng, (rows, 8))
+        c = torch.zeros(rows, 16)
+        kernel(torch.from_numpy(a), c)
+        np.testing.assert_array_equal(c.numpy(), _gathered(a))
+    assert len(kernel.kernels) == 2
+    with pytest.raises(ValueError, match="outside its shard of shape"):
+        kernel(torch.zeros(12, 8), torch.zeros(12, 16))

@@ -32,7 +32,8 @@ from .analysis.timeline import save_gantt_png, trace_events, write_trace
 from .analysis.traffic import (AnalyzeMeshCommunication, CommReport, Superstep,
                                analyze_mesh_communication)
 from .analysis.verify import MeshCopyIssue, VerifyMeshTensors, verify_mesh_tensors
-from .engine import MeshKernel, compile_mesh_kernel, guard_stock_compile, mesh_pipeline
+from .engine import (MeshKernel, SizedMeshKernel, compile_mesh_kernel, guard_stock_compile,
+                     mesh_pipeline)
 from .ir.comm_op import COMM_OPS, CommOp, find_comm_ops
 from .ir.metadata import ATTR_KEY, MeshTensorEntry, read_mesh_tensor_info
 from .ir.scope import CopyCall, CopyRegion, find_copies
@@ -56,7 +57,8 @@ __all__ = ["mesh_tensor_functions", "get_target_mesh_shape", "read_mesh_tensor_i
            "MeshTensorEntry", "ATTR_KEY", "find_copies", "CopyCall", "CopyRegion",
            "mesh_comm", "MeshComm", "CommOp", "find_comm_ops", "comm_flows", "COMM_OPS",
            "LowerMeshComm", "lower_mesh_comm", "check_collective_rule",
-           "compile_mesh_kernel", "MeshKernel", "VerifyMeshTensors", "verify_mesh_tensors",
+           "compile_mesh_kernel", "MeshKernel", "SizedMeshKernel", "VerifyMeshTensors",
+           "verify_mesh_tensors",
            "MeshCopyIssue", "AnalyzeMeshCommunication", "analyze_mesh_communication",
            "CommReport", "Superstep", "quiet_tilelang", "SpmdizeMeshCopies", "spmdize",
            "plan_mesh_copies", "CopyPlan", "count_mesh_kernel", "estimate_mesh_kernel",

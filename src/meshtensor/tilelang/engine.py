@@ -24,7 +24,7 @@ from .c_header import header_flags
 from .ir.comm_op import find_comm_ops
 from .ir.launch import Launch
 from .ir.memory import Memory
-from .ir.mesh_param import bind_symbols
+from .ir.mesh_param import bind_symbols, mesh_params
 from .ir.scope import find_calls
 from .logs import quiet_tilelang
 from ..text import fitted
@@ -34,14 +34,14 @@ from .transform.narrow_float import FORMATS, legalize_narrow_floats, narrow_dtyp
 from .transform.select_min_max import select_min_max
 from .transform.c_math import c_math_calls
 from .transform.shared_scope import one_dynamic_shared
-from .transform.tilelang_mesh import SIZE_PARAMS, prepare_tilelang_mesh
+from .transform.tilelang_mesh import SIZE_PARAMS, prepare_tilelang_mesh, specialize_sizes
 from .transform.protect_indices import protect_folded_indices
 from .transform.race_check import HEADER, RaceShadow, add_shadow_param
 from .transform.spmdize import SPMDIZED_ATTR
 from .transform.wrap_casts import wrap_narrowing_casts
 
-__all__ = ["CPU_FLAGS", "MeshKernel", "Build", "Stage", "mesh_pipeline", "compile_mesh_kernel",
-           "guard_stock_compile"]
+__all__ = ["CPU_FLAGS", "MeshKernel", "SizedMeshKernel", "Build", "Stage", "mesh_pipeline",
+           "compile_mesh_kernel", "guard_stock_compile"]
 
 # gcc's -O3 loop vectoriser (dynamic cost model) turns the GEMM micro-kernel's k loop
 # into slow gathers for power-of-two tiles (1.8 vs 45 GFLOP/s at 512^3, measured here);
@@ -290,7 +290,13 @@ def compile_mesh_kernel(func: tirx.PrimFunc, target: str = "c", *, check_races: 
     try:
         if has_dist_ops(func):  # a T.dist kernel: every rank (runtime.dist_kernel)
             return _compile_dist(func, target, config, kw)
-        return _compile_mesh_kernel(func, target, config, kw)
+        try:
+            return _compile_mesh_kernel(func, target, config, dict(kw))
+        except ValueError as e:
+            if not (_symbols(func) and find_comm_ops(func) and "symbolic" in str(e)):
+                raise
+            # comm ops in loops bounded by symbolic sizes: compiled per call's sizes
+            return SizedMeshKernel(func, target, config, kw)
     except (ValueError, TypeError) as e:
         if func.attrs is None or SPMDIZED_ATTR not in func.attrs:
             raise fitted(e)  # (a refusal in 80 columns)
@@ -298,6 +304,55 @@ def compile_mesh_kernel(func: tirx.PrimFunc, target: str = "c", *, check_races: 
         raise ValueError(f"compile_mesh_kernel refuses a kernel that spmdize wrote, which "
                          f"is a bug in spmdize, not in your kernel (please report it with "
                          f"the global-view kernel): {e}") from None
+
+
+def _symbols(func: tirx.PrimFunc) -> tuple[str, ...]:
+    """The names of the symbolic sizes of ``func``'s ``T.MeshTensor`` shapes, sorted."""
+    return tuple(sorted({s for p in mesh_params(func).values() for s in p.symbols}))
+
+
+class SizedMeshKernel:
+    """A mesh kernel whose comm ops run in loops (or read regions) bounded by symbolic
+    sizes (``T.dynamic``): which cores join each op, and whether each region it reads
+    lies in its shard, depend on the sizes. Each call reads the sizes from its global
+    tensors, compiles the kernel for them (:func:`specialize_sizes`, then every check
+    of :func:`compile_mesh_kernel`: a size that makes it wrong is refused then) once per
+    distinct set of sizes, and runs it. ``kernels``: the compiled ones, by sizes.
+
+    Example::
+
+        kernel = compile_mesh_kernel(dynamic_gemm)   # comm ops over T.dynamic("m") rows
+        kernel(a, b, c)                              # compiled for a's m, then run
+    """
+
+    def __init__(self, func: tirx.PrimFunc, target: str, config: MeshPassConfig,
+                 kw: dict) -> None:
+        self.prim_func = func
+        self.target, self.config, self.kw = target, config, dict(kw)
+        self.names = _symbols(func)
+        self.kernels: dict[tuple[int, ...], MeshKernel] = {}
+
+    def sizes(self, args: tuple) -> dict[str, int]:
+        """The symbolic sizes the global tensors ``args`` give (``ValueError`` where
+        two tensors disagree, as for :class:`MeshKernel`)."""
+        params = mesh_params(self.prim_func)
+        _, values = bind_symbols([(i, p, False) for i, p in params.items()], args,
+                                 self.names)
+        return dict(zip(self.names, values))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        n = len(self.prim_func.params)
+        if len(args) != n or kwargs:
+            raise ValueError(f"MeshKernel: the kernel takes {n} positional arguments (global "
+                             f"tensors for its T.MeshTensor parameters), got {len(args)}")
+        sizes = self.sizes(args)
+        key = tuple(sizes[k] for k in self.names)
+        kernel = self.kernels.get(key)
+        if kernel is None:
+            func = specialize_sizes(self.prim_func, sizes)
+            kernel = compile_mesh_kernel(func, self.target, config=self.config, **self.kw)
+            self.kernels[key] = kernel
+        return kernel(*args)
 
 
 def _compile_dist(func: tirx.PrimFunc, target: str, config: MeshPassConfig, kw: dict) -> Any:

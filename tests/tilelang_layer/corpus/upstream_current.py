@@ -1249,9 +1249,8 @@ def _elementwise_add_dynamic_prim_func(block_M, block_N, in_dtype, out_dtype):
 
 # ---- examples/sunmmio/gemm/dynamic_b16_gemm.py
 # @ 49f101be5a682448f266a43cddcb676dd1611128 ::matmul_persistent_dynamic
-# (not a corpus case yet: its all_gather reads a T.MeshTensor slice in loops whose
-# bounds are the symbolic shard size, which PrepareTilelangMesh must bound at compile
-# time; see docs/tilelang_mesh.md, "The corpus")
+# (its all_gather reads a T.MeshTensor slice in loops whose bounds are the symbolic
+# shard size: compiled for each call's sizes, SizedMeshKernel)
 def matmul_persistent_dynamic(K, block_M, block_N, block_K, dtype=T.bfloat16, accum_dtype=T.float32):
     M = T.dynamic("m")
     N = T.dynamic("n")

@@ -21,6 +21,7 @@ coming out, and the copies of a replicated tensor must agree coming out.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
@@ -49,8 +50,9 @@ class MeshParam:
     """
 
     name: str
-    #: ints, or names of the kernel's symbolic sizes (``T.dynamic``): such a record is
-    #: bound to the caller's sizes (:meth:`bind`) when it runs
+    #: ints, or the kernel's symbolic sizes (``T.dynamic``): a name, or ``"m*4+0"`` for
+    #: ``a * m + b`` (:func:`affine_dim`): such a record is bound to the caller's sizes
+    #: (:meth:`bind`) when it runs
     global_shape: tuple[int | str, ...]
     sharding: Sharding
     dtype: str
@@ -77,7 +79,7 @@ class MeshParam:
     @property
     def symbols(self) -> tuple[str, ...]:
         """The names of the symbolic sizes in :attr:`global_shape`, in dim order."""
-        return tuple(d for d in self.global_shape if isinstance(d, str))
+        return tuple(affine_dim(d)[0] for d in self.global_shape if isinstance(d, str))
 
     def bind(self, sizes: Mapping[str, int]) -> "MeshParam":
         """This record for the caller's sizes (``{name: int}`` for every symbol): the
@@ -92,7 +94,7 @@ class MeshParam:
         """
         if not self.symbols:
             return self
-        shape = tuple(int(sizes[d]) if isinstance(d, str) else int(d)
+        shape = tuple(_value(d, sizes) if isinstance(d, str) else int(d)
                       for d in self.global_shape)
         axes = [list(a) for a in self.sharding.spec()]
         axes += [[] for _ in range(len(shape) - len(axes))]
@@ -258,6 +260,24 @@ def split_sharding(mesh: Mesh, shape: Sequence[int], split_axes: Sequence[Sequen
     return Sharding(mesh, axes, sharded_dims_offsets=offsets)
 
 
+def affine_dim(text: str) -> tuple[str, int, int]:
+    """A symbolic dim of a record, ``(size, a, b)``: the dim is ``a * size + b`` (``"m"``
+    is ``("m", 1, 0)``; ``"m*4+0"`` is ``("m", 4, 0)``: the upstream's ``m * nrows``).
+
+    >>> affine_dim("m"), affine_dim("k*4+0"), affine_dim("n*2-1")
+    (('m', 1, 0), ('k', 4, 0), ('n', 2, -1))
+    """
+    m = re.fullmatch(r"(\w+)(?:\*(\d+)([+-]\d+))?", text)
+    if m is None:
+        raise ValueError(f"MeshParam: dim {text!r} is not a size nor a * size + b")
+    return m.group(1), int(m.group(2) or 1), int(m.group(3) or 0)
+
+
+def _value(text: str, sizes: Mapping[str, int]) -> int:
+    name, a, b = affine_dim(text)
+    return a * int(sizes[name]) + b
+
+
 def _dim(v: Any) -> int | str:
     return v if isinstance(v, str) else int(v)
 
@@ -297,13 +317,19 @@ def bind_symbols(mesh_tensors: Sequence[tuple[int, "MeshParam", bool]], args: Se
             raise ValueError(f"{what}: expected a global tensor of {len(p.global_shape)} "
                              f"dims {tuple(p.global_shape)}, got "
                              f"{type(t).__name__ if shape is None else tuple(shape)}")
-        for d, name in enumerate(p.global_shape):
-            if not isinstance(name, str):
+        for d, text in enumerate(p.global_shape):
+            if not isinstance(text, str):
                 continue
+            name, a, b = affine_dim(text)
             n = int(shape[d])
+            if (n - b) % a or n < b:
+                raise ValueError(f"{what}: its dim {d} is {text}, which no size {name!r} "
+                                 f"makes {n} (a multiple of {a}, plus {b}, is needed)")
+            n = (n - b) // a
             seen = sizes.setdefault(name, (n, f"{what} dim {d}"))
             if seen[0] != n:
-                raise ValueError(f"{what}: its dim {d} is the size {name!r}, which is "
+                form = "" if text == name else f" in {text}"
+                raise ValueError(f"{what}: its dim {d} is the size {name!r}{form}, which is "
                                  f"{seen[0]} in {seen[1]} but {n} here")
     if not sizes:
         return tuple(mesh_tensors), []

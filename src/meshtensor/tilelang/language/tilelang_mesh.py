@@ -265,10 +265,9 @@ class MeshTensorType:
 
     def param(self, name: str) -> MeshParam:
         axes = self.placement.split_axes(len(self.global_shape))
-        if any(isinstance(d, tirx.Var) for d in self.global_shape):
+        if any(static_int(d) is None for d in self.global_shape):
             # placed when the kernel runs (MeshParam.bind, from the caller's tensors)
-            return MeshParam(name, tuple(d.name if isinstance(d, tirx.Var) else int(d)
-                                         for d in self.global_shape),
+            return MeshParam(name, tuple(_dim_text(d) for d in self.global_shape),
                              Sharding(self.mesh, axes), self.dtype, self.layout, self.policy,
                              tuple(static_int(d) if static_int(d) is not None else str(d)
                                    for d in self.local_shape), self.rank_placement,
@@ -459,19 +458,51 @@ def _hierarchical(shape: Sequence[Any], layout: Any, rank_placement: Any, hdims:
     return hier
 
 
-def _mesh_dim(n: Any, dims: Sequence[Any]) -> int | tirx.Var:
-    """A dim of a ``T.MeshTensor``: a non-negative int, or a symbolic size (a
-    ``T.dynamic`` variable) the kernel binds from the caller's tensor when it runs."""
+def _affine(n: Any) -> tuple[tirx.Var, int, int] | None:
+    """``(v, a, b)`` when ``n`` is ``a * v + b`` of one integer symbolic size ``v`` with
+    ``a >= 1`` (the upstream's ``m * nrows``), else ``None``."""
+    if not isinstance(n, tirx.PrimExpr):
+        return None
+    free: list = []
+    tirx.stmt_functor.post_order_visit(
+        tirx.Evaluate(n), lambda x: free.append(x) if isinstance(x, tirx.Var) else None)
+    names = {v.name for v in free}
+    if len(names) != 1 or not str(free[0].dtype).startswith("int"):
+        return None
+    coef = arith.detect_linear_equation(n, [free[0]])
+    if len(coef) != 2 or static_int(coef[0]) is None or static_int(coef[1]) is None:
+        return None
+    a, b = static_int(coef[0]), static_int(coef[1])
+    return (free[0], a, b) if a >= 1 else None
+
+
+def _dim_text(d: Any) -> int | str:
+    """A dim of a ``T.MeshTensor`` in its record: an int, a size's name, or ``a * size
+    + b`` as ``"m*4+0"``."""
+    if static_int(d) is not None:
+        return int(static_int(d))
+    if isinstance(d, tirx.Var):
+        return d.name
+    v, a, b = _affine(d)  # type: ignore[misc]
+    return f"{v.name}*{a}{b:+d}"
+
+
+def _mesh_dim(n: Any, dims: Sequence[Any]) -> Any:
+    """A dim of a ``T.MeshTensor``: a non-negative int, a symbolic size (a
+    ``T.dynamic`` variable) the kernel binds from the caller's tensor when it runs, or
+    ``a * size + b`` of one (the size is then read back from the caller's dim)."""
     s = static_int(n)
     if s is not None and not isinstance(n, bool) and s >= 0:
         return s
     if isinstance(n, tirx.Var) and str(n.dtype).startswith("int"):
         return n
+    if _affine(n) is not None:
+        return n
     raise ValueError(f"T.MeshTensor: shape {tuple(str(d) for d in dims)}: dim {n} must be a "
-                     f"non-negative int or a symbolic size itself (T.dynamic('m')), which "
-                     f"the kernel reads from the caller's tensor; an expression of sizes "
-                     f"({n}) cannot be read back from a tensor's shape: name the size it "
-                     f"is and pass that")
+                     f"non-negative int, a symbolic size (T.dynamic('m')) or a * m + b of "
+                     f"one, which the kernel reads back from the caller's tensor; {n} "
+                     f"cannot be read back from a tensor's shape: name the size it is and "
+                     f"pass that")
 
 
 def _building_params() -> dict:
@@ -1127,6 +1158,16 @@ def _gemm_wrapper(stock: Any) -> Any:
     return gemm
 
 
+def _same_shape(a: Sequence[Any], b: Sequence[Any]) -> bool:
+    """Whether two region shapes are equal: their extents may be expressions (a tail
+    region's ``T.min(block, total - start)``), built as separate objects, so they are
+    compared as values, not as Python objects."""
+    if len(a) != len(b):
+        return False
+    ana = arith.Analyzer()
+    return all(ana.can_prove_equal(x, y) for x, y in zip(a, b))
+
+
 def _reduce_wrapper(stock: Any) -> Any:
     def reduce(buffer: Any, out: Any, reduce_type: str, dim: int, clear: bool,
                batch: int = 1, annotations: Any = None) -> Any:
@@ -1150,10 +1191,14 @@ def _reduce_wrapper(stock: Any) -> Any:
         out_shape = list(retrieve_shape(out))
         d = dim + len(shape) if dim < 0 else dim
         want = [shape[:d] + shape[d + 1:], shape[:d] + [1] + shape[d + 1:]]
-        if out_shape not in want:
+        if not any(_same_shape(out_shape, w) for w in want):
             raise ValueError(f"Invalid reduce output shape, buffer shape is {shape}, dim is "
                              f"{dim}, output shape is {out_shape}, expected shapes are "
                              f"{want[0]} or {want[1]}")
+        if not clear and reduce_type in ("abssum", "absmax"):
+            # SUNMMIO's lowering folds |out|, not out: |out| + sum|x|, max(|out|, |x|)
+            reg = to_buffer_region(out)
+            _absolute(reg.buffer, [r.min for r in reg.region], [r.extent for r in reg.region])
         copy = getattr(T.copy, "_meshtensor", T.copy)
         if str(src_b.dtype) != str(out_b.dtype) or not _whole(buffer):
             # TileLang's CPU lowering reads the whole source buffer: a region, or an
@@ -1194,13 +1239,51 @@ _ORDER_REDUCTIONS = ("max", "min", "absmax")
 
 
 def _whole(x: Any) -> bool:
-    """``x`` is a buffer, or a region covering all of its buffer."""
+    """``x`` is a buffer, a region covering all of its buffer, or a region of
+    extents known only when it runs (a tail's ``T.min(...)``: a buffer of that shape
+    cannot be allocated, and TileLang's lowering reads such a region as given)."""
     if isinstance(x, tirx.Buffer):
         return True
     if isinstance(x, tirx.BufferRegion):
+        if any(static_int(r.extent) is None for r in x.region):
+            return True
         return all(static_int(r.min) == 0 and static_int(r.extent) == static_int(n)
                    for r, n in zip(x.region, x.buffer.shape))
     return False
+
+
+def _shifted(mins: Sequence[Any], idx: Any) -> tuple:
+    idx = [idx] if isinstance(idx, tirx.PrimExpr) else list(idx)
+    return tuple(m + v for m, v in zip(mins, idx))
+
+
+@T.macro
+def _absolute(buf: Any, mins: Any, extents: Any) -> None:
+    """``buf``'s region at ``mins`` of ``extents`` replaced by its absolute value."""
+    for idx in T.grid(*extents):
+        # (a select: TileLang's C back end has no fabs of a narrow float; 0 - x makes
+        # either zero +0, as fabs does)
+        buf[_shifted(mins, idx)] = T.if_then_else(
+            buf[_shifted(mins, idx)] <= 0, T.Cast(buf.dtype, 0) - buf[_shifted(mins, idx)],
+            buf[_shifted(mins, idx)])
+
+
+def _abssum_wrapper(stock: Any) -> Any:
+    def reduce_abssum(buffer: Any, out: Any, dim: int = -1, clear: bool = True,
+                      batch: int = 1, annotations: Any = None) -> None:
+        """TileLang's ``T.reduce_abssum``, with SUNMMIO's ``clear`` (``False``: add to
+        what ``out`` holds; on SUNMMIO scopes its absolute value, as the chip's
+        lowering folds it)."""
+        from tilelang.language import reduce_op
+        from tilelang.utils.language import retrieve_shape
+
+        d = dim + len(retrieve_shape(buffer)) if dim < 0 else dim
+        reduce_op.reduce(buffer, out, "abssum", d, clear, batch=batch,
+                         annotations=annotations)
+
+    reduce_abssum.__doc__ = (reduce_abssum.__doc__ or "") + "\n\n" + (stock.__doc__ or "")
+    reduce_abssum._meshtensor = stock  # type: ignore[attr-defined]
+    return reduce_abssum
 
 
 def Tiles(domain: Any, parallel: bool = False, *_: Any, **__: Any) -> Any:  # noqa: N802
@@ -1349,6 +1432,8 @@ def enable(mesh: Any = (4, 4), compat: str | None = None) -> Mesh:
     import tilelang.language.reduce_op as reduce_op
     if not hasattr(reduce_op.reduce, "_meshtensor"):
         reduce_op.reduce = _reduce_wrapper(reduce_op.reduce)
+    if not hasattr(T.reduce_abssum, "_meshtensor"):
+        T.reduce_abssum = _abssum_wrapper(T.reduce_abssum)
     _install_builder_hooks()
     import tilelang.carver.arch.driver as driver
     import tilelang.layout as layout

@@ -202,6 +202,16 @@ def exact_float_constants(stmt: tirx.Stmt) -> tirx.Stmt:
 
 
 # -- the conversions, as TIR expressions ------------------------------------------------
+def _bound(x: tirx.PrimExpr, body: Any) -> tirx.PrimExpr:
+    """``body(v)`` with ``v`` a fresh variable let-bound to ``x``. A conversion
+    reinterprets its operand's bits, and TVM's C code generator names a reinterpreted
+    expression by its text, then reuses that name for the same text later in the
+    kernel: a load of ``A[i]`` reinterpreted after a store to ``A[i]`` read the value
+    from before the store. A variable is its own name."""
+    v = tirx.Var("nf", x.dtype)
+    return tirx.Let(v, x, body(v))
+
+
 def decode(code: tirx.PrimExpr, fmt: NarrowFloat) -> tirx.PrimExpr:
     """The ``float32`` value of ``code`` (the format's bits in its storage dtype): exact.
 
@@ -209,6 +219,8 @@ def decode(code: tirx.PrimExpr, fmt: NarrowFloat) -> tirx.PrimExpr:
     >>> str(decode(tirx.Var("c", "uint16"), FORMATS["bfloat16"]))
     'T.reinterpret("float32", T.shift_left(T.Cast("uint32", c), T.uint32(16)))'
     """
+    if not isinstance(code, (tirx.Var, tirx.IntImm)):
+        return _bound(code, lambda v: decode(v, fmt))
     n = _lanes(code.dtype)
     u32, f32 = _vec("uint32", n), _vec("float32", n)
     c = tirx.Cast(u32, code)
@@ -249,6 +261,8 @@ def encode(x: tirx.PrimExpr, fmt: NarrowFloat) -> tirx.PrimExpr:
         # a constant's code, known now: the C code cannot take the address of a constant
         # (``*(uint32_t *)&INFINITY`` does not compile)
         return _c(encode_const(float(x.value), fmt), fmt.storage)
+    if not isinstance(x, tirx.Var):
+        return _bound(x, lambda v: encode(v, fmt))
     src = _scalar(x.dtype)
     if src not in ("float32", "float64"):
         raise AssertionError(f"encode from {src}")  # pragma: no cover (callers widen)

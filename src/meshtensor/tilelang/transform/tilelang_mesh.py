@@ -1,7 +1,9 @@
 """``PrepareTilelangMesh``: make a kernel written for Tilelang-Mesh (``T.MeshTensor``
 parameters, ``T.comm`` ops, SRAM scopes) a mesh kernel that ``LowerMeshComm`` and
 TileLang's C backend run exactly. ``compile_mesh_kernel`` applies it first; a kernel
-with neither ``T.MeshTensor`` parameters nor Tilelang-Mesh comm ops is unchanged.
+with neither ``T.MeshTensor`` parameters nor Tilelang-Mesh comm ops is unchanged (but
+for step 3 where a ``T.fill`` or a reduction reaches a ``shared`` buffer, which stock
+TileLang's C backend cannot lower).
 
 What it does, in order:
 
@@ -30,20 +32,20 @@ from typing import Any
 import numpy as np
 import tilelang.language as T
 from tilelang.language.utils import region as _tl_region
-from tvm import ir, tirx
+from tvm import arith, ir, tirx
 
 from ...mesh import Mesh
 from ..ir.comm_op import DISPLAY, CommOp, encode, find_comm_ops, is_comm_call
 from ..ir.evaluate import iteration_space, region_box
 from ..ir.expr import static_int
 from ..ir.launch import Launch, launch_grid, upstream_launch_guard
-from ..ir.mesh_param import MeshParam, mesh_params
+from ..ir.mesh_param import MeshParam, mesh_params, with_mesh_params
 from ..ir.names import DIST_RANK_ATTR
 from ..ir.scope import LOCAL_OPERANDS as _LOCAL_OPERANDS
 from ..ir.scope import find_calls, region_of
 from .narrow_float import exact_float_constants
 
-__all__ = ["PrepareTilelangMesh", "prepare_tilelang_mesh", "PreparedKernel",
+__all__ = ["PrepareTilelangMesh", "prepare_tilelang_mesh", "PreparedKernel", "specialize_sizes",
            "is_tilelang_mesh_kernel", "SIZE_PARAMS"]
 
 WHERE = "PrepareTilelangMesh"
@@ -638,7 +640,10 @@ def _gemm_operands(stmt: tirx.Stmt) -> tirx.Stmt:
 
 
 # -- 3. on-chip buffers in scopes the C backend takes ------------------------------------------
-def _core_private(stmt: tirx.Stmt) -> tirx.Stmt:
+def _private_targets(stmt: tirx.Stmt) -> set:
+    """The data vars of the on-chip buffers that a tile op which stock TileLang's C
+    backend lowers only on ``local`` buffers (``T.fill``/``T.clear``'s target, a
+    reduction's operands ...) reaches in another scope."""
     local: set = set()
     for f in find_calls(stmt, lambda c: getattr(c.op, "name", None) in _LOCAL_OPERANDS):
         for pos in _LOCAL_OPERANDS[f.call.op.name]:
@@ -646,6 +651,11 @@ def _core_private(stmt: tirx.Stmt) -> tirx.Stmt:
             if buf.scope().startswith("shared") or buf.scope() in ("local.fragment",
                                                                     "local.var"):
                 local.add(buf.data)
+    return local
+
+
+def _core_private(stmt: tirx.Stmt) -> tirx.Stmt:
+    local = _private_targets(stmt)
     allocs: list = []
 
     def visit(n: Any) -> None:
@@ -661,6 +671,18 @@ def _core_private(stmt: tirx.Stmt) -> tirx.Stmt:
             bmap[b.data] = tirx.decl_buffer(b.shape, str(b.dtype), str(b.name), scope=want,
                                             strides=b.strides or None)
     return _rebuffer(stmt, bmap, {})
+
+
+def _allocs_of(stmt: tirx.Stmt, datas: set) -> list:
+    """The buffers allocated in ``stmt`` whose data vars are in ``datas``."""
+    found: list = []
+
+    def visit(n: Any) -> None:
+        if isinstance(n, tirx.SBlock):
+            found.extend(b for b in n.alloc_buffers if b.data in datas)
+
+    tirx.stmt_functor.post_order_visit(stmt, visit)
+    return found
 
 
 def _zeroed(stmt: tirx.Stmt) -> tirx.Stmt:
@@ -749,6 +771,13 @@ def prepare_tilelang_mesh(func: tirx.PrimFunc) -> PreparedKernel:
     ops = find_comm_ops(func)
     if not params and not any(o.op in DISPLAY for o in ops):
         stock = _stock_gemms(func)
+        if any(b.scope().startswith("shared") for b in _allocs_of(stock.body, _private_targets(
+                stock.body))):
+            # a T.fill (or reduction) of a shared buffer, as SUNMMIO kernels launched by
+            # T.Kernel() without T.MeshTensor parameters write: stock TileLang's C backend
+            # cannot lower it (an InternalError); a block's on-chip memory is its own, so
+            # core-private memory means the same
+            stock = stock.with_body(_core_private(stock.body))
         return PreparedKernel(stock)
     meshes = {p.mesh for p in params.values()} | {o.mesh for o in ops}
     if len(meshes) != 1:
@@ -814,3 +843,52 @@ def PrepareTilelangMesh():  # noqa: N802 (TVM naming)
     return tirx.transform.prim_func_pass(transform, opt_level=0,
                                          name="meshtensor.PrepareTilelangMesh")
 
+
+
+def specialize_sizes(func: tirx.PrimFunc, sizes: dict[str, int]) -> tirx.PrimFunc:
+    """``func`` with its symbolic sizes (``T.dynamic`` variables of its ``T.MeshTensor``
+    shapes, by name) replaced by one call's values: the buffers' shapes, the loop
+    bounds and the parameters' records become static, so the passes that must know
+    every execution of a comm op (the region it reads, the cores it joins) see them.
+
+    >>> import tilelang.language as T
+    >>> @T.prim_func
+    ... def k():
+    ...     T.evaluate(0)
+    >>> specialize_sizes(k, {"m": 6}).same_as(k)   # no symbolic size: unchanged
+    True
+    """
+    found: dict = {}
+
+    def visit(n: Any) -> None:
+        if isinstance(n, tirx.Var) and n.name in sizes and str(n.dtype).startswith("int"):
+            found.setdefault(n, tirx.IntImm(str(n.dtype), int(sizes[n.name])))
+
+    bufs = [func.buffer_map[v] for v in func.params if v in func.buffer_map]
+    allocs: list = []
+    tirx.stmt_functor.post_order_visit(
+        func.body, lambda n: allocs.extend(n.alloc_buffers) if isinstance(n, tirx.SBlock)
+        else visit(n))
+    for b in bufs + allocs:
+        for d in b.shape:
+            tirx.stmt_functor.post_order_visit(tirx.Evaluate(d), visit)
+    if not found:
+        return func
+    ana = arith.Analyzer()
+
+    def static(e: Any) -> Any:
+        return ana.simplify(tirx.stmt_functor.substitute(e, found))
+
+    bmap = {}
+    for b in bufs + allocs:
+        shape = [static(d) for d in b.shape]
+        if any(not s.same_as(d) for s, d in zip(shape, b.shape)):
+            bmap[b.data] = tirx.decl_buffer(shape, str(b.dtype), str(b.name),
+                                            scope=b.scope(), strides=b.strides or None)
+    body = _rebuffer(tirx.stmt_functor.substitute(func.body, found), bmap, {})
+    new_map = {v: bmap.get(b.data, b) for v, b in func.buffer_map.items()}
+    out = tirx.PrimFunc(func.params, body, func.ret_type, new_map, func.attrs)
+    params = mesh_params(func)
+    return with_mesh_params(out, {i: p.bind({k: int(v) for k, v in sizes.items()
+                                             if k in p.symbols})
+                                  for i, p in params.items()})
