@@ -2388,7 +2388,8 @@ ISS = ("3cb87329", "transform/test_infer_sram_scope")
 VTV = ("4e815297", "transform/test_tilelang_transform_validate_tile_view_regions")
 S64 = {"A": (64, 64), "B": (64, 64), "C": (64, 64)}
 NOT_CLEARED = "T.gemm accumulates into C_shared, which nothing writes first"
-NOTHING_SENT = "its comm op sends an on-chip buffer that nothing writes (the test checks the regions)"
+NOTHING_SENT = ("its comm op sends an on-chip buffer that nothing writes (the test checks "
+                "the regions)")
 
 CASES += [
     _t28("upstream_language_mesh_tensor_shape_api_in_kernel", "1f6a0068",

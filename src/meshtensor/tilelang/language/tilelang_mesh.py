@@ -27,6 +27,9 @@ Where SUNMMIO's current TileLang and the older fork differ, the current one appl
 ``enable(..., compat="2025")`` gives the older fork's rules: uneven ``T.MeshTensor``
 sizes in ceil blocks (instead of the balanced split), and comm operands by its compact
 shape rule (same rank, extents equal or 1) instead of the current region rules.
+As in SUNMMIO's current frontend, kernel code cannot read ``A.shape`` of a
+``T.MeshTensor`` parameter ("ambiguous"); ``enable(..., legacy_shape=True)`` (implied by
+``compat="2025"``) gives the older reading, the core's slot shape.
 
 Mesh axes are named ``row`` (axis 0) and ``col`` (axis 1): the fork's ``y`` splits
 over rows, its ``x`` over columns.
@@ -1294,8 +1297,8 @@ def enable(mesh: Any = (4, 4), compat: str | None = None, *,
     Kernel code reading ``A.shape`` of a ``T.MeshTensor`` parameter gets SUNMMIO's
     ``AttributeError`` ("ambiguous": use ``A.global_shape`` or ``A.local_shape``);
     ``legacy_shape=True`` (implied by ``compat="2025"``) gives the older reading, the
-    core's slot shape. Idempotent; a name TileLang already has is left alone. Returns the mesh (axes
-    ``row``, ``col``).
+    core's slot shape. Idempotent; a name TileLang already has is left alone.
+    Returns the mesh (axes ``row``, ``col``).
 
     >>> enable(mesh=(2, 4))
     Mesh({'row': 2, 'col': 4})
