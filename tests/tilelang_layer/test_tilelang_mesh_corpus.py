@@ -2527,6 +2527,16 @@ CASES += [
                                                 T.bfloat16, T.float32),
          shapes={"A": (200, 136), "B": (200, 136), "C": (200, 136)}, check=check_sum,
          legacy_shape=True),
+] + [
+    _t28(f"upstream_layout_transform_padded_rsram_copy_{r}x{c}", *LT, "padded_rsram_copy_kernel",
+         lambda m, r=r, c=c: m.padded_rsram_copy_kernel(r, c)["main"],
+         shapes={"A": (r, c), "B": (r, c)},
+         refused=rf"T.copy\(A -> X\): X is laid out padded row-major \(40 columns at a pitch "
+                 rf"of 64\).*at most 32, here {r}",
+         why=f"{r} rows of 40 float16 columns, padded to 64 in RSRAM: SUNMMIO's pad/unpad "
+             f"layout transform moves at most 32 rows, and its compiler refuses the copy "
+             f"(the chip cannot run it as written)")
+    for r, c in ((40, 40), (33, 40))
 ]
 
 

@@ -168,11 +168,14 @@ class ForkLayout:
     axes: tuple | None = None
     block_shape: tuple | None = None
     cluster_shape: tuple | None = None
+    #: ``aligned_row_major``: the row pitch in elements (the last dim rounded up to the
+    #: alignment)
+    pitch: int | None = None
 
     def __str__(self) -> str:
         parts = [f"shape={self.shape}"]
         for k, v in (("axes", self.axes), ("block", self.block_shape),
-                     ("cluster", self.cluster_shape)):
+                     ("cluster", self.cluster_shape), ("pitch", self.pitch)):
             if v is not None:
                 parts.append(f"{k}={v}")
         return f"{self.kind}({', '.join(parts)})"
@@ -200,10 +203,26 @@ def _row_major(shape_or_buffer: Any, *_: Any, **__: Any) -> ForkLayout:
     return ForkLayout("row_major", _shape_of(shape_or_buffer))
 
 
+def _aligned_row_major(shape_or_buffer: Any, dtype: Any = "float16", align_bytes: int = 64,
+                       *_: Any, **__: Any) -> ForkLayout:
+    """SUNMMIO's ``make_aligned_row_major``: row-major, each row padded to a multiple of
+    ``align_bytes`` (RSRAM's alignment), recorded with its row pitch.
+
+    >>> str(_aligned_row_major((2, 40), "float16", 64))
+    'aligned_row_major(shape=(2, 40), pitch=64)'
+    """
+    import tvm
+    shape = _shape_of(shape_or_buffer)
+    per = max(1, int(align_bytes) * 8 // tvm.runtime.DataType(str(dtype)).bits)
+    last = shape[-1] if isinstance(shape[-1], int) else None
+    pitch = None if last is None else -(-last // per) * per
+    return ForkLayout("aligned_row_major", shape, pitch=pitch)
+
+
 LAYOUT_MAKERS = {f"make_{k}_layout": _layout_maker(k)
                  for k in ("zz", "zn", "zzz", "nzz", "mxzz", "mxznn", "mx_row_major")}
 LAYOUT_MAKERS["make_row_major"] = _row_major
-LAYOUT_MAKERS["make_aligned_row_major"] = _row_major
+LAYOUT_MAKERS["make_aligned_row_major"] = _aligned_row_major
 LAYOUT_MAKERS["make_hierarchical_layout"] = make_hierarchical_layout
 LAYOUT_MAKERS["make_blockwise_zz_layout"] = make_blockwise_zz_layout
 
