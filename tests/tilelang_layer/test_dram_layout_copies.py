@@ -60,3 +60,38 @@ def test_a_zn_dram_layout_into_wsram_is_refused(scope, gemm):
 ])
 def test_other_copies_from_a_blocked_dram_layout_run(layout, scope, gemm):
     prepare_tilelang_mesh(_kernel(layout, scope, gemm))  # the A_s (ASRAM) copy too
+
+
+def _padded_kernel(rows: int, cols: int, dram_padded: bool = False):
+    from tilelang.layout import make_aligned_row_major, make_row_major
+    policy = T.MeshShardingPolicy(replicate=T.MeshReplicationType.ALL)
+    dram = (make_aligned_row_major((rows, cols), "float16", 64) if dram_padded
+            else make_row_major((rows, cols)))
+    A_t = T.MeshTensor((rows, cols), policy, (2, 2), "float16", layout=dram)
+
+    @T.prim_func
+    def k(A: A_t, B: A_t):
+        with T.Kernel(1) as bx:
+            X = T.alloc_shared((rows, cols), "float16", scope="shared.rsram")
+            T.annotate_layout({X: make_aligned_row_major((rows, cols), "float16", 64)})
+            T.copy(A, X)
+            T.copy(X, B)
+
+    return k
+
+
+def test_a_padded_copy_past_32_rows_is_refused():
+    """SUNMMIO's pad/unpad transform (unpadded DRAM <-> alignment-padded RSRAM) moves at
+    most 32 rows; its compiler refuses more (the upstream's test_layout_transform.py)."""
+    with pytest.raises(ValueError, match=r"T.copy\(A -> X\): X is laid out padded row-major "
+                                         r"\(40 columns at a pitch of 64\).*at most 32, here "
+                                         r"33"):
+        prepare_tilelang_mesh(_padded_kernel(33, 40))
+
+
+@pytest.mark.parametrize("rows, cols, dram_padded", [(32, 40, False), (40, 64, False),
+                                                   (40, 40, True)])
+def test_padded_copies_within_the_limit_run(rows, cols, dram_padded):
+    """32 rows is the limit; 64 float16 columns are already aligned (no padding); a DRAM
+    tensor padded alike is copied without the pad/unpad transform."""
+    prepare_tilelang_mesh(_padded_kernel(rows, cols, dram_padded))

@@ -322,3 +322,22 @@ def test_a_load_after_a_store_reads_the_stored_value(name):
     b = torch.zeros(8)
     kernel(torch.from_numpy(a), b)
     np.testing.assert_array_equal(b.numpy(), 2 * a + 1)
+
+@pytest.mark.slow
+def test_an_assert_in_a_narrow_float_kernel_compiles_and_holds():
+    """A kernel's ``assert`` (an ``AssertStmt``) beside bfloat16 buffers: the rewrite
+    rebuilt it from a ``kind`` field TVM's node does not have (an ``AttributeError``
+    when the kernel compiled); it keeps its condition, checked when the kernel runs."""
+    @T.prim_func
+    def k(A: T.Tensor((4,), "bfloat16"), B: T.Tensor((4,), "bfloat16")):
+        with T.Kernel(1, threads=1) as bx:
+            n = bx + 4
+            assert n <= 4, "n fits"
+            for i in T.serial(4):
+                B[i] = A[i] + A[i]
+
+    kernel = compile_mesh_kernel(k, compile_flags=FLAGS)
+    a = torch.tensor([1.0, -2.0, 3.5, 0.0], dtype=torch.bfloat16)
+    b = torch.zeros(4, dtype=torch.bfloat16)
+    kernel(a, b)
+    assert torch.equal(b, a + a)

@@ -14,7 +14,7 @@ defined value there: only its defined buffers are compared.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -70,6 +70,8 @@ class Case:
     #: the inputs' random seed (another where seed 0 draws an input that leaves the
     #: kernel's work empty)
     seed: int = 0
+    #: the kernel reads ``A.shape`` of a ``T.MeshTensor`` parameter (the older API)
+    legacy_shape: bool = False
 
 
 # -- references ----------------------------------------------------------------------------------
@@ -1875,7 +1877,7 @@ CASES += [
 
 # -- the runner --------------------------------------------------------------------------------
 def run_case(case: Case, seed: int = 0) -> None:
-    tm.enable(mesh=case.mesh, compat=case.compat)
+    tm.enable(mesh=case.mesh, compat=case.compat, legacy_shape=case.legacy_shape)
     try:
         mod = load(case.module)
         if case.refused is not None:
@@ -2191,36 +2193,6 @@ CASES += [
          shapes={n: (4, 256, 4, 128) for n in ("Q", "K", "V", "Output")},
          check=check_flashattn_bf16),
 ]
-
-
-# -- the runner --------------------------------------------------------------------------------
-def run_case(case: Case, seed: int = 0) -> None:
-    tm.enable(mesh=case.mesh, compat=case.compat)
-    try:
-        mod = load(case.module)
-        if case.refused is not None:
-            # refused when it compiles, or at the call (a replicated output whose
-            # copies the cores write differently)
-            with pytest.raises(ValueError, match=case.refused):
-                func = case.build(mod)
-                if case.observe:
-                    func = observe(func, case.observe)
-                kernel = compile_mesh_kernel(func, compile_flags=FLAGS)
-                kernel(*make_inputs(func, case.shapes, np.random.default_rng(seed or case.seed)).tensors)
-            return
-        func = case.build(mod)
-        if case.observe:
-            func = observe(func, case.observe)
-        kernel = compile_mesh_kernel(func, compile_flags=FLAGS)
-        inp = make_inputs(func, case.shapes, np.random.default_rng(seed or case.seed))
-        kernel(*inp.tensors)
-        if case.undefined:
-            return
-        obs = {k: as_np(v) for k, v in inp.obs.items()}
-        out = {str(func.buffer_map[p].name): as_np(t) for p, t in zip(func.params, inp.tensors)}
-        case.check(inp, obs, out)
-    finally:
-        tm.enable(mesh=(4, 4))
 
 
 # --- i26: the current codegen SUMMA that passes transpose_B=True with a square B tile -----
@@ -2637,6 +2609,325 @@ CASES += [
          "gemm/dynamic_b16_gemm.py::matmul_persistent_dynamic", "upstream_current",
          lambda m: m.matmul_persistent_dynamic(128, 32, 32, 32),
          shapes={"A": (256, 128), "B": (128, 256), "C": (256, 256)}, check=check_gemm),
+]
+
+
+# The kernels above that read ``A.shape`` of a ``T.MeshTensor`` parameter: written for the
+# older API (the fork, SUNMMIO's TileLang before its shape API), they run with
+# ``tm.enable(..., legacy_shape=True)``; SUNMMIO's current frontend calls it ambiguous.
+READS_SHAPE = {
+    "fork_codegen_gemm_matmul_persistent", "fork_codegen_summa",
+    "upstream_codegen_dynamic_allocate_copy_mma_kernel",
+    "fork_compile_pipeline_flashattn", "fork_compile_pipeline_mma_3times",
+    "fork_compile_pipeline_summa", "fork_example_gemm_with_mesh_tensor",
+    "fork_example_gqa_fwd_bhsd", "fork_example_sunmmio_gemm",
+    "fork_example_sunmmio_gemm_dev", "fork_flash_attention_gqa_fwd_bhsd_opt_validate",
+    "fork_layout_inference_matmul_persistent", "fork_legalize_gemm_diverging_scopes",
+    "fork_legalize_gemm_flash_attention_shaped",
+    "fork_legalize_gemm_multi_consumer_groupable",
+    "fork_legalize_gemm_multi_consumer_non_groupable",
+    "fork_legalize_gemm_multiple_writers", "fork_legalize_gemm_no_reaching_writer",
+    "fork_legalize_gemm_with_allgather", "fork_legalize_gemm_with_copy_to_asram",
+    "fork_legalize_gemm_with_hoisted_allgather",
+    "fork_legalize_gemm_with_hoisted_allgather_dirty_source",
+    "fork_legalize_gemm_with_hoisted_copy_writer",
+    "fork_legalize_gemm_with_hoisted_copy_writer_bf16_acc",
+    "fork_legalize_gemm_with_hoisted_writer_dirty_source",
+    "fork_legalize_gemm_with_two_independent_hoisted_writers",
+    "fork_matmul_persistent_opt_validate", "fork_mesh_tensor_in_kernel",
+    "fork_mla_decode_dynamic_length_no_split", "fork_mla_decode_no_split",
+    "fork_mla_decode_split", "fork_mla_decode_split_combine_probe", "fork_pipeline_comm",
+    "fork_pipeline_overall", "upstream_codegen_dynamic_zz_allocate_copy_mma_kernel",
+    "upstream_example_elementwise_add", "upstream_example_gemm_with_mesh_tensor",
+    "upstream_layout_inference_matmul_persistent", "upstream_pipeline_kernel_overall",
+    "upstream_pipeline_mma_3times",
+}
+assert READS_SHAPE <= {c.id for c in CASES}
+CASES = [replace(c, legacy_shape=True) if c.id in READS_SHAPE else c for c in CASES]
+
+
+# --- i28: the current SUNMMIO/Tilelang's transform/, layout/, pipeline/ and language/ tests not
+# yet above (corpus/upstream_transform_layout.py) -----------------------------------------------
+UPT28 = "SUNMMIO/Tilelang@{} testing/python/sunmmio/{}.py::{}"
+
+
+def _t28(id_, commit, path, name, build, **kw):
+    return Case(id_, UPT28.format(commit, path, name), "upstream_transform_layout", build, **kw)
+
+
+def check_params_unchanged(inp, obs, out):
+    """No statement writes a tensor: each is as the caller gave it."""
+    for p, arr in zip(out, inp.arrays):
+        if arr is not None:
+            np.testing.assert_array_equal(out[p], arr, p)
+
+
+def check_scratch(index, want):
+    """Every core stores ``want`` at ``index`` of its ``scratch`` (the rest of it is never
+    written: not compared)."""
+    def check(inp, obs, out):
+        for core in range(obs["scratch"].shape[0]):
+            assert obs["scratch"][core][index] == want, core
+    return check
+
+
+def check_gemm_exact(inp, obs, out):
+    """C = A @ B in float32 (integer bfloat16 values: every sum exact)."""
+    np.testing.assert_array_equal(out["C"], inp.arrays[0] @ inp.arrays[1])
+
+
+def check_row_tiled(name, reps):
+    """Every core's ``name`` holds A repeated ``reps`` (the gathered copies of its
+    row's cores, each read from DRAM or copied from the same global A)."""
+    def check(inp, obs, out):
+        want = np.tile(inp.arrays[0], reps)
+        for core in range(obs[name].shape[0]):
+            np.testing.assert_array_equal(obs[name][core], want, str(core))
+    return check
+
+
+def check_symbolic_gqa(inp, obs, out):
+    """y=0, x=2 on 4x4 of (2, 32, 4, 32) Q/Output and (2, 32, 2, 32) K/V, balanced: core
+    (r, c) holds batch r (rows 0-1), Q head c and, for c < 2, KV head c (the others'
+    slots hold zeros past their empty parts). Each core with a batch: acc_s = Q K^T,
+    acc_o = bf16(acc_s) V, both bfloat16 accumulators, stored in bfloat16; heads 2-3 read
+    a zero K and V (0)."""
+    q, k, v = inp.arrays[:3]
+    want = np.zeros(q.shape, np.float32)
+    for r in range(2):
+        for c in range(2):
+            s = gemm(np.zeros((32, 32), np.float32), q[r, :, c], k[r, :, c].T, "bfloat16")
+            want[r, :, c] = gemm(np.zeros((32, 32), np.float32), s, v[r, :, c], "bfloat16")
+    assert want.any()
+    np.testing.assert_array_equal(out["Output"], want)
+
+
+def _line_blocks(a, b, c0, ncores, grid, step):
+    """cross_mesh_dim=0 on ``ncores`` cores (each its ``rows`` of A, B and C, in order)
+    with T.Kernel(gx, gy): block (bx, by) runs on core (bx + gx by) % ncores, reads its
+    core's 32x32 tiles (zeros past the part) and stores tile (by, bx) of its part of C
+    (nothing past it). ``step(a_tiles, b_tiles)`` is the block's C tile."""
+    gx, gy = grid
+    rows = a.shape[0] // ncores
+    want = c0.copy()
+    for by in range(gy):
+        for bx in range(gx):
+            core = (bx + gx * by) % ncores
+            part = slice(rows * core, rows * core + rows)
+            at = [references.tile(a[part], (by * 32, 32 * kk), (32, 32)) for kk in range(4)]
+            bt = [references.tile(b[part], (32 * kk, bx * 32), (32, 32)) for kk in range(4)]
+            acc = step(at, bt)
+            r0 = by * 32
+            n = max(0, min(32, rows - r0))
+            want[part][r0:r0 + n, bx * 32:bx * 32 + 32] = acc[:n]
+    return want
+
+
+def line_check(ncores, grid, step):
+    def check(inp, obs, out):
+        a, b, c = (rnd(x, "float16") for x in inp.arrays[:3])
+        np.testing.assert_array_equal(out["C"], _line_blocks(a, b, c, ncores, grid, step))
+    return check
+
+
+def _late_k(at, bt):
+    """``if k > 1`` around the k step: only K tiles 2 and 3 (zeros past a 32-row part)."""
+    acc = np.zeros((32, 32), np.float32)
+    for x, y in list(zip(at, bt))[2:]:
+        acc = gemm(acc, x, y)
+    return acc
+
+
+def check_sliced_conflict_line(inp, obs, out):
+    """T.Kernel() on 4x4, cross_mesh_dim=0: core c holds rows 8c.. of A and B; its
+    32x32 A_shared and B_shared hold them (zeros past row 8, float16). The T.gemms that
+    write B_shared then A_shared read their operands first; C_shared accumulates from
+    memory nothing wrote (not compared)."""
+    for core in range(16):
+        a, b = (rnd(references.tile(x[8 * core:8 * core + 8], (0, 0), (32, 32)), "float16")
+                for x in inp.arrays[:2])
+        b2 = b.copy()
+        b2[0:16, 0:16] = gemm(b[0:16, 0:16], a[0:16, 0:16], b[0:16, 4:20], "float16")
+        a2 = a.copy()
+        a2[0:16, 0:16] = gemm(a[0:16, 0:16], a[0:16, 0:16], b2[0:16, 4:20], "float16")
+        np.testing.assert_array_equal(obs["A_shared"][core], a2, str(core))
+        np.testing.assert_array_equal(obs["B_shared"][core], b2, str(core))
+
+
+def check_copy_b(src=np.s_[:], dst=np.s_[:]):
+    """T.Kernel(1): core 0 copies the replicated A through RSRAM into B[dst] (the
+    layouts, padded or not, move no value); the rest of B is as it was."""
+    def check(inp, obs, out):
+        a, b = inp.arrays[:2]
+        want = b.copy()
+        want[dst] = a[src]
+        np.testing.assert_array_equal(out["B"], want)
+    return check
+
+
+def check_core0_holds(name, src):
+    """T.Kernel(1): core 0's ``name`` holds A[src] (the other cores run nothing)."""
+    def check(inp, obs, out):
+        np.testing.assert_array_equal(obs[name][0], inp.arrays[0][src])
+    return check
+
+
+LT = ("18c17731", "transform/test_layout_transform")
+RMS = ("25478d65", "transform/test_resolve_mesh_symbols")
+GLU = ("75d8f2ee", "transform/test_global_layout_utils")
+ISS = ("3cb87329", "transform/test_infer_sram_scope")
+VTV = ("4e815297", "transform/test_tilelang_transform_validate_tile_view_regions")
+S64 = {"A": (64, 64), "B": (64, 64), "C": (64, 64)}
+NOT_CLEARED = "T.gemm accumulates into C_shared, which nothing writes first"
+NOTHING_SENT = ("its comm op sends an on-chip buffer that nothing writes (the test checks "
+                "the regions)")
+
+CASES += [
+    _t28("upstream_language_mesh_tensor_shape_api_in_kernel", "1f6a0068",
+         "language/test_mesh_tensor_shape_api", "test_mesh_tensor_shape_api_in_kernel",
+         lambda m: m.test_mesh_tensor_shape_api_in_kernel(), shapes={"A": (513, 4097)},
+         check=check_params_unchanged),
+    _t28("upstream_language_mesh_tensor_same_dim_row_then_col_extent", "1f6a0068",
+         "language/test_mesh_tensor_shape_api", "test_mesh_tensor_same_dim_row_then_col_extent",
+         lambda m: m.test_mesh_tensor_same_dim_row_then_col_extent(), shapes={"A": (65, 9)},
+         check=check_params_unchanged),
+    _t28("upstream_transform_resolve_mesh_symbols_gemm", *RMS, "_symbolic_mesh_gemm_mod",
+         lambda m: m._symbolic_mesh_gemm_mod()["main"], shapes=S128, check=check_gemm_exact),
+    _t28("upstream_transform_resolve_mesh_symbols_all_gather", *RMS,
+         "_symbolic_mesh_all_gather_mod", lambda m: m._symbolic_mesh_all_gather_mod()["main"],
+         observe=["A_shared_dist"], check=check_row_tiled("A_shared_dist", (1, 4))),
+    _t28("upstream_transform_resolve_mesh_symbols_gqa", *RMS, "_symbolic_mesh_gqa_mod",
+         lambda m: m._symbolic_mesh_gqa_mod()["main"],
+         shapes={"Q": (2, 32, 4, 32), "K": (2, 32, 2, 32), "V": (2, 32, 2, 32),
+                 "Output": (2, 32, 4, 32)}, check=check_symbolic_gqa),
+    _t28("upstream_transform_resolve_mesh_symbols_intrinsics", *RMS,
+         "test_resolve_replaces_mesh_intrinsics_in_body_and_kernel_extent",
+         lambda m: m.test_resolve_replaces_mesh_intrinsics_in_body_and_kernel_extent()["main"],
+         observe=["scratch"], check=check_scratch((0, 0, 0), 24.0)),
+    _t28("upstream_transform_resolve_mesh_symbols_buffer_map", *RMS,
+         "test_resolve_updates_default_mesh_tensor_buffer_map_and_layout_metadata",
+         lambda m: m.test_resolve_updates_default_mesh_tensor_buffer_map_and_layout_metadata()[
+             "main"], shapes={"A": (128, 96)}, check=check_params_unchanged),
+    _t28("upstream_transform_resolve_mesh_symbols_default_ncores", *RMS,
+         "test_lower_and_optimize_resolve_kernel_default_mesh_ncores",
+         lambda m: m.test_lower_and_optimize_resolve_kernel_default_mesh_ncores()["main"],
+         observe=["scratch"], check=check_scratch((0,), 24.0)),
+    _t28("upstream_transform_global_layout_populated", *GLU,
+         "test_global_buffer_layout_populated_for_sunmmio",
+         lambda m: m.test_global_buffer_layout_populated_for_sunmmio(), shapes=S64,
+         undefined=NOT_CLEARED),
+    _t28("upstream_transform_global_layout_row_major_values", *GLU,
+         "test_row_major_global_layout_values",
+         lambda m: m.test_row_major_global_layout_values(), shapes=S64, undefined=NOT_CLEARED),
+    _t28("upstream_transform_global_layout_dynamic_shape", *GLU,
+         "test_dynamic_shape_global_buffer_layout",
+         lambda m: m.test_dynamic_shape_global_buffer_layout(), shapes=S64,
+         refused=r"T.MeshTensor output 'C' .* is replicated, but the copies of cores \(0, 0\) "
+                 r"and \(0, 1\) disagree",
+         why="C is replicated on every core, yet each block writes only its own tile of its "
+             "core's copy: the copies differ, so C has no one value"),
+    _t28("upstream_transform_sram_scope_matmul", *ISS, "matmul",
+         lambda m: m.matmul(128, 128, 128, 32, 32, 32), shapes=S128,
+         check=line_check(16, (4, 4), _plain)),
+    _t28("upstream_transform_sram_scope_auto_insert_copy_matmul", *ISS,
+         "auto_insert_copy_matmul", lambda m: m.auto_insert_copy_matmul(128, 128, 128, 32, 32, 32),
+         shapes=S128, check=line_check(16, (4, 4), _aliased)),
+    _t28("upstream_transform_sram_scope_sliced_conflict_matmul", *ISS, "sliced_conflict_matmul",
+         lambda m: m.sliced_conflict_matmul(), shapes=S128, observe=["A_shared", "B_shared"],
+         check=check_sliced_conflict_line),
+    _t28("upstream_pipeline_transform_matmul", "1f6a0068", "transform/test_pipeline", "matmul",
+         lambda m: m.pipeline_matmul(128, 128, 128, 32, 32, 32, 3), mesh=(2, 2), shapes=S128,
+         check=line_check(4, (4, 4), _plain)),
+    _t28("upstream_pipeline_transform_if_matmul", "1f6a0068", "transform/test_pipeline",
+         "if_matmul", lambda m: m.if_matmul(128, 128, 128, 32, 32, 32, 3), mesh=(2, 2),
+         shapes=S128, check=line_check(4, (4, 4), _late_k)),
+    _t28("upstream_layout_transform_mismatched_copy", *LT, "mismatched_copy_kernel",
+         lambda m: m.mismatched_copy_kernel()["main"],
+         shapes={"A": (128, 128), "B": (128, 128)}, check=check_copy_b()),
+    _t28("upstream_layout_transform_zz_dram", *LT, "zz_dram_kernel",
+         lambda m: m.zz_dram_kernel()["main"], shapes={"A": (128, 128), "B": (128, 128)},
+         check=check_copy_b()),
+    _t28("upstream_layout_transform_matched_copy", *LT, "matched_copy_kernel",
+         lambda m: m.matched_copy_kernel()["main"], shapes={"A": (128, 128)},
+         check=check_params_unchanged),
+    _t28("upstream_layout_transform_zz_dram_reduce", *LT, "zz_dram_reduce_kernel",
+         lambda m: m.zz_dram_reduce_kernel()["main"],
+         shapes={"A": (3, 256, 256), "Out": (3, 256)}, check=check_reduce_f16),
+] + [
+    _t28(f"upstream_layout_transform_padded_rsram_copy_{r}x{c}", *LT, "padded_rsram_copy_kernel",
+         lambda m, r=r, c=c: m.padded_rsram_copy_kernel(r, c)["main"],
+         shapes={"A": (r, c), "B": (r, c)}, check=check_copy_b())
+    for r, c in ((2, 40), (32, 40))
+] + [
+    _t28("upstream_layout_transform_padded_rsram_copy_3d", *LT, "padded_rsram_copy_kernel_3d",
+         lambda m: m.padded_rsram_copy_kernel_3d(2, 3, 40)["main"],
+         shapes={"A": (2, 3, 40), "B": (2, 3, 40)}, check=check_copy_b()),
+    _t28("upstream_layout_transform_unit_dim_source", *LT, "unit_dim_source_kernel",
+         lambda m: m.unit_dim_source_kernel()["main"], shapes={"A": (2, 2, 2, 64)},
+         observe=["S"], check=check_core0_holds("S", np.s_[0, :, 0, :])),
+    _t28("upstream_layout_transform_unit_dim_dest", *LT, "unit_dim_dest_kernel",
+         lambda m: m.unit_dim_dest_kernel()["main"], shapes={"A": (2, 64), "B": (2, 2, 2, 64)},
+         check=check_copy_b(dst=np.s_[0, :, 0, :])),
+    _t28("upstream_layout_transform_unit_dim_source_pad", *LT, "unit_dim_source_pad_kernel",
+         lambda m: m.unit_dim_source_pad_kernel()["main"], shapes={"A": (2, 2, 2, 40)},
+         observe=["X"], check=check_core0_holds("X", np.s_[0, :, 0, :])),
+    _t28("upstream_layout_transform_leading_unit_dim_3d", *LT, "leading_unit_dim_3d_kernel",
+         lambda m: m.leading_unit_dim_3d_kernel()["main"], shapes={"A": (2, 2, 64)},
+         observe=["S"], check=check_core0_holds("S", np.s_[0])),
+    _t28("upstream_layout_transform_aligned_rsram_copy", *LT,
+         "test_aligned_rsram_copy_already_32_multiple_stays_plain",
+         lambda m: m.test_aligned_rsram_copy_already_32_multiple_stays_plain(),
+         shapes={"A": (2, 64), "B": (2, 64)}, check=check_copy_b()),
+] + [
+    _t28(f"upstream_transform_validate_tile_view_{c}", *VTV, f"_make_comm_kernel({c!r})",
+         lambda m, c=c: m._make_comm_kernel(c)["main"], undefined=NOTHING_SENT)
+    for c in ("broadcast_valid", "broadcast_illegal_non_major_split", "put_valid",
+              "allgather_legacy_valid", "allgather_axis_last_valid", "allgather_axis0_valid")
+] + [
+    _t28("upstream_transform_validate_tile_view_broadcast_scalar_src_oob", *VTV,
+         "_make_comm_kernel('broadcast_scalar_src_oob')",
+         lambda m: m._make_comm_kernel("broadcast_scalar_src_oob")["main"],
+         refused=r"T.comm.broadcast region starts outside buffer shape: A_shared\[dim=0\], "
+                 r"min=999",
+         why="the source A_shared[999, 0] lies past the (128, 128) buffer: the upstream's "
+             "frontend raises the same ValueError"),
+    _t28("upstream_transform_validate_tile_view_allgather_axis0_nonzero_recv_min_oob", *VTV,
+         "_make_comm_kernel('allgather_axis0_nonzero_recv_min_oob')",
+         lambda m: m._make_comm_kernel("allgather_axis0_nonzero_recv_min_oob")["main"],
+         refused=r"T.comm.all_gather: receive buffer shape must be \[512, 32\] to hold "
+                 r"gathered data from 16 cores, but got \[480, 32\]",
+         why="R_shared[32:544] is clipped to the buffer's 480 rows, too few for 16 slots of "
+             "32: the upstream's frontend raises a ValueError too (its src extent is larger "
+             "than the dst extent)"),
+    Case("upstream_transform_legalize_datapath_allgather_dram_to_rsram_axis0",
+         "SUNMMIO/Tilelang@bfb622b4 testing/python/sunmmio/transform/test_legalize_datapath.py"
+         "::allgather_dram_to_rsram", "upstream_transform_layout",
+         lambda m: m.allgather_dram_to_rsram(32, 32)["main"], observe=["A_gathered"],
+         check=check_gather_from_dram("A_gathered", 4)),
+    Case("upstream_pipeline_ilp_mesh_flashattn_new", "SUNMMIO/Tilelang@3b5993cb testing/python/"
+         "transform/sunmmio_mesh_kernel_new_syntax_reference.py::mesh_flashattn_new",
+         "upstream_transform_layout",
+         lambda m: m.mesh_flashattn_new(batch=4, heads=4, seq_len=256, dim=128, groups=1,
+                                        block_M=128, block_N=128, num_stages=1),
+         shapes={n: (4, 256, 4, 128) for n in ("Q", "K", "V", "Output")},
+         check=check_flashattn_bf16),
+    Case("upstream_transform_make_packed_api_dynamic", "SUNMMIO/Tilelang@749eff01 testing/"
+         "python/sunmmio/transform/test_make_packed_api_mesh_tensor.py::"
+         "_elementwise_add_prim_func", "upstream_current",
+         lambda m: m._elementwise_add_prim_func(T.dynamic("m"), T.dynamic("n"), 32, 32,
+                                                T.bfloat16, T.float32),
+         shapes={"A": (200, 136), "B": (200, 136), "C": (200, 136)}, check=check_sum,
+         legacy_shape=True),
+] + [
+    _t28(f"upstream_layout_transform_padded_rsram_copy_{r}x{c}", *LT, "padded_rsram_copy_kernel",
+         lambda m, r=r, c=c: m.padded_rsram_copy_kernel(r, c)["main"],
+         shapes={"A": (r, c), "B": (r, c)},
+         refused=rf"T.copy\(A -> X\): X is laid out padded row-major \(40 columns at a pitch "
+                 rf"of 64\).*at most 32, here {r}",
+         why=f"{r} rows of 40 float16 columns, padded to 64 in RSRAM: SUNMMIO's pad/unpad "
+             f"layout transform moves at most 32 rows, and its compiler refuses the copy "
+             f"(the chip cannot run it as written)")
+    for r, c in ((40, 40), (33, 40))
 ]
 
 

@@ -116,7 +116,7 @@ def policies_kernel(compat=None):
             outs = (O0, O1, O2, O3, O4, O5, O6, O7, O8, O9)
             for p in list(range(len(NAMES))):
                 acc[0] = 0.0
-                for i, j in T.grid(ins[p].shape[0], ins[p].shape[1]):
+                for i, j in T.grid(ins[p].local_shape[0], ins[p].local_shape[1]):
                     outs[p][0, i, j] = ins[p][i, j] * 2.0 + 1.0
                     outs[p][1, i, j] = (T.cast(sid[p](cid // C, cid % C, cid) + cid * 0, F)
                                         + FLAG[0] * T.cast(cid, F))

@@ -286,6 +286,63 @@ def test_mesh_tensor_accessors_and_placements():
                 S.local_shape  # noqa: B018
 
 
+
+def _shape_kernel(seen):
+    @T.prim_func
+    def k(A: T.MeshTensor((8, 6), T.MeshShardingPolicy(y=0, x=1), (2, 2), "float32"),
+          B: T.MeshTensor((8, 6), T.MeshShardingPolicy(y=0, x=1), (2, 2), "float32")):
+        with T.Kernel() as cid:
+            seen["has"] = hasattr(A, "shape")
+            seen["shape"] = A.shape if seen["has"] else None
+            S = T.alloc_shared(A.local_shape, "float32")
+            T.copy(A, S)          # TileLang reads the slot's shape itself
+            T.copy(S, B)
+    return k
+
+
+def test_a_mesh_tensor_has_no_shape_in_kernel_code():
+    """SUNMMIO's TileLang: ``A.shape`` of a ``T.MeshTensor`` parameter is ambiguous (an
+    ``AttributeError`` naming ``global_shape`` / ``local_shape``), in the kernel's own
+    code only: TileLang's whole-buffer copies still read the slot."""
+    tm.enable(mesh=(2, 2))
+    seen = {}
+    k = _shape_kernel(seen)
+    assert seen == {"has": False, "shape": None}
+    assert not hasattr(T.MeshTensor((8, 6), T.MeshShardingPolicy(y=0, x=1), (2, 2)), "shape")
+    with pytest.raises(AttributeError, match=r"MeshTensor.shape is ambiguous. Use "
+                                             r"`.global_shape` or `.local_shape`"):
+        @T.prim_func
+        def bad(A: T.MeshTensor((8, 6), T.MeshShardingPolicy(y=0, x=1), (2, 2))):
+            with T.Kernel() as cid:
+                m, n = A.shape
+    assert [int(n) for n in k.buffer_map[k.params[0]].shape] == [4, 3]
+
+
+@pytest.mark.parametrize("option", [dict(legacy_shape=True), dict(compat="2025")])
+def test_legacy_shape_reads_the_slot(option):
+    """The older API (the fork's kernels, SUNMMIO's before its shape API):
+    ``A.shape`` is the core's slot shape."""
+    tm.enable(mesh=(2, 2), **option)
+    try:
+        seen = {}
+        _shape_kernel(seen)
+        assert seen["has"] and [int(n) for n in seen["shape"]] == [4, 3]
+    finally:
+        tm.enable(mesh=(2, 2))
+    with pytest.raises(TypeError, match="legacy_shape must be a bool"):
+        tm.enable(mesh=(2, 2), legacy_shape="yes")
+
+
+@pytest.mark.slow
+def test_a_kernel_without_a_shape_copies_its_slots():
+    tm.enable(mesh=(2, 2))
+    k = _shape_kernel({})
+    kernel = compile_mesh_kernel(k, compile_flags=FLAGS)
+    a = torch.arange(48, dtype=torch.float32).reshape(8, 6)
+    b = torch.zeros(8, 6)
+    kernel(a, b)
+    assert torch.equal(a, b)
+
 # -- comm ops under conditions ----------------------------------------------------------------
 def cond_kernel(cond_of, bc_src=(0, 0)):
     @T.prim_func

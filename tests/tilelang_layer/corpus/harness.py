@@ -39,6 +39,13 @@ def target(*_: Any, **__: Any) -> Callable:
     return wrap
 
 
+def determine_target(*_: Any, **__: Any) -> Any:
+    """The tests' ``determine_target("Sunmmio", ...)`` (SUNMMIO's target, its mesh in
+    its attributes): here the C target; the mesh is the one of ``tm.enable``."""
+    import tvm
+    return tvm.target.Target("c")
+
+
 def _blocks(func: tirx.PrimFunc) -> tuple[list, list]:
     loops: list = []
 
@@ -144,7 +151,7 @@ def as_np(t: torch.Tensor) -> np.ndarray:
     return t.float().numpy() if t.dtype in narrow else t.numpy()
 
 
-__all__ = ["load", "target", "observe", "make_inputs", "Inputs", "as_np", "ir"]
+__all__ = ["load", "target", "determine_target", "observe", "make_inputs", "Inputs", "as_np", "ir"]
 
 
 class _Jit:

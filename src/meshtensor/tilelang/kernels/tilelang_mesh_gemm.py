@@ -46,8 +46,9 @@ def matmul(M: int, N: int, K: int, block_M: int, block_N: int, block_K: int,
                         accum_dtype),
     ):
         with T.Kernel(ncores) as (_cid):
-            sharded_M, sharded_K = A.shape
-            _, sharded_N = B.shape
+            # the fork reads A.shape; SUNMMIO's TileLang now names the slot local_shape
+            sharded_M, sharded_K = A.local_shape
+            _, sharded_N = B.local_shape
             A_shared = T.alloc_shared((block_M, block_K), dtype)
             A_shared_dist = T.alloc_shared((block_M, block_K * ncols), dtype)
             B_shared = T.alloc_shared((block_K, block_N), dtype)

@@ -27,6 +27,9 @@ Where SUNMMIO's current TileLang and the older fork differ, the current one appl
 ``enable(..., compat="2025")`` gives the older fork's rules: uneven ``T.MeshTensor``
 sizes in ceil blocks (instead of the balanced split), and comm operands by its compact
 shape rule (same rank, extents equal or 1) instead of the current region rules.
+As in SUNMMIO's current frontend, kernel code cannot read ``A.shape`` of a
+``T.MeshTensor`` parameter ("ambiguous"); ``enable(..., legacy_shape=True)`` (implied by
+``compat="2025"``) gives the older reading, the core's slot shape.
 
 Mesh axes are named ``row`` (axis 0) and ``col`` (axis 1): the fork's ``y`` splits
 over rows, its ``x`` over columns.
@@ -64,7 +67,7 @@ from .hierarchical_layout import (HierarchicalLayout, make_blockwise_zz_layout,
                                   make_hierarchical_layout)
 from .placement import (MeshReplicationType, MeshShardingPolicy, Placement, as_placement)
 
-__all__ = ["enable", "enabled_mesh", "world", "compat", "MeshReplicationType",
+__all__ = ["enable", "enabled_mesh", "world", "compat", "legacy_shape", "MeshReplicationType",
            "MeshShardingPolicy",
            "MeshTensor", "comm", "DIRECTION_MAP", "REDUCE_TYPE_LIST", "FORK_NAMES",
            "UNSUPPORTED", "ForkLayout", "HierarchicalLayout", "COMPAT",
@@ -88,6 +91,8 @@ _DIR_AXES = {0: (1,), 1: (0,), 2: (0, 1)}  # h: along a row (col varies), v, all
 class _State:
     mesh: Mesh | None = None
     compat: str | None = None
+    #: ``A.shape`` of a ``T.MeshTensor`` parameter is its slot shape (the older API)
+    legacy_shape: bool = False
 
 
 _STATE = _State()
@@ -104,6 +109,13 @@ def enabled_mesh() -> Mesh:
 def compat() -> str | None:
     """The compatibility mode of :func:`enable` (``None``: SUNMMIO's current TileLang)."""
     return _STATE.compat
+
+
+def legacy_shape() -> bool:
+    """Whether kernel code may read ``A.shape`` of a ``T.MeshTensor`` parameter (its
+    slot shape, as the older fork and SUNMMIO's TileLang before its shape API read it):
+    ``enable(..., legacy_shape=True)`` or ``compat="2025"``."""
+    return _STATE.legacy_shape
 
 
 def _split() -> str:
@@ -157,11 +169,14 @@ class ForkLayout:
     axes: tuple | None = None
     block_shape: tuple | None = None
     cluster_shape: tuple | None = None
+    #: ``aligned_row_major``: the row pitch in elements (the last dim rounded up to the
+    #: alignment)
+    pitch: int | None = None
 
     def __str__(self) -> str:
         parts = [f"shape={self.shape}"]
         for k, v in (("axes", self.axes), ("block", self.block_shape),
-                     ("cluster", self.cluster_shape)):
+                     ("cluster", self.cluster_shape), ("pitch", self.pitch)):
             if v is not None:
                 parts.append(f"{k}={v}")
         return f"{self.kind}({', '.join(parts)})"
@@ -189,11 +204,27 @@ def _row_major(shape_or_buffer: Any, *_: Any, **__: Any) -> ForkLayout:
     return ForkLayout("row_major", _shape_of(shape_or_buffer))
 
 
+def _aligned_row_major(shape_or_buffer: Any, dtype: Any = "float16", align_bytes: int = 64,
+                       *_: Any, **__: Any) -> ForkLayout:
+    """SUNMMIO's ``make_aligned_row_major``: row-major, each row padded to a multiple of
+    ``align_bytes`` (RSRAM's alignment), recorded with its row pitch.
+
+    >>> str(_aligned_row_major((2, 40), "float16", 64))
+    'aligned_row_major(shape=(2, 40), pitch=64)'
+    """
+    import tvm
+    shape = _shape_of(shape_or_buffer)
+    per = max(1, int(align_bytes) * 8 // tvm.runtime.DataType(str(dtype)).bits)
+    last = shape[-1] if isinstance(shape[-1], int) else None
+    pitch = None if last is None else -(-last // per) * per
+    return ForkLayout("aligned_row_major", shape, pitch=pitch)
+
+
 LAYOUT_MAKERS = {f"make_{k}_layout": _layout_maker(k)
                  for k in ("zz", "zn", "zzz", "nzz", "mxzz", "mxznn", "mxznz",
                            "mx_row_major")}
 LAYOUT_MAKERS["make_row_major"] = _row_major
-LAYOUT_MAKERS["make_aligned_row_major"] = _row_major
+LAYOUT_MAKERS["make_aligned_row_major"] = _aligned_row_major
 LAYOUT_MAKERS["make_hierarchical_layout"] = make_hierarchical_layout
 LAYOUT_MAKERS["make_blockwise_zz_layout"] = make_blockwise_zz_layout
 LAYOUT_MAKERS["get_mx_scale_shape"] = _mx.get_mx_scale_shape
@@ -503,6 +534,42 @@ def _mesh_dim(n: Any, dims: Sequence[Any]) -> Any:
                      f"one, which the kernel reads back from the caller's tensor; {n} "
                      f"cannot be read back from a tensor's shape: name the size it is and "
                      f"pass that")
+
+
+#: modules whose reads of a parameter's ``shape`` are TileLang's (or ours), not the kernel's
+_INTERNAL = ("tilelang", "tvm", "tvm_ffi")
+_SHAPE_MESSAGE = ("MeshTensor.shape is ambiguous. Use `.global_shape` or `.local_shape` "
+                  "instead (SUNMMIO's TileLang; kernels written for the older API that "
+                  "read `A.shape` as the core's slot shape: "
+                  "`tm.enable(..., legacy_shape=True)`)")
+_MESH_BUFFER_CLASSES: dict = {}
+
+
+def _reads_for_tilelang(module: str) -> bool:
+    top = module.split(".")[0]
+    return top in _INTERNAL or (top == "meshtensor"
+                                and not module.startswith("meshtensor.tilelang.kernels"))
+
+
+def _mesh_buffer_class(base: type) -> type:
+    """``base`` (TVM's ``Buffer``) whose ``shape`` the kernel's own code cannot read:
+    SUNMMIO's ``MeshTensorValue`` raises "ambiguous" there, while TileLang's builder
+    (and ours) keep reading the slot shape of the same buffer."""
+    cls = _MESH_BUFFER_CLASSES.get(base)
+    if cls is None:
+        stock = base.shape
+
+        def shape(self: Any) -> Any:
+            import sys
+            caller = sys._getframe(1).f_globals.get("__name__", "")
+            if _reads_for_tilelang(caller):
+                return stock.__get__(self)
+            raise AttributeError(_SHAPE_MESSAGE)
+
+        cls = type(base.__name__, (base,), {"__slots__": (), "shape": property(shape),
+                                            "__module__": base.__module__})
+        _MESH_BUFFER_CLASSES[base] = cls
+    return cls
 
 
 def _building_params() -> dict:
@@ -1332,6 +1399,8 @@ def _install_builder_hooks() -> None:
         if isinstance(value, _MeshTensorArg):
             buf = stock_arg(self, name, value.buffer)
             self.__dict__.setdefault("_meshtensor_params", {})[name] = (buf, value.type)
+            if not _STATE.legacy_shape:  # the kernel's code sees SUNMMIO's value (no shape)
+                buf.__class__ = _mesh_buffer_class(type(buf))
             return buf
         return stock_arg(self, name, value)
 
@@ -1393,14 +1462,18 @@ def world(world_size: int) -> Any:
     return _dist.world(world_size)
 
 
-def enable(mesh: Any = (4, 4), compat: str | None = None) -> Mesh:
+def enable(mesh: Any = (4, 4), compat: str | None = None, *,
+           legacy_shape: bool = False) -> Mesh:
     """Make kernels written for SUNMMIO's TileLang parse and run here: set the target
     mesh ``(nrows, ncols)`` and install its names on ``tilelang.language`` (and the
     driver and layout helpers) where they are absent; ``T.Kernel`` and
     ``T.annotate_layout`` accept what the fork's accept. ``compat="2025"`` applies the
     older fork's rules where the current TileLang changed them (module docstring).
-    Idempotent; a name TileLang already has is left alone. Returns the mesh (axes
-    ``row``, ``col``).
+    Kernel code reading ``A.shape`` of a ``T.MeshTensor`` parameter gets SUNMMIO's
+    ``AttributeError`` ("ambiguous": use ``A.global_shape`` or ``A.local_shape``);
+    ``legacy_shape=True`` (implied by ``compat="2025"``) gives the older reading, the
+    core's slot shape. Idempotent; a name TileLang already has is left alone.
+    Returns the mesh (axes ``row``, ``col``).
 
     >>> enable(mesh=(2, 4))
     Mesh({'row': 2, 'col': 4})
@@ -1412,8 +1485,12 @@ def enable(mesh: Any = (4, 4), compat: str | None = None) -> Mesh:
     if compat not in COMPAT:
         raise ValueError(f"tilelang_mesh.enable: compat must be one of {list(COMPAT)}, got "
                          f"{compat!r}")
+    if not isinstance(legacy_shape, bool):
+        raise TypeError(f"tilelang_mesh.enable: legacy_shape must be a bool, got "
+                        f"{legacy_shape!r}")
     _STATE.mesh = m
     _STATE.compat = compat
+    _STATE.legacy_shape = legacy_shape or compat == "2025"
     _install(T, _ours())
     if not hasattr(T.Kernel, "_meshtensor"):
         T.Kernel = _kernel_wrapper(T.Kernel)

@@ -46,6 +46,7 @@ from typing import Any, Callable
 import numpy as np
 import tvm
 from tvm import ir, tirx
+from tvm.tirx import _ffi_api as _tirx_api
 
 __all__ = ["FORMATS", "NarrowFloat", "narrow_dtypes", "legalize_narrow_floats",
            "LegalizeNarrowFloats", "UNSUPPORTED_NARROW", "f32_const", "exact_float_constants"]
@@ -687,7 +688,10 @@ class _Rewriter:
                 node = self.buffer(node)
             return tirx.AttrStmt(node, s.attr_key, self.expr(s.value), self.stmt(s.body))
         if isinstance(s, tirx.AssertStmt):
-            return tirx.AssertStmt(s.kind, self.expr(s.condition), list(s.message_parts))
+            # TVM's node is (condition, error_kind, message_parts); its Python wrapper
+            # names the arguments in another order, so the constructor is called direct
+            return _tirx_api.AssertStmt(self.expr(s.condition), s.error_kind,
+                                        list(s.message_parts), None)
         raise ValueError(f"{WHERE}: a {type(s).__name__} statement in a kernel with narrow "
                          f"float buffers is not handled here")
 

@@ -26,6 +26,7 @@ What it does, in order:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -240,6 +241,57 @@ def _check_dram_layout_copies(func: tirx.PrimFunc, by_buffer: dict) -> None:
                 f"only from a ZZ-like DRAM layout (zz, zzz, nzz; its compiler refuses "
                 f"this copy): give {src.name} a zz layout, or copy through a "
                 f"shared.rsram buffer")
+
+
+#: SUNMMIO's pad/unpad layout transform: the most rows (the product of a region's extents
+#: but the last) it moves between unpadded DRAM and an alignment-padded RSRAM buffer
+PAD_ROWS = 32
+_PADDED = re.compile(r"aligned_row_major\(shape=\((?P<shape>[^)]*)\), pitch=(?P<pitch>\d+)\)")
+
+
+def _padding(text: Any) -> tuple | None:
+    """``(columns, pitch)`` of a recorded ``aligned_row_major`` layout whose rows are
+    padded, else ``None``."""
+    m = _PADDED.fullmatch(str(text or ""))
+    if m is None:
+        return None
+    shape = [int(n) for n in m["shape"].split(",") if n.strip()]
+    return (shape[-1], int(m["pitch"])) if shape and int(m["pitch"]) != shape[-1] else None
+
+
+def _check_padded_copies(func: tirx.PrimFunc, by_buffer: dict) -> None:
+    """A ``T.copy`` between unpadded global memory and an on-chip buffer laid out
+    ``make_aligned_row_major`` with padded rows goes through SUNMMIO's pad/unpad
+    layout transform, which takes a leading dimension (the product of the on-chip
+    region's extents but the last) of at most 32; its compiler refuses a larger one
+    (``CopyNode::LowerSunmmioDmaCopy``: "leading dimension"). A DRAM tensor laid out
+    padded too is copied without the transform."""
+    layouts = dict(func.attrs["meshtensor.layouts"]) if (
+        func.attrs and "meshtensor.layouts" in func.attrs) else {}
+    padded = {str(n): pad for n, t in layouts.items() if (pad := _padding(t)) is not None}
+    if not padded:
+        return
+    for found in find_calls(func, lambda c: getattr(c.op, "name", None) == "tl.tileop.copy"):
+        src, dst = (region_of(a) for a in found.call.args[:2])
+        for side, other in ((src, dst), (dst, src)):
+            name = str(side.buffer.name)
+            if name not in padded or str(other.buffer.scope()) != "global":
+                continue
+            param = by_buffer.get(other.buffer)
+            dram = param.layout if param is not None else layouts.get(str(other.buffer.name))
+            if _padding(dram) is not None:
+                continue  # padded in DRAM as well: no pad/unpad transform
+            ext = [static_int(e) for e in side.extents]
+            rows = int(np.prod(ext[:-1])) if None not in ext[:-1] else None
+            if rows is not None and rows > PAD_ROWS:
+                cols, pitch = padded[name]
+                raise ValueError(
+                    f"{WHERE}: T.copy({src.buffer.name} -> {dst.buffer.name}): {name} is "
+                    f"laid out padded row-major ({cols} columns at a pitch of {pitch}), "
+                    f"and SUNMMIO's pad/unpad layout transform moves a leading dimension "
+                    f"(the product of the region's extents but the last) of at most "
+                    f"{PAD_ROWS}, here {rows} (its compiler refuses this copy): copy at "
+                    f"most {PAD_ROWS} rows at a time, or pad the columns to the alignment")
 
 
 # -- T.gemm: SUNMMIO's transpose_B operand mode outside SUNMMIO kernels -------------------------
@@ -801,6 +853,7 @@ def prepare_tilelang_mesh(func: tirx.PrimFunc) -> PreparedKernel:
     ops = find_comm_ops(func)
     by_buffer = {func.buffer_map[func.params[i]]: p for i, p in params.items()}
     _check_dram_layout_copies(func, by_buffer)
+    _check_padded_copies(func, by_buffer)
     globals_ = {b.data: b for i, v in enumerate(func.params)
                 if (b := func.buffer_map.get(v)) is not None and i not in params}
     body = _stage_sources(func.body, ops, by_buffer, launch, globals_)
