@@ -2218,6 +2218,10 @@ CASES += [
          UPCG.format("60b0c120", "test_summa_opt_validate", "summa_matmul"),
          "upstream_codegen_summa", lambda m: m.summa_matmul(), shapes=S128,
          check=check_summa_transposed_b),
+    Case("upstream_target_binding", "SUNMMIO/Tilelang@749eff01 testing/python/sunmmio/target/"
+         "test_target.py::test_sunmmio_target_binding", "upstream_target",
+         lambda m: m.test_sunmmio_target_binding(), shapes={"A": (1024, 1024)},
+         check=check_unchanged),
 ]
 
 
