@@ -172,12 +172,6 @@ def test_a_region_of_an_mx_buffer_as_a_gemm_operand_is_not_emulated_yet():
                 T.gemm(a[0:32, 0:32], b, c)
 
 
-def test_an_mx_mesh_tensor_parameter_is_not_emulated_yet():
-    with pytest.raises(ValueError, match="dtype mxfp4 .* is not emulated yet as a kernel "
-                                         "parameter"):
-        T.MeshTensor((32, 32), T.placement.replicated(), T.mxfp4)
-
-
 def test_copying_an_mx_buffer_to_a_plain_one_is_not_emulated_yet():
     with pytest.raises(ValueError, match="'box' is an MX buffer; copying between it and "
                                          "anything but a whole MX buffer"):
@@ -264,3 +258,82 @@ def test_an_mx_buffer_counts_its_elements_real_size_and_its_scales():
         sizes[kind] = sorted(b for _, _, b in count_mesh_kernel(k, mesh=mesh).buffers)
     assert sizes["mxfp8"] == [128, 128, 4096, 4096]
     assert sizes["mxfp4"] == [128, 128, 2048, 2048]
+
+
+# -- MX T.MeshTensor parameters: (elements, scales) from the caller --------------------------
+def _host_mx(kind, layout, shape, rng):
+    """An MX tensor as a caller builds it with ml_dtypes: its elements (float4 as one
+    code a byte) and its scale grid (mx.grid_shape), as torch tensors; and its values."""
+    element, _ = KINDS[kind]
+    e = rng.standard_normal(shape).astype(getattr(ml_dtypes, element))
+    g = mx.grid_shape(layout, shape)
+    s = (2.0 ** rng.integers(-4, 5, g)).astype(ml_dtypes.float8_e8m0fnu)
+    axis = mx.grouped_dim(layout)
+    vals = e.astype(np.float32) * np.repeat(s.astype(np.float32), 32, axis=axis)
+    te = torch.from_numpy(e.view(np.uint8).copy())
+    if element == "float8_e4m3fn":
+        te = te.view(torch.float8_e4m3fn)
+    return (te, torch.from_numpy(s.view(np.uint8).copy()).view(torch.float8_e8m0fnu)), vals
+
+
+def _dequant_kernel(kind, layout, shape=(64, 64), placement=None):
+    """Each core copies its part of an MX T.MeshTensor into an MX buffer, unpacks it
+    and writes element times scale (the upstream's dequantise-only kernel, sharded)."""
+    element, _ = KINDS[kind]
+    L = _layouts()
+    place = placement or T.placement.full_shard(0, 1)
+    lay = getattr(L, f"make_{layout}_layout")(shape, dtype=getattr(T, kind))
+    part = (shape[0] // 2, shape[1] // 2)
+    play = getattr(L, f"make_{layout}_layout")(part, dtype=getattr(T, kind))
+    sshape = L.get_mx_scale_shape(play, getattr(T, kind))
+    nbc = part[1] // 32
+
+    @T.prim_func
+    def k(MX: T.MeshTensor(shape, place, getattr(T, kind), layout=lay),
+          Y: T.MeshTensor(shape, place, "float32")):
+        with T.Kernel() as _:
+            box = T.alloc_shared(part, getattr(T, kind))
+            data = T.alloc_shared(part, element)
+            scale = T.alloc_shared(sshape, "float8_e8m0fnu")
+            y = T.alloc_shared(part, "float32")
+            T.annotate_layout({box: play})
+            T.copy(MX, box)
+            T.mx_unpack(box, data, scale)
+            for i, j in T.grid(*part):
+                if layout == "mxzz":
+                    y[i, j] = T.Cast("float32", data[i, j]) * T.Cast(
+                        "float32", scale[(i // 32) * nbc + j // 32, i % 32])
+                else:
+                    y[i, j] = T.Cast("float32", data[i, j]) * T.Cast(
+                        "float32", scale[(i // 32) * nbc + j // 32, j % 32])
+            T.copy(y, Y)
+
+    return k
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layout", ["mxzz", "mxznz"])
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_an_mx_mesh_tensor_parameter_takes_elements_and_scales(kind, layout):
+    """The caller passes (elements, scale grid); each core gets its part of both (a
+    2x2 mesh, S(row)S(col)); was a ValueError "not emulated yet"."""
+    tm.enable(mesh=(2, 2))
+    kernel = compile_mesh_kernel(_dequant_kernel(kind, layout), compile_flags=FLAGS)
+    arg, vals = _host_mx(kind, layout, (64, 64), np.random.default_rng(3))
+    y = torch.zeros(64, 64)
+    kernel(arg, y)
+    np.testing.assert_array_equal(y.numpy(), vals)
+    with pytest.raises(TypeError, match=r"MX T.MeshTensor parameter 'MX' takes an "
+                                        r"\(elements, scales\) pair"):
+        kernel(arg[0], y)
+    with pytest.raises(ValueError, match=r"'MX_scales' \(argument 1\): expected the global "
+                                         r"tensor of shape"):
+        kernel((arg[0], arg[1][:1]), y)
+
+
+def test_an_mx_mesh_tensor_split_inside_a_scale_group_is_refused():
+    tm.enable(mesh=(4, 4))
+    with pytest.raises(ValueError, match=r"gives a core a part that is not whole scale "
+                                         r"groups along dim 1"):
+        T.MeshTensor((64, 64), T.placement.full_shard(0, 1), T.mxfp8,
+                     layout=_layouts().make_mxzz_layout((64, 64), dtype=T.mxfp8))

@@ -46,7 +46,7 @@ from tvm.target import datatype as _datatype
 from ..ir.expr import static_int
 
 __all__ = ["MXKind", "MX_KINDS", "MXFP8", "MXFP4", "mx_kind", "get_mx_scale_shape",
-           "scale_shape",
+           "scale_shape", "grid_shape", "grouped_dim",
            "mx_pack", "mx_unpack", "gemm_operands", "MX_BLOCK", "SCALE_DTYPE"]
 
 #: elements per scale (OCP MX), and the side of the upstream's MX layout blocks
@@ -151,6 +151,31 @@ def scale_shape(kind: str, shape: tuple) -> tuple[int, int]:
     return ((m // MX_BLOCK) * (n // MX_BLOCK), MX_BLOCK)
 
 
+def grouped_dim(kind: str) -> int:
+    """The dim along which 32 elements share a scale: 1 (along a row) for MXZZ and
+    the MX row-major layout, 0 (along a column) for MXZNZ and MXZNN."""
+    return 0 if kind in ("mxznz", "mxznn") else 1
+
+
+def grid_shape(kind: str, shape: tuple) -> tuple[int, int]:
+    """The shape of an MX tensor's scale grid: its shape with the grouped dim
+    (:func:`grouped_dim`) divided by 32; element ``(i, j)``'s scale is at
+    ``(i, j // 32)`` (MXZZ) or ``(i // 32, j)`` (MXZNZ). It is how a caller passes an
+    MX ``T.MeshTensor``'s scales, and how meshtensor keeps an MX buffer's scales.
+
+    >>> grid_shape("mxzz", (64, 128)), grid_shape("mxznz", (64, 128))
+    ((64, 4), (2, 128))
+    """
+    dims = [int(d) for d in shape]
+    g = grouped_dim(kind)
+    if len(dims) != 2 or dims[g] % MX_BLOCK:
+        raise ValueError(f"MX scale grid: shape {tuple(dims)} of the {kind.upper()} layout "
+                         f"must be rank 2 with dim {g} a multiple of {MX_BLOCK} (one scale "
+                         f"per {MX_BLOCK} elements along it)")
+    dims[g] //= MX_BLOCK
+    return (dims[0], dims[1])
+
+
 # -- the containers of the kernel being built -------------------------------------------
 def _builder() -> Any:
     from tilelang.language.eager.builder import Builder
@@ -221,7 +246,8 @@ def _scales(rec: tuple, op: str) -> tirx.Buffer:
             raise ValueError(f"{op}: {buf.name!r} needs an MX layout (make_mxzz_layout, "
                              f"make_mxznz_layout), got {layout}")
         shape = tuple(static_int(s) for s in buf.shape)
-        holder[0] = T.alloc_shared(scale_shape(kind_name, shape), SCALE_DTYPE,
+        scale_shape(kind_name, shape)  # the layout's checks (whole blocks)
+        holder[0] = T.alloc_shared(grid_shape(kind_name, shape), SCALE_DTYPE,
                                    scope=buf.scope())
         holder[1] = kind_name
     return holder[0]
@@ -265,7 +291,7 @@ def _check(op: str, data: tirx.Buffer, scale: tirx.Buffer, mx: tirx.Buffer) -> t
         raise ValueError(f"{op}: data {data.name!r} has shape {dshape}, mx {mx.name!r} "
                          f"{mshape}; they must be equal")
     scales = _scales(rec, op)
-    want = tuple(static_int(s) for s in scales.shape)
+    want = scale_shape(rec[2][1], mshape)
     got = tuple(static_int(s) for s in scale.shape)
     if got != want:
         raise ValueError(f"{op}: scale {scale.name!r} has shape {got}; the MX layout of "
@@ -286,9 +312,10 @@ def mx_pack(data: Any, scale: Any, mx: Any) -> None:
     the MX buffer ``mx`` (module docstring)."""
     op = "T.mx_pack"
     d, s, m = _full(data, op, "data"), _full(scale, op, "scale"), _full(mx, op, "mx")
-    _, scales = _check(op, d, s, m)
+    rec, scales = _check(op, d, s, m)
     _stock_copy()(d, m)
-    _stock_copy()(s, scales)
+    nbc = static_int(m.shape[1]) // MX_BLOCK
+    (_blocks_to_cols if rec[2][1] == "mxznz" else _blocks_to_rows)(s, scales, nbc)
 
 
 def mx_unpack(mx: Any, data: Any, scale: Any) -> None:
@@ -296,9 +323,10 @@ def mx_unpack(mx: Any, data: Any, scale: Any) -> None:
     scales out (module docstring)."""
     op = "T.mx_unpack"
     m, d, s = _full(mx, op, "mx"), _full(data, op, "data"), _full(scale, op, "scale")
-    _, scales = _check(op, d, s, m)
+    rec, scales = _check(op, d, s, m)
     _stock_copy()(m, d)
-    _stock_copy()(scales, s)
+    nbc = static_int(m.shape[1]) // MX_BLOCK
+    (_cols_to_blocks if rec[2][1] == "mxznz" else _rows_to_blocks)(scales, s, nbc)
 
 
 def copy_wrapper(stock: Any) -> Any:
@@ -320,7 +348,7 @@ def copy_wrapper(stock: Any) -> Any:
         if rd[2][0] is None and _layout_of(rd[0]) is None:
             rd[2][1] = rs[2][1]  # an unannotated destination groups as its source
         dst_scales = _scales(rd, "T.copy")
-        if rd[2][1] != rs[2][1]:
+        if grouped_dim(rd[2][1]) != grouped_dim(rs[2][1]):
             raise ValueError(f"T.copy: {rs[0].name!r} groups its scales as "
                              f"{rs[2][1].upper()}, {rd[0].name!r} as {rd[2][1].upper()}; "
                              f"a copy between them is not emulated yet")
@@ -333,18 +361,44 @@ def copy_wrapper(stock: Any) -> Any:
     return copy
 
 
+# The layout's scale field (blocks, 32), as T.mx_pack / T.mx_unpack take it, and the
+# scale grid meshtensor keeps (grid_shape): block b = (b // nbc, b % nbc) of 32 x 32.
 @T.macro
-def _scale_rows(vals, sf, nbc):
+def _blocks_to_rows(blk, grid, nbc):
+    for b, r in T.grid(*blk.shape):
+        grid[(b // nbc) * 32 + r, b % nbc] = blk[b, r]
+
+
+@T.macro
+def _blocks_to_cols(blk, grid, nbc):
+    for b, c in T.grid(*blk.shape):
+        grid[b // nbc, (b % nbc) * 32 + c] = blk[b, c]
+
+
+@T.macro
+def _rows_to_blocks(grid, blk, nbc):
+    for b, r in T.grid(*blk.shape):
+        blk[b, r] = grid[(b // nbc) * 32 + r, b % nbc]
+
+
+@T.macro
+def _cols_to_blocks(grid, blk, nbc):
+    for b, c in T.grid(*blk.shape):
+        blk[b, c] = grid[b // nbc, (b % nbc) * 32 + c]
+
+
+@T.macro
+def _scale_rows(vals, sf):
     """Each element times the scale of its 32-element row segment (MXZZ)."""
     for i, j in T.grid(*vals.shape):
-        vals[i, j] = vals[i, j] * sf[(i // 32) * nbc + j // 32, i % 32]
+        vals[i, j] = vals[i, j] * sf[i, j // 32]
 
 
 @T.macro
-def _scale_cols(vals, sf, nbc):
+def _scale_cols(vals, sf):
     """Each element times the scale of its 32-element column segment (MXZNZ)."""
     for i, j in T.grid(*vals.shape):
-        vals[i, j] = vals[i, j] * sf[(i // 32) * nbc + j // 32, j % 32]
+        vals[i, j] = vals[i, j] * sf[i // 32, j]
 
 
 def _dequantized(rec: tuple) -> tirx.Buffer:
@@ -357,8 +411,7 @@ def _dequantized(rec: tuple) -> tirx.Buffer:
     sf = T.alloc_shared([static_int(s) for s in scales.shape], "float32")
     _stock_copy()(buf, vals)
     _stock_copy()(scales, sf)
-    nbc = shape[1] // MX_BLOCK
-    (_scale_cols if holder[1] == "mxznz" else _scale_rows)(vals, sf, nbc)
+    (_scale_cols if holder[1] == "mxznz" else _scale_rows)(vals, sf)
     return vals
 
 

@@ -55,7 +55,7 @@ from ...sharding import Sharding
 from ...reduction import REDUCTIONS, kinds
 from ..ir.comm_op import encode
 from ..ir.expr import static_int
-from ..ir.mesh_param import MeshParam, with_mesh_params
+from ..ir.mesh_param import MX_PARAMS as MX_PARAMS_ATTR, MeshParam, with_mesh_params
 from . import dist as _dist
 from . import mx as _mx
 from . import placement as _placement
@@ -227,6 +227,9 @@ class MeshTensorType:
     world: int = 1
     #: the global tensor's hierarchical layout (``hierarchical_dims=`` ...), if named
     hierarchical: HierarchicalLayout | None = None
+    #: an MX tensor (``T.mxfp8``/``T.mxfp4``): ``(kind, layout kind, the scale grid's
+    #: T.MeshTensor)``; ``dtype`` is then its element dtype
+    mx: tuple | None = None
 
     @property
     def local_layout(self) -> HierarchicalLayout | None:
@@ -321,6 +324,41 @@ class MeshTensorType:
         return _MeshTensorArg(self, T.Tensor(self.local_shape, self.dtype))
 
 
+def _mx_mesh_tensor(kind: Any, shape: Any, placement: Any, mesh: Any, layout: Any,
+                    rank_placement: Any, hdims: Any) -> tuple:
+    """An MX ``T.MeshTensor``'s record: ``(kind, layout kind, the scale grid's
+    T.MeshTensor)``. The caller passes the elements and the scale grid
+    (:func:`~meshtensor.tilelang.language.mx.grid_shape`), which must split with them:
+    every core's part covers whole 32-element scale groups."""
+    lk = "mxzz" if layout is None else _mx._layout_kind(layout)
+    if lk not in ("mxzz", "mxznz", "mxznn", "mx_row_major"):
+        raise ValueError(f"T.MeshTensor: an {kind.name} tensor needs an MX layout "
+                         f"(make_mxzz_layout, make_mxznz_layout, make_mxznn_layout, "
+                         f"make_mx_row_major_layout), got {layout}")
+    if rank_placement is not None or hdims is not None:
+        raise ValueError(f"T.MeshTensor: an {kind.name} tensor split over ranks or with a "
+                         f"hierarchical layout is not defined by the upstream's MX layouts")
+    dims = tuple(static_int(d) if not isinstance(d, int) else d
+                 for d in (shape if isinstance(shape, (tuple, list)) else (shape,)))
+    if len(dims) != 2 or any(not isinstance(d, int) for d in dims):
+        raise ValueError(f"T.MeshTensor: an {kind.name} tensor is rank 2 with static sizes "
+                         f"(its MX layout's), got shape {tuple(shape)}")
+    grid = _mx.grid_shape(lk, dims)
+    scales = MeshTensor(grid, placement, mesh, _mx.SCALE_DTYPE)
+    elems = MeshTensor(dims, placement, mesh, kind.element)
+    g = _mx.grouped_dim(lk)
+    (es, ee), (ss, se) = elems.param("x").regions(), scales.param("x").regions()
+    if not (np.array_equal(es[:, g], ss[:, g] * _mx.MX_BLOCK)
+            and np.array_equal(ee[:, g], se[:, g] * _mx.MX_BLOCK)):
+        raise ValueError(f"T.MeshTensor: an {kind.name} tensor of shape {dims} "
+                         f"({lk.upper()}: 32 elements of dim {g} share a scale) split "
+                         f"{elems.policy} gives a core a part that is not whole scale "
+                         f"groups along dim {g} (its parts {es[:, g].tolist()}..."
+                         f"{ee[:, g].tolist()}); each part must start and end on a "
+                         f"multiple of {_mx.MX_BLOCK}")
+    return (kind, lk, scales)
+
+
 @dataclass(frozen=True, eq=False)
 class _MeshTensorArg:
     """A ``T.MeshTensor`` parameter on its way into TileLang's builder, which the
@@ -332,13 +370,6 @@ class _MeshTensorArg:
 
 def _dtype_name(dtype: Any) -> str:
     name = str(getattr(dtype, "dtype", dtype))
-    kind = _mx.mx_kind(name)
-    if kind is not None:
-        raise ValueError(f"T.MeshTensor: dtype {kind.name} (an MX block-scaled tensor) is "
-                         f"not emulated yet as a kernel parameter: the upstream passes it "
-                         f"as packed storage whose byte layout meshtensor does not model; "
-                         f"pass the {kind.element} elements and float8_e8m0fnu scales as "
-                         f"two tensors and T.mx_pack them in the kernel")
     try:
         import tvm
         tvm.runtime.DataType(name)
@@ -408,13 +439,19 @@ def MeshTensor(shape: Any, placement: Any = None, device_mesh_config: Any = None
             raise TypeError(f"T.MeshTensor: rank_placement must be a T.dist.placement value, "
                             f"got {type(rank_placement).__name__}")
         slot = rank_placement.check(len(static)).rank_shape(static, _dist.current_world())
+    kind = _mx.mx_kind(str(getattr(dtype, "dtype", dtype)))
+    mx = None
+    if kind is not None:
+        mx = _mx_mesh_tensor(kind, shape, placement, device_mesh_config, layout,
+                             rank_placement, hierarchical_dims)
+        dtype = kind.element
     hier = _hierarchical(static, layout, rank_placement, hierarchical_dims,
                          hierarchical_strides, hierarchical_groups)
     out = MeshTensorType(tuple(static), place.local_shape(mesh, slot), place,  # type: ignore
                          text, mesh, _dtype_name(dtype),
                          None if layout is None else str(layout),
                          None if rank_placement is None else repr(rank_placement), _split(),
-                         rank_placement, _dist.current_world(), hier)
+                         rank_placement, _dist.current_world(), hier, mx)
     if hier is not None:  # checks the shard rule now; the record names both layouts
         from dataclasses import replace
         try:
@@ -1248,7 +1285,15 @@ def _install_builder_hooks() -> None:
     def prim_func_arg(self: Any, name: str, value: Any) -> Any:
         if isinstance(value, _MeshTensorArg):
             buf = stock_arg(self, name, value.buffer)
-            self.__dict__.setdefault("_meshtensor_params", {})[name] = (buf, value.type)
+            params = self.__dict__.setdefault("_meshtensor_params", {})
+            params[name] = (buf, value.type)
+            if value.type.mx is not None:  # its scale grid: the parameter after it
+                kind, lk, st = value.type.mx
+                sbuf = stock_arg(self, f"{name}_scales", T.Tensor(st.local_shape, st.dtype))
+                params[f"{name}_scales"] = (sbuf, st)
+                self.__dict__.setdefault("_meshtensor_mx", []).append(
+                    (buf, kind, [sbuf, lk]))
+                self.__dict__.setdefault("_meshtensor_mx_params", []).append(name)
             return buf
         return stock_arg(self, name, value)
 
@@ -1271,6 +1316,12 @@ def _install_builder_hooks() -> None:
                 if i is not None:
                     recs[i] = t.param(str(buf.name))
             pf = with_mesh_params(pf, recs)
+            mxp = getattr(builder, "_meshtensor_mx_params", None)
+            if mxp:  # (elements, scales) parameter indices of each MX T.MeshTensor
+                pairs = [[index[str(params[n][0].name)],
+                          index[str(params[f"{n}_scales"][0].name)]] for n in mxp
+                         if str(params[n][0].name) in index]
+                pf = pf.with_attr(MX_PARAMS_ATTR, pairs)
         layouts = getattr(builder, "_meshtensor_layouts", None)
         if layouts:
             pf = pf.with_attr("meshtensor.layouts", dict(layouts))
