@@ -183,16 +183,104 @@ def test_copying_an_mx_buffer_to_a_plain_one_is_not_emulated_yet():
                 T.copy(box, plain)
 
 
-def test_comm_on_4_bit_elements_is_not_emulated_yet():
+@pytest.mark.slow
+def test_comm_on_4_bit_elements_moves_their_codes():
+    """An all_gather of float4_e2m1fn buffers (one code a byte): was a ValueError "not
+    emulated yet", then a ZeroDivisionError in the lowering (0 bytes an element)."""
     tm.enable(mesh=(2, 2))
-    with pytest.raises(ValueError, match="comm ops on 4-bit elements and MX buffers are not "
-                                         "emulated yet"):
+
+    @T.prim_func
+    def k(A: T.MeshTensor((64, 64), T.placement.full_shard(0, 1), "float4_e2m1fn"),
+          Y: T.MeshTensor((64, 128), T.placement.full_shard(0, 1), "float4_e2m1fn")):
+        with T.Kernel() as _:
+            a = T.alloc_shared((32, 32), "float4_e2m1fn")
+            b = T.alloc_shared((32, 64), "float4_e2m1fn")
+            T.copy(A, a)
+            T.comm.all_gather(a, b, "h", axis=1)
+            T.copy(b, Y)
+
+    kernel = compile_mesh_kernel(k, compile_flags=FLAGS)
+    codes = np.random.default_rng(0).integers(0, 16, (64, 64)).astype(np.uint8)
+    y = torch.zeros(64, 128, dtype=torch.uint8)
+    kernel(torch.from_numpy(codes.copy()), y)
+    np.testing.assert_array_equal(y.numpy(), np.concatenate([codes, codes], axis=1))
+
+
+def _summa(kind, a_layout="mxzz", b_layout="mxznz", n=128, block=32):
+    """SUNMMIO's SUMMA on MX T.MeshTensor operands (codegen/test_mx_gemm.py's shape):
+    each step all-gathers MX slices (elements and scales) and multiplies them."""
+    L = _layouts()
+    dt = getattr(T, kind)
+    pl = T.placement.full_shard(0, 1)
+    la = getattr(L, f"make_{a_layout}_layout")((n, n), dtype=dt)
+    lb = getattr(L, f"make_{b_layout}_layout")((n, n), dtype=dt)
+
+    @T.prim_func
+    def main(A: T.MeshTensor((n, n), pl, dt, layout=la),
+             B: T.MeshTensor((n, n), pl, dt, layout=lb),
+             C: T.MeshTensor((n, n), pl, "float32")):
+        with T.Kernel() as _:
+            sm, sk = A.local_shape
+            _, sn = B.local_shape
+            ad = T.alloc_shared((block, block * T.mesh_ncols()), dt)
+            bd = T.alloc_shared((block * T.mesh_nrows(), block), dt)
+            cs = T.alloc_shared((block, block), "float32")
+            for bx in T.serial(T.ceildiv(sm, block)):
+                for by in T.serial(T.ceildiv(sn, block)):
+                    T.clear(cs)
+                    for k in T.serial(T.ceildiv(sk, block)):
+                        T.comm.all_gather(A[bx * block:(bx + 1) * block,
+                                            k * block:(k + 1) * block], ad, "h", axis=-1)
+                        T.comm.all_gather(B[k * block:(k + 1) * block,
+                                            by * block:(by + 1) * block], bd, "v", axis=0)
+                        T.gemm(ad, bd, cs)
+                    T.copy(cs, C[bx * block, by * block])
+
+    return main
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_a_summa_all_gathers_mx_slices_with_their_scales(kind):
+    """Comm ops on MX buffers move elements and scales (was a ValueError "not emulated
+    yet"): C is A's values times B's, exactly."""
+    tm.enable(mesh=(2, 2))
+    kernel = compile_mesh_kernel(_summa(kind), compile_flags=FLAGS)
+    rng = np.random.default_rng(5)
+    a, av = _host_mx(kind, "mxzz", (128, 128), rng, ints=True)
+    b, bv = _host_mx(kind, "mxznz", (128, 128), rng, ints=True)
+    c = torch.zeros(128, 128)
+    kernel(a, b, c)
+    np.testing.assert_array_equal(c.numpy(), av @ bv)
+
+
+def test_comm_on_mx_buffers_checks_whole_scale_groups_and_kinds():
+    tm.enable(mesh=(2, 2))
+    with pytest.raises(ValueError, match=r"T.comm.all_gather: src 'a' is an MX buffer; its "
+                                         r"extent 16 along the grouped dim is not a "
+                                         r"multiple of 32"):
         @T.prim_func
-        def k():
+        def k1():
             with T.Kernel() as _:
-                a = T.alloc_shared((32, 32), "float4_e2m1fn")
-                b = T.alloc_shared((32, 64), "float4_e2m1fn")
+                a = T.alloc_shared((32, 32), T.mxfp8)
+                b = T.alloc_shared((32, 32), T.mxfp8)
+                T.comm.all_gather(a[0:32, 0:16], b, "h", axis=1)
+    with pytest.raises(ValueError, match=r"src is the mxfp8 buffer 'a', dst the "
+                                         r"float8_e4m3fn buffer 'b'"):
+        @T.prim_func
+        def k2():
+            with T.Kernel() as _:
+                a = T.alloc_shared((32, 32), T.mxfp8)
+                b = T.alloc_shared((32, 64), "float8_e4m3fn")
                 T.comm.all_gather(a, b, "h", axis=1)
+    with pytest.raises(ValueError, match=r"T.comm.all_reduce: src 'a' is an MX buffer; a "
+                                         r"reduction combines values"):
+        @T.prim_func
+        def k3():
+            with T.Kernel() as _:
+                a = T.alloc_shared((32, 32), T.mxfp8)
+                b = T.alloc_shared((32,), "float32")
+                T.comm.all_reduce(a, b, "sum", "h")
 
 
 # -- the reductions of the quantisation kernels -------------------------------------------------
@@ -261,11 +349,13 @@ def test_an_mx_buffer_counts_its_elements_real_size_and_its_scales():
 
 
 # -- MX T.MeshTensor parameters: (elements, scales) from the caller --------------------------
-def _host_mx(kind, layout, shape, rng):
+def _host_mx(kind, layout, shape, rng, ints=False):
     """An MX tensor as a caller builds it with ml_dtypes: its elements (float4 as one
     code a byte) and its scale grid (mx.grid_shape), as torch tensors; and its values."""
     element, _ = KINDS[kind]
-    e = rng.standard_normal(shape).astype(getattr(ml_dtypes, element))
+    # integer elements keep a product's float32 sums exact in any order
+    e = (rng.integers(-3, 4, shape) if ints else rng.standard_normal(shape)).astype(
+        getattr(ml_dtypes, element))
     g = mx.grid_shape(layout, shape)
     s = (2.0 ** rng.integers(-4, 5, g)).astype(ml_dtypes.float8_e8m0fnu)
     axis = mx.grouped_dim(layout)

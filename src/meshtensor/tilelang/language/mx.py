@@ -41,13 +41,14 @@ from typing import Any
 import tilelang  # noqa: F401  (first: its bundled tvm)
 import tilelang.language as T
 from tvm import tirx
+from tvm.ir import Range
 from tvm.target import datatype as _datatype
 
 from ..ir.expr import static_int
 
 __all__ = ["MXKind", "MX_KINDS", "MXFP8", "MXFP4", "mx_kind", "get_mx_scale_shape",
            "scale_shape", "grid_shape", "grouped_dim",
-           "mx_pack", "mx_unpack", "gemm_operands", "MX_BLOCK", "SCALE_DTYPE"]
+           "mx_pack", "mx_unpack", "gemm_operands", "comm_scales", "MX_BLOCK", "SCALE_DTYPE"]
 
 #: elements per scale (OCP MX), and the side of the upstream's MX layout blocks
 MX_BLOCK = 32
@@ -385,6 +386,89 @@ def _rows_to_blocks(grid, blk, nbc):
 def _cols_to_blocks(grid, blk, nbc):
     for b, c in T.grid(*blk.shape):
         blk[b, c] = grid[b // nbc, (b % nbc) * 32 + c]
+
+
+def _group_index(op: str, side: str, name: str, v: Any, what: str) -> Any:
+    """``v // 32`` where ``v`` (a start or an extent along the grouped dim) is a
+    multiple of 32, else a ValueError: a scale group moves whole."""
+    from tvm import arith
+    an = arith.Analyzer()
+    if not an.can_prove_equal(tirx.floormod(v, MX_BLOCK), 0):
+        raise ValueError(f"{op}: {side} {name!r} is an MX buffer; its {what} {v} along "
+                         f"the grouped dim is not a multiple of {MX_BLOCK}, so the region "
+                         f"cuts a scale group (32 elements share one scale and move "
+                         f"together)")
+    return an.simplify(tirx.floordiv(v, MX_BLOCK))
+
+
+def _scale_operand(op: str, side: str, x: Any, rec: tuple) -> Any:
+    """The scale-grid operand that goes with an MX comm operand ``x`` (a buffer, a
+    region, or an element that starts one)."""
+    buf, _, holder = rec
+    grid = _scales(rec, op)
+    g = grouped_dim(holder[1])
+    name = str(buf.name)
+    if isinstance(x, tirx.Buffer):
+        return grid
+    if isinstance(x, tirx.BufferRegion):
+        rng = [Range.from_min_extent(
+            _group_index(op, side, name, r.min, "start") if d == g else r.min,
+            _group_index(op, side, name, r.extent, "extent") if d == g else r.extent)
+            for d, r in enumerate(x.region)]
+        return tirx.BufferRegion(grid, rng)
+    if isinstance(x, tirx.BufferLoad):
+        return tirx.BufferLoad(grid, [_group_index(op, side, name, i, "start") if d == g
+                                      else i for d, i in enumerate(x.indices)])
+    raise TypeError(f"{op}: {side} must be a buffer or a region of one, got "
+                    f"{type(x).__name__}")
+
+
+def comm_scales(op: str, src: Any, dst: Any, size: Any = -1, axis: Any = None
+                ) -> tuple | None:
+    """For a comm op that moves MX data: ``(src scales, dst scales, scale size)``,
+    the same op on the scale grids (run before the elements' op: the scales move with
+    their elements); ``None`` when neither operand is an MX buffer. Both must be MX
+    buffers of one kind and grouping; a region must cover whole scale groups."""
+    rs = container(getattr(src, "buffer", src))
+    rd = container(getattr(dst, "buffer", dst))
+    if rs is None and rd is None:
+        return None
+    if rs is None or rd is None or rs[1] is not rd[1]:
+        def what(r: Any, x: Any) -> str:
+            b = getattr(x, "buffer", x)
+            return (f"{r[1].name} buffer {r[0].name!r}" if r is not None
+                    else f"{getattr(b, 'dtype', type(b).__name__)} buffer "
+                         f"{getattr(b, 'name', '?')!r}")
+        raise ValueError(f"{op}: src is the {what(rs, src)}, dst the {what(rd, dst)}; a "
+                         f"comm op moves MX data between MX buffers of one kind (elements "
+                         f"and scales together); T.mx_unpack / T.mx_pack to move parts")
+    _scales(rs, op)
+    if rd[2][0] is None and _layout_of(rd[0]) is None:
+        rd[2][1] = rs[2][1]  # an unannotated destination groups as its source
+    _scales(rd, op)
+    g = grouped_dim(rs[2][1])
+    if grouped_dim(rd[2][1]) != g:
+        raise ValueError(f"{op}: {rs[0].name!r} groups its scales along dim {g}, "
+                         f"{rd[0].name!r} along dim {grouped_dim(rd[2][1])}; the chip moves "
+                         f"bytes, which cannot regroup scales")
+    ssize = size
+    if size is not None and size != -1:
+        n = static_int(size)
+        if n is None or n % MX_BLOCK or (g == 0 and n % (MX_BLOCK * _width(src))):
+            raise ValueError(f"{op}: size={size} on the MX buffer {rs[0].name!r} is not "
+                             f"whole {MX_BLOCK}-element scale groups of its "
+                             f"{rs[2][1].upper()} layout")
+        ssize = n // MX_BLOCK
+    return (_scale_operand(op, "src", src, rs), _scale_operand(op, "dst", dst, rd), ssize)
+
+
+def _width(x: Any) -> int:
+    """The last extent of a comm operand (static; a load's is its buffer's)."""
+    if isinstance(x, tirx.BufferRegion):
+        w = static_int(x.region[-1].extent)
+    else:
+        w = static_int(getattr(x, "buffer", x).shape[-1])
+    return int(w or 1)
 
 
 @T.macro

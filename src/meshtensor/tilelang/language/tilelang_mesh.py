@@ -597,14 +597,6 @@ class _Operand:
 
 
 def _operand(op: str, side: str, x: Any) -> _Operand:
-    buf = x.buffer if isinstance(x, (tirx.BufferRegion, tirx.BufferLoad)) else x
-    if isinstance(buf, tirx.Buffer) and (str(buf.dtype) == "float4_e2m1fn"
-                                         or _mx.container(buf) is not None):
-        raise ValueError(f"{op}: {side} {buf.name!r} holds {buf.dtype} "
-                         f"{'MX elements' if _mx.container(buf) else 'values'}; comm ops on "
-                         f"4-bit elements and MX buffers are not emulated yet (their "
-                         f"traffic is half a byte an element, plus the scales); move "
-                         f"float8_e4m3fn or bfloat16 values")
     if isinstance(x, tirx.Buffer):
         return _Operand("buffer", x, [tirx.IntImm("int32", 0)] * len(x.shape), list(x.shape))
     if isinstance(x, tirx.BufferRegion):
@@ -850,6 +842,12 @@ def _reduce_operands(op: str, buffer: Any, out: Any, dim: Any
                      ) -> tuple[tirx.Call, tirx.Call, tirx.Buffer, tirx.Buffer, int]:
     full = f"T.comm.{op}"
     s, o = _operand(full, "src", buffer), _operand(full, "dst", out)
+    for side, b in (("src", s.buffer), ("dst", o.buffer)):
+        if _mx.container(b) is not None:
+            raise ValueError(f"{full}: {side} {b.name!r} is an MX buffer; a reduction "
+                             f"combines values, and an MX buffer's are elements times "
+                             f"per-group scales that no reduction of the chip requantises: "
+                             f"T.mx_unpack it and reduce the values")
     _memory(full, "src", s.buffer)
     _memory(full, "dst", o.buffer)
     if s.kind == "load" and o.kind == "load":
@@ -974,6 +972,9 @@ class TilelangMeshComm:
         s_call, d_call, n = _transfer("broadcast", src, dst, size)
         code = _direction(direction, "broadcast")
         core = _core_exprs(src_core, "src_core", mesh)
+        scales = _mx.comm_scales("T.comm.broadcast", src, dst, size)
+        if scales is not None:  # the elements' scales move alike (same phase)
+            TilelangMeshComm.broadcast(scales[0], scales[1], src_core, direction, scales[2])
         return _statement(encode("tm_broadcast", mesh, _DIR_AXES[code],
                                  {"src_core": core, "size": n}, s_call, d_call))
 
@@ -990,6 +991,9 @@ class TilelangMeshComm:
         dc = _core_exprs(dst_core, "dst_core", mesh)
         if arith.Analyzer().can_prove_equal(_linear(sc, mesh), _linear(dc, mesh)):
             raise ValueError("T.comm.put requires src_core and dst_core to be different")
+        scales = _mx.comm_scales("T.comm.put", src, dst, size)
+        if scales is not None:
+            TilelangMeshComm.put(scales[0], scales[1], src_core, dst_core, scales[2])
         return _statement(encode("tm_put", mesh, (0, 1),
                                  {"src_core": sc, "dst_core": dc, "size": n}, s_call, d_call))
 
@@ -1015,6 +1019,9 @@ class TilelangMeshComm:
             raise ValueError(f"T.comm.all_gather: src_offset_byte={src_offset_byte} is the "
                              f"fork's compiler-internal offset; kernels pass 0 (the default)")
         params = {"size": n, "stacked": axis is None, "axis": 0 if axis is None else axis}
+        scales = _mx.comm_scales("T.comm.all_gather", send_buffer, recv_buffer, size, axis)
+        if scales is not None:
+            TilelangMeshComm.all_gather(scales[0], scales[1], direction, scales[2], axis)
         return _statement(encode("tm_all_gather", mesh, _DIR_AXES[code], params, s_call,
                                  d_call))
 
