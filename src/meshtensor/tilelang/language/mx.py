@@ -23,10 +23,14 @@ is internal to its GEMM). ``T.copy`` between two MX buffers copies elements and 
 ``T.gemm`` with an MX operand multiplies its values, each element times its scale
 (exact in float32), with ``T.gemm``'s usual accumulation in the accumulator's dtype.
 
-Not emulated yet, each a ``ValueError`` that says so: an MX ``T.MeshTensor`` parameter
-(the upstream passes packed storage whose byte layout is not modelled here), ``T.copy``
-between an MX buffer and one that is not, a region of an MX buffer as a ``T.gemm``
-operand.
+Inside, an MX buffer's scales are its *scale grid* (:func:`grid_shape`: one scale per
+32 elements along the grouped dim), which pack and unpack convert from and to the
+layout's ``(blocks, 32)`` field. An MX ``T.MeshTensor`` parameter takes an
+``(elements, scale grid)`` pair from the caller (two kernel parameters); comm ops on
+MX buffers run on the elements and on the matching scale regions (:func:`comm_scales`).
+
+Not emulated yet, each a ``ValueError`` that says so: ``T.copy`` between an MX buffer
+and one that is not, a region of an MX buffer as a ``T.gemm`` operand.
 
 >>> import tilelang
 >>> str(MXFP8), MX_KINDS["mxfp4"].element
