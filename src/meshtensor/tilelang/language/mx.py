@@ -341,22 +341,25 @@ def copy_wrapper(stock: Any) -> Any:
         rd = container(getattr(dst, "buffer", dst))
         if rs is None and rd is None:
             return stock(src, dst, *args, **kw)
-        if rs is None or rd is None or rs[1] is not rd[1] or \
-                not isinstance(src, tirx.Buffer) or not isinstance(dst, tirx.Buffer):
+        if rs is None or rd is None or rs[1] is not rd[1]:
             mxb = (rs or rd)[0]
             raise ValueError(f"T.copy: {mxb.name!r} is an MX buffer; copying between it "
-                             f"and anything but a whole MX buffer of the same kind is not "
-                             f"emulated yet (its scales live apart from its elements "
-                             f"here); use T.mx_unpack / T.mx_pack")
+                             f"and anything but an MX buffer (or region) of the same kind "
+                             f"is not emulated yet; use T.mx_unpack / T.mx_pack")
         from tilelang.language.common import evaluate
-        src_scales = _scales(rs, "T.copy")
+        _scales(rs, "T.copy")
         if rd[2][0] is None and _layout_of(rd[0]) is None:
             rd[2][1] = rs[2][1]  # an unannotated destination groups as its source
-        dst_scales = _scales(rd, "T.copy")
+        _scales(rd, "T.copy")
         if grouped_dim(rd[2][1]) != grouped_dim(rs[2][1]):
-            raise ValueError(f"T.copy: {rs[0].name!r} groups its scales as "
-                             f"{rs[2][1].upper()}, {rd[0].name!r} as {rd[2][1].upper()}; "
-                             f"a copy between them is not emulated yet")
+            raise ValueError(f"T.copy: {rs[0].name!r} groups its scales along dim "
+                             f"{grouped_dim(rs[2][1])} ({rs[2][1].upper()}), "
+                             f"{rd[0].name!r} along dim {grouped_dim(rd[2][1])} "
+                             f"({rd[2][1].upper()}); a copy moves elements with their "
+                             f"scales and cannot regroup them (requantise: T.mx_unpack, "
+                             f"compute, T.mx_pack)")
+        src_scales = _scale_operand("T.copy", "src", src, rs)
+        dst_scales = _scale_operand("T.copy", "dst", dst, rd)
         evaluate(stock(src, dst, *args, **kw))
         evaluate(stock(src_scales, dst_scales))
         return None
@@ -489,17 +492,23 @@ def _scale_cols(vals, sf):
         vals[i, j] = vals[i, j] * sf[i // 32, j]
 
 
-def _dequantized(rec: tuple) -> tirx.Buffer:
-    """An MX buffer's values, element times scale, in a float32 buffer of its own
-    (exact: an element has at most 4 significant bits, a scale is a power of two)."""
+def _dequantized(x: Any, rec: tuple) -> tirx.Buffer:
+    """An MX buffer's (or region's) values, element times scale, in a float32 buffer
+    of its own (exact: an element has at most 4 significant bits, a scale is a power
+    of two). A region must cover whole scale groups along the grouped dim."""
+    from tilelang.utils.language import retrieve_shape, to_buffer_region
     buf, kind, holder = rec
-    scales = _scales(rec, "T.gemm")
-    shape = [static_int(s) for s in buf.shape]
+    sx = _scale_operand("T.gemm", "operand", x, rec)
+    shape = [static_int(s) for s in retrieve_shape(to_buffer_region(x))]
+    sshape = [static_int(s) for s in retrieve_shape(to_buffer_region(sx))]
+    if any(d is None for d in shape + sshape):
+        raise ValueError(f"T.gemm: the region {x} of the MX buffer {buf.name!r} has "
+                         f"symbolic extents; an MX operand's extents must be static")
     vals = T.alloc_shared(shape, "float32")
-    sf = T.alloc_shared([static_int(s) for s in scales.shape], "float32")
-    _stock_copy()(buf, vals)
-    _stock_copy()(scales, sf)
-    (_scale_cols if holder[1] == "mxznz" else _scale_rows)(vals, sf)
+    sf = T.alloc_shared(sshape, "float32")
+    _stock_copy()(x, vals)
+    _stock_copy()(sx, sf)
+    (_scale_cols if grouped_dim(holder[1]) == 0 else _scale_rows)(vals, sf)
     return vals
 
 
@@ -507,18 +516,15 @@ def gemm_operands(A: Any, B: Any) -> tuple[Any, Any]:
     """``T.gemm``'s operands with an MX buffer's dequantised values in its place (and
     the other operand in float32, exactly): the chip's block-scaled MMA multiplies each
     element by its scale; the accumulation is ``T.gemm``'s, in the accumulator's dtype.
-    A region of an MX buffer is not emulated yet (a ``ValueError``)."""
+    A region of an MX buffer must cover whole 32-element scale groups along its
+    grouped dim (a ``ValueError`` otherwise)."""
     recs = [container(getattr(x, "buffer", x)) for x in (A, B)]
     if all(r is None for r in recs):
         return A, B
     out = []
     for x, rec in zip((A, B), recs):
-        if rec is not None and not isinstance(x, tirx.Buffer):
-            raise ValueError(f"T.gemm: a region of the {rec[1].name} buffer "
-                             f"{rec[0].name!r} as an operand is not emulated yet; pass "
-                             f"the whole buffer")
         if rec is not None:
-            out.append(_dequantized(rec))
+            out.append(_dequantized(x, rec))
         else:
             from tilelang.utils.language import retrieve_shape, to_buffer_region
             shape = [static_int(s) for s in retrieve_shape(to_buffer_region(x))]
