@@ -385,15 +385,31 @@ def test_a_reduction_into_a_region_writes_only_the_region():
     np.testing.assert_array_equal(o.numpy()[32:], np.maximum(af[:, :16].max(axis=1), -7.0))
 
 
-def test_a_sum_between_dtypes_is_not_emulated_yet():
-    with pytest.raises(ValueError, match="a sum from one dtype into another is not "
-                                         "emulated yet"):
-        @T.prim_func
-        def k():
-            with T.Kernel(1) as _:
-                a = T.alloc_shared((32, 32), "bfloat16", scope="shared.rsram")
-                s = T.alloc_shared((32,), "float32", scope="shared.rsram")
-                T.reduce_sum(a, s, dim=1)
+@pytest.mark.slow
+def test_a_sum_between_dtypes_accumulates_in_the_output_dtype():
+    """T.reduce_sum of a bfloat16 buffer into a float32 one converts each element and
+    adds in float32, as the upstream's reduction does (was a ValueError "not emulated
+    yet"): 256 + 31 ones is 287 (in bfloat16 it would stay 256)."""
+
+    @T.prim_func
+    def k(A: T.MeshTensor((32, 32), T.placement.replicated(), "bfloat16"),
+          O: T.MeshTensor((32,), T.placement.replicated(), "float32")):
+        with T.Kernel() as _:
+            a = T.alloc_shared((32, 32), "bfloat16", scope="shared.rsram")
+            s = T.alloc_shared((32,), "float32", scope="shared.rsram")
+            T.copy(A, a)
+            T.reduce_sum(a, s, dim=1)
+            T.copy(s, O)
+
+    kernel = compile_mesh_kernel(k, compile_flags=FLAGS)
+    a = torch.ones(32, 32)
+    a[:, 0] = 256.0
+    a[1] = torch.arange(32) * 0.5 - 3.0
+    o = torch.zeros(32)
+    kernel(a.to(torch.bfloat16), o)
+    want = a.numpy().sum(axis=1)
+    assert want[0] == 287.0
+    np.testing.assert_array_equal(o.numpy(), want)
 
 
 # -- real sizes ---------------------------------------------------------------------------------

@@ -29,8 +29,9 @@ layout's ``(blocks, 32)`` field. An MX ``T.MeshTensor`` parameter takes an
 ``(elements, scale grid)`` pair from the caller (two kernel parameters); comm ops on
 MX buffers run on the elements and on the matching scale regions (:func:`comm_scales`).
 
-Not emulated yet, each a ``ValueError`` that says so: ``T.copy`` between an MX buffer
-and one that is not, a region of an MX buffer as a ``T.gemm`` operand.
+A region of an MX buffer (whole scale groups along its grouped dim) is a ``T.gemm``
+operand and a ``T.copy`` source or destination between MX buffers. Not emulated yet,
+a ``ValueError`` that says so: ``T.copy`` between an MX buffer and one that is not.
 
 >>> import tilelang
 >>> str(MXFP8), MX_KINDS["mxfp4"].element

@@ -1201,14 +1201,10 @@ def _reduce_wrapper(stock: Any) -> Any:
         copy = getattr(T.copy, "_meshtensor", T.copy)
         if str(src_b.dtype) != str(out_b.dtype) or not _whole(buffer):
             # TileLang's CPU lowering reads the whole source buffer: a region, or an
-            # operand converted to the output's dtype, is staged in a buffer of its own
-            if str(src_b.dtype) != str(out_b.dtype) and reduce_type not in _ORDER_REDUCTIONS:
-                raise ValueError(
-                    f"reduce_{reduce_type}: {src_b.name!r} is {src_b.dtype} and "
-                    f"{out_b.name!r} {out_b.dtype}; a {reduce_type} from one dtype into "
-                    f"another is not emulated yet (its rounding depends on the dtype the "
-                    f"chip adds in); reduce into a {src_b.dtype} buffer, or T.copy the "
-                    f"operand to {out_b.dtype} first")
+            # operand converted to the output's dtype, is staged in a buffer of its own.
+            # The upstream's reduction converts each element to the output's dtype and
+            # accumulates there (ReduceOpNode::MakeReduce: Cast(acc dtype, element)),
+            # which is this staging for every kind, sums included
             tmp = T.alloc_shared(shape, str(out_b.dtype), scope=src_b.scope())
             evaluate(copy(buffer, tmp))
             buffer = tmp
@@ -1229,12 +1225,6 @@ def _reduce_wrapper(stock: Any) -> Any:
 
     reduce._meshtensor = stock  # type: ignore[attr-defined]
     return reduce
-
-
-#: reductions whose result does not depend on the dtype they run in: converting each
-#: element to the output's dtype first (rounding is monotonic and symmetric) gives the
-#: converted result of the same reduction
-_ORDER_REDUCTIONS = ("max", "min", "absmax")
 
 
 def _whole(x: Any) -> bool:
