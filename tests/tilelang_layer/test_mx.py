@@ -516,3 +516,24 @@ def test_an_mx_mesh_tensor_split_inside_a_scale_group_is_refused():
                                          r"groups along dim 1"):
         T.MeshTensor((64, 64), T.placement.full_shard(0, 1), T.mxfp8,
                      layout=_layouts().make_mxzz_layout((64, 64), dtype=T.mxfp8))
+
+
+def test_comm_traffic_counts_real_element_sizes_and_the_scales():
+    """An all_gather of a (32, 32) mxfp4 buffer over a row of 2: each transfer is 512
+    bytes of elements (half a byte each; counted 0, then 1024, before) plus 32 of
+    scales, as a comm op of its own on the scale grids."""
+    from meshtensor.tilelang import analyze_mesh_communication
+
+    tm.enable(mesh=(2, 2))
+
+    @T.prim_func
+    def k():
+        with T.Kernel() as _:
+            a = T.alloc_shared((32, 32), T.mxfp4)
+            b = T.alloc_shared((32, 64), T.mxfp4)
+            T.comm.all_gather(a, b, "h", axis=1)
+
+    r = analyze_mesh_communication(k)
+    assert r.comm_ops == ("comm 0: tm_all_gather a_scales -> b_scales over ('col',)",
+                          "comm 1: tm_all_gather a -> b over ('col',)")
+    assert r.nbytes.tolist() == [32] * 4 + [512] * 4

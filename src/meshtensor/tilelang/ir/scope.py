@@ -60,12 +60,13 @@ class CopyRegion:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the region (its extents must be static)."""
+        """Bytes of the region, its real size (:func:`nbytes`: a 4-bit kind is half a
+        byte an element); its extents must be static."""
         ext = self.static_extents()
         if ext is None:
             raise ValueError(f"region of {self.buffer.name!r} has symbolic extents "
                              f"{[str(e) for e in self.extents]}")
-        return int(np.prod(ext, dtype=np.int64)) * itemsize(self.buffer.dtype)
+        return int(nbytes(self.buffer.dtype, int(np.prod(ext, dtype=np.int64))))
 
 
 class Let(NamedTuple):

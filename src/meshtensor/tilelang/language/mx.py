@@ -255,6 +255,8 @@ def _scales(rec: tuple, op: str) -> tirx.Buffer:
         scale_shape(kind_name, shape)  # the layout's checks (whole blocks)
         holder[0] = T.alloc_shared(grid_shape(kind_name, shape), SCALE_DTYPE,
                                    scope=buf.scope())
+        from tvm.script.ir_builder import IRBuilder
+        IRBuilder.name(f"{buf.name}_scales", holder[0])  # messages and reports name it
         holder[1] = kind_name
     return holder[0]
 
