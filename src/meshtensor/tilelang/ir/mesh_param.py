@@ -30,8 +30,8 @@ from tvm import tirx
 from ...mesh import Mesh
 from ...sharding import Sharding
 
-__all__ = ["MeshParam", "mesh_params", "with_mesh_params", "ATTR", "MX_PARAMS", "SPLITS", "balanced_bounds",
-           "split_sharding", "bind_symbols"]
+__all__ = ["MeshParam", "mesh_params", "with_mesh_params", "ATTR", "MX_PARAMS", "SPLITS",
+           "balanced_bounds", "split_sharding", "bind_symbols"]
 
 #: the function attribute holding a kernel's ``T.MeshTensor`` records, by parameter name
 ATTR = "meshtensor.mesh_params"
