@@ -1888,14 +1888,15 @@ def run_case(case: Case, seed: int = 0) -> None:
                 if case.observe:
                     func = observe(func, case.observe)
                 kernel = compile_mesh_kernel(func, compile_flags=FLAGS)
-                kernel(*make_inputs(func, case.shapes, np.random.default_rng(seed or case.seed)).tensors)
+                kernel(*harness.call_args(func, make_inputs(
+                    func, case.shapes, np.random.default_rng(seed or case.seed)).tensors))
             return
         func = case.build(mod)
         if case.observe:
             func = observe(func, case.observe)
         kernel = compile_mesh_kernel(func, compile_flags=FLAGS)
         inp = make_inputs(func, case.shapes, np.random.default_rng(seed or case.seed))
-        kernel(*inp.tensors)
+        kernel(*harness.call_args(func, inp.tensors))
         if case.undefined:
             return
         obs = {k: as_np(v) for k, v in inp.obs.items()}
@@ -2932,6 +2933,119 @@ CASES += [
              f"layout transform moves at most 32 rows, and its compiler refuses the copy "
              f"(the chip cannot run it as written)")
     for r, c in ((40, 40), (33, 40))
+]
+
+
+# -- i28b (second round): MX T.MeshTensor parameters and comm ops on MX buffers: the
+# quantise-only and dequantise-only kernels (codegen/test_mx_quant_dequant_opt_validate.py),
+# the SUMMAs over MX slices (codegen/test_mx_gemm.py, codegen/test_sunmmio_codegen_mx_dtype_
+# opt_validate.py) --------------------------------------------------------------------------
+def mx_quantize_parts(a: np.ndarray, element: str, data_max: float) -> tuple:
+    """:func:`mx_quantize` of an (R, 32 n) bfloat16 array, each row's 32-element
+    groups on their own: the elements (float32 values of ``element``) and the scale
+    grid (R, n) (float32 values of float8_e8m0fnu)."""
+    import ml_dtypes
+
+    a = np.asarray(a, np.float32)
+    qs, ss = [], []
+    for k in range(a.shape[1] // 32):
+        t = a[:, 32 * k:32 * k + 32]
+        safe = np.maximum(np.abs(t).max(axis=1), np.float32(1e-4))
+        e8 = rnd(safe * np.float32(1.0 / data_max), "bfloat16").astype(
+            ml_dtypes.float8_e8m0fnu)
+        sf = e8.astype(ml_dtypes.bfloat16).astype(np.float32)
+        clamped = np.clip(t / sf[:, None], np.float32(-data_max), np.float32(data_max))
+        qs.append(clamped.astype(getattr(ml_dtypes, element)).astype(np.float32))
+        ss.append(e8.astype(np.float32))
+    return np.concatenate(qs, axis=1), np.stack(ss, axis=1)
+
+
+def _element_values(x: np.ndarray, element: str) -> np.ndarray:
+    """An MX output's elements as float32 values (float4 comes back as its codes)."""
+    import ml_dtypes
+    if element == "float4_e2m1fn":
+        return x.astype(np.uint8).view(ml_dtypes.float4_e2m1fn).astype(np.float32)
+    return x
+
+
+def check_mx_quant(kind):
+    element, data_max = MX_CHAIN[kind]
+
+    def check(inp, obs, out):
+        q, s = mx_quantize_parts(inp.arrays[0], element, data_max)
+        assert q.any() and np.isfinite(s).all()
+        np.testing.assert_array_equal(_element_values(out["MX"], element), q)
+        np.testing.assert_array_equal(out["MX_scales"], s)
+    return check
+
+
+def check_mx_dequant(kind):
+    def check(inp, obs, out):
+        e, s = inp.arrays[0], inp.arrays[1]
+        want = rnd(e * np.repeat(s, 32, axis=1), "bfloat16")
+        assert want.any()
+        np.testing.assert_array_equal(out["Y"], want)
+    return check
+
+
+MX_SHAPES = {"kernel": (128, 32), "generic_shape_kernel": (64, 64)}
+CASES += [
+    Case(f"upstream_codegen_mx_{op}_{shape.replace('kernel', '').strip('_') or 'aligned'}_"
+         f"{kind}", "SUNMMIO/Tilelang@6b3a471c testing/python/sunmmio/codegen/test_mx_quant_"
+         f"dequant_opt_validate.py::mx_ocp_{op}_{shape}_for_debug", "upstream_codegen_mx",
+         lambda m, kind=kind, op=op, shape=shape: getattr(
+             m, f"mx_ocp_{op}_{shape}_for_debug")(*_mx_args(kind)),
+         check=(check_mx_quant if op == "quant" else check_mx_dequant)(kind))
+    for op in ("quant", "dequant") for shape in MX_SHAPES for kind in ("mxfp8", "mxfp4")
+]
+
+
+def check_mx_summa(a_kind, b_kind):
+    """C = T.gemm of A's values by B's (one K step: each core's slices of K gathered
+    into the whole K, in order) in the bfloat16 accumulator; an MX operand's values
+    are its elements times the scale of their 32-element group along K."""
+    def values(arrays, i, kind, axis):
+        if kind is None:
+            return arrays[i], i + 1
+        return arrays[i] * np.repeat(arrays[i + 1], 32, axis=axis), i + 2
+
+    def check(inp, obs, out):
+        a, i = values(inp.arrays, 0, a_kind, 1)
+        b, _ = values(inp.arrays, i, b_kind, 0)
+        want = gemm(np.zeros((a.shape[0], b.shape[1]), np.float32), a, b, "bfloat16")
+        assert want.any()
+        np.testing.assert_array_equal(out["C"], want)
+    return check
+
+
+def _summa_case(source, factory, test, kind, a_kind, b_layout="mxznz", a_layout=None):
+    n, block_n = (256, 64) if kind == "mxfp8" else (128, 32)
+    kw = dict(K=512, N=n, block_N=block_n, block_K=128, b_layout_kind=b_layout)
+    if a_layout:
+        kw["a_layout_kind"] = a_layout
+    # T.mxfp8 exists once tm.enable ran: the dtypes are read when the case builds
+    return Case(f"upstream_codegen_mx_{test}_{kind}", f"{source}::{test}",
+                "upstream_codegen_mx",
+                lambda m, kw=kw: getattr(m, factory)(
+                    a_dtype=getattr(T, a_kind or "bfloat16"), b_dtype=getattr(T, kind), **kw),
+                shapes={"A": (128, 512), "A_scales": (128, 16), "B": (512, n),
+                        "B_scales": (16, n), "C": (128, n)},
+                check=check_mx_summa(a_kind, kind))
+
+
+_MX_GEMM = "SUNMMIO/Tilelang@b7b0ca69 testing/python/sunmmio/codegen/test_mx_gemm.py"
+_MX_DTYPE = ("SUNMMIO/Tilelang@fbc7887a testing/python/sunmmio/codegen/test_sunmmio_codegen_"
+             "mx_dtype_opt_validate.py")
+CASES += [
+    case for kind in ("mxfp8", "mxfp4") for case in (
+        _summa_case(_MX_GEMM, "matmul_mx_operand_kernel", "gemm_only_b", kind, None),
+        _summa_case(_MX_GEMM, "matmul_mx_operand_kernel", "gemm_row_major_a", kind, kind),
+        _summa_case(_MX_GEMM, "matmul_mx_operand_kernel", "gemm_both_a_b", kind, kind,
+                    a_layout="mxzz"),
+        _summa_case(_MX_DTYPE, "matmul_mx_operand_kernel_mx_dtype", "row_major_activation",
+                    kind, kind),
+        _summa_case(_MX_DTYPE, "matmul_mx_operand_kernel_mx_dtype",
+                    "activation_and_weight", kind, kind, a_layout="mxzz"))
 ]
 
 

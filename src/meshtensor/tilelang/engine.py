@@ -24,7 +24,7 @@ from .c_header import header_flags
 from .ir.comm_op import find_comm_ops
 from .ir.launch import Launch
 from .ir.memory import Memory
-from .ir.mesh_param import bind_symbols, mesh_params
+from .ir.mesh_param import MX_PARAMS, bind_symbols, mesh_params
 from .ir.scope import find_calls
 from .logs import quiet_tilelang
 from ..text import fitted
@@ -104,6 +104,7 @@ class MeshKernel:
             if self.narrow else out
 
     def _call_global(self, args: tuple, kwargs: dict) -> Any:
+        args = _mx_args(args, self.prim_func)
         n = len(self.prim_func.params)
         if len(args) != n or kwargs:
             raise ValueError(f"MeshKernel: the kernel takes {n} positional arguments (global "
@@ -125,6 +126,38 @@ class MeshKernel:
 
     def get_kernel_source(self) -> str:
         return self.jit_kernel.get_kernel_source()
+
+
+def _mx_args(args: tuple, func: tirx.PrimFunc) -> tuple:
+    """The caller's arguments with each MX ``T.MeshTensor``'s ``(elements, scales)``
+    pair as the kernel's two parameters (docs/tilelang_mesh.md, "MX block-scaled
+    kinds")."""
+    pairs = [tuple(int(i) for i in p) for p in func.attrs.get(MX_PARAMS, [])] \
+        if func.attrs is not None else []
+    if not pairs:
+        return args
+    firsts = {e: s for e, s in pairs}
+    seconds = set(firsts.values())
+    out: list = []
+    it = iter(args)
+    for i in range(len(func.params)):
+        if i in seconds:
+            continue
+        try:
+            a = next(it)
+        except StopIteration:
+            return args  # the count is checked (and named) by the caller
+        if i in firsts:
+            name = str(func.buffer_map[func.params[i]].name)
+            if not (isinstance(a, (tuple, list)) and len(a) == 2):
+                raise TypeError(f"MeshKernel: the MX T.MeshTensor parameter {name!r} takes "
+                                f"an (elements, scales) pair of torch tensors (docs/"
+                                f"tilelang_mesh.md, MX block-scaled kinds), got "
+                                f"{type(a).__name__}")
+            out.extend(a)
+        else:
+            out.append(a)
+    return tuple(out) + tuple(it)
 
 
 def _is_loop_break(call: tirx.Call) -> bool:

@@ -129,11 +129,19 @@ def make_inputs(func: tirx.PrimFunc, global_shapes: dict, rng: np.random.Generat
         name = str(buf.name)
         shape = tuple(global_shapes[name] if name in global_shapes
                       else [int(s) for s in buf.shape])
-        dt = torch_dtype(str(buf.dtype))
+        dt = _BY_CODE.get(str(buf.dtype)) or torch_dtype(str(buf.dtype))
         if name.startswith("OBS_"):
             t = torch.zeros(shape, dtype=dt)
             obs[name[4:]] = t
             arrays.append(None)
+        elif str(buf.dtype) in _BY_CODE:
+            # an MX tensor's scales (powers of two) and 4-bit elements: their codes,
+            # made by ml_dtypes (torch has no float4_e2m1fn, no float-to-e8m0 cast)
+            a = rng.integers(lo, hi, shape).astype(np.float32)
+            if str(buf.dtype) == "float8_e8m0fnu":
+                a = np.float32(2.0) ** a
+            t = torch.from_numpy(_codes(a, str(buf.dtype))).view(dt)
+            arrays.append(a)
         else:
             a = rng.integers(lo, hi, shape).astype(np.float32)
             # a copy: a float32 tensor from_numpy would share a's memory, and the
@@ -144,14 +152,37 @@ def make_inputs(func: tirx.PrimFunc, global_shapes: dict, rng: np.random.Generat
     return Inputs(arrays, tensors, obs)
 
 
+_BY_CODE = {"float8_e8m0fnu": torch.float8_e8m0fnu, "float4_e2m1fn": torch.uint8}
+
+
+def _codes(a: np.ndarray, dtype: str) -> np.ndarray:
+    import ml_dtypes
+    return a.astype(getattr(ml_dtypes, dtype)).view(np.uint8).copy()
+
+
+def call_args(func: tirx.PrimFunc, tensors: list) -> list:
+    """The kernel's call: each MX ``T.MeshTensor``'s two parameters (elements, scales)
+    as the one ``(elements, scales)`` pair its caller passes."""
+    from meshtensor.tilelang.ir.mesh_param import MX_PARAMS
+    pairs = {int(e): int(s) for e, s in (func.attrs.get(MX_PARAMS, []) if func.attrs
+                                         is not None else [])}
+    seconds = set(pairs.values())
+    return [(t, tensors[pairs[i]]) if i in pairs else t
+            for i, t in enumerate(tensors) if i not in seconds]
+
+
 def as_np(t: torch.Tensor) -> np.ndarray:
     """The tensor's values in NumPy: the narrow floating-point kinds (which NumPy does
     not hold natively) as float32."""
     narrow = (torch.bfloat16, torch.float16, torch.float8_e4m3fn, torch.float8_e5m2)
+    if t.dtype == torch.float8_e8m0fnu:
+        import ml_dtypes
+        return t.view(torch.uint8).numpy().view(ml_dtypes.float8_e8m0fnu).astype(np.float32)
     return t.float().numpy() if t.dtype in narrow else t.numpy()
 
 
-__all__ = ["load", "target", "determine_target", "observe", "make_inputs", "Inputs", "as_np", "ir"]
+__all__ = ["load", "target", "determine_target", "observe", "make_inputs", "Inputs", "as_np",
+           "ir", "call_args"]
 
 
 class _Jit:

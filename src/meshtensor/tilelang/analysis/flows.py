@@ -20,6 +20,7 @@ from ...collectives import root_position, shift_sources
 from ...sharding import chunk_bounds
 from ..ir.comm_op import CommOp
 from ..ir.expr import static_int
+from ..ir.scope import nbytes
 from ..ir.evaluate import IterSpace
 from ..ir.kernel import executions, runs_per_core
 
@@ -314,14 +315,16 @@ def tm_phases(op: CommOp, cores: Any = None) -> list[_Flow]:
     [[[0], [2], [16]], [[2], [3], [16]]]
     """
     mesh, axes = op.mesh, tuple(op.mesh_axes)
-    item = op.nbytes // max(int(np.prod(op.static_extents("src"), dtype=np.int64)), 1)
+    def sized(n: int) -> int:  # the real bytes of n elements (4-bit kinds: n / 2)
+        return int(nbytes(op.dtype, int(n)))
+
     everyone = np.arange(mesh.size, dtype=np.int64)
     if op.op == "tm_broadcast":
-        senders, nb = np.asarray(cores, dtype=np.int64), op.params["size"] * item
+        senders, nb = np.asarray(cores, dtype=np.int64), sized(op.params["size"])
         phases = _two_d(mesh, senders, nb) if axes == (0, 1) else [_line(mesh, senders, axes, nb)]
     elif op.op == "tm_put":
         pairs = np.asarray(cores, dtype=np.int64).reshape(-1, 2)
-        s, d, nb = pairs[:, 0], pairs[:, 1], op.params["size"] * item
+        s, d, nb = pairs[:, 0], pairs[:, 1], sized(op.params["size"])
         (sr, sc), (dr, dc) = _coords(mesh, s), _coords(mesh, d)
         diag = (sr != dr) & (sc != dc)
         mid = dr * mesh.shape[1] + sc
@@ -330,7 +333,7 @@ def tm_phases(op: CommOp, cores: Any = None) -> list[_Flow]:
                   _flows(np.where(diag, mid, s)[~vert | diag], d[~vert | diag], nb)]
         phases = [p for p in phases if len(p[0])] or phases[:1]
     elif op.op == "tm_all_gather":
-        nb = op.params["size"] * item
+        nb = sized(op.params["size"])
         phases = _two_d(mesh, everyone, nb) if axes == (0, 1) else [_line(mesh, everyone, axes, nb)]
     elif op.op == "tm_all_reduce":
         nb = op.dst.nbytes  # type: ignore[union-attr]  (each core's partial: out's size)

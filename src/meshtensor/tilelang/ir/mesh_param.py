@@ -31,11 +31,14 @@ from tvm import tirx
 from ...mesh import Mesh
 from ...sharding import Sharding
 
-__all__ = ["MeshParam", "mesh_params", "with_mesh_params", "ATTR", "SPLITS", "balanced_bounds",
-           "split_sharding", "bind_symbols"]
+__all__ = ["MeshParam", "mesh_params", "with_mesh_params", "ATTR", "MX_PARAMS", "SPLITS",
+           "balanced_bounds", "split_sharding", "bind_symbols"]
 
 #: the function attribute holding a kernel's ``T.MeshTensor`` records, by parameter name
 ATTR = "meshtensor.mesh_params"
+#: ``[[elements index, scales index], ...]``: the two parameters of each MX
+#: ``T.MeshTensor``, which the caller passes as one ``(elements, scales)`` pair
+MX_PARAMS = "meshtensor.mx_params"
 
 
 @dataclass(frozen=True)
@@ -348,6 +351,8 @@ def _box(lo: np.ndarray, hi: np.ndarray, zero: bool = False) -> tuple[slice, ...
 def _torch_dtype(dtype: str) -> Any:
     import torch
     name = str(dtype)
+    if name == "float4_e2m1fn":  # torch has none: one code a byte (ml_dtypes' .view)
+        return torch.uint8
     t = getattr(torch, name, None)
     if not isinstance(t, torch.dtype):
         raise ValueError(f"T.MeshTensor: dtype {name!r} has no torch equivalent")

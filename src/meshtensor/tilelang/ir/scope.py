@@ -23,13 +23,14 @@ LOCAL_OPERANDS = {"tl.tileop.fill": (0,), "tl.tileop.gemm": (2,),
 
 
 def itemsize(dtype: Any) -> int:
-    """Bytes per element of a TIR dtype, those NumPy lacks included.
+    """Bytes per stored element of a TIR dtype, those NumPy lacks included: a 4-bit
+    kind is stored one code a byte (its real size is :func:`nbytes`).
 
-    >>> itemsize("float32"), itemsize("bfloat16"), itemsize("float8_e4m3fn")
+    >>> itemsize("float32"), itemsize("bfloat16"), itemsize("float4_e2m1fn")
     (4, 2, 1)
     """
     t = DataType(str(dtype))
-    return t.bits * t.lanes // 8
+    return (t.bits * t.lanes + 7) // 8
 
 
 def nbytes(dtype: Any, count: Any) -> Any:
@@ -59,12 +60,13 @@ class CopyRegion:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the region (its extents must be static)."""
+        """Bytes of the region, its real size (:func:`nbytes`: a 4-bit kind is half a
+        byte an element); its extents must be static."""
         ext = self.static_extents()
         if ext is None:
             raise ValueError(f"region of {self.buffer.name!r} has symbolic extents "
                              f"{[str(e) for e in self.extents]}")
-        return int(np.prod(ext, dtype=np.int64)) * itemsize(self.buffer.dtype)
+        return int(nbytes(self.buffer.dtype, int(np.prod(ext, dtype=np.int64))))
 
 
 class Let(NamedTuple):

@@ -23,10 +23,15 @@ is internal to its GEMM). ``T.copy`` between two MX buffers copies elements and 
 ``T.gemm`` with an MX operand multiplies its values, each element times its scale
 (exact in float32), with ``T.gemm``'s usual accumulation in the accumulator's dtype.
 
-Not emulated yet, each a ``ValueError`` that says so: an MX ``T.MeshTensor`` parameter
-(the upstream passes packed storage whose byte layout is not modelled here), ``T.copy``
-between an MX buffer and one that is not, a region of an MX buffer as a ``T.gemm``
-operand.
+Inside, an MX buffer's scales are its *scale grid* (:func:`grid_shape`: one scale per
+32 elements along the grouped dim), which pack and unpack convert from and to the
+layout's ``(blocks, 32)`` field. An MX ``T.MeshTensor`` parameter takes an
+``(elements, scale grid)`` pair from the caller (two kernel parameters); comm ops on
+MX buffers run on the elements and on the matching scale regions (:func:`comm_scales`).
+
+A region of an MX buffer (whole scale groups along its grouped dim) is a ``T.gemm``
+operand and a ``T.copy`` source or destination between MX buffers. Not emulated yet,
+a ``ValueError`` that says so: ``T.copy`` between an MX buffer and one that is not.
 
 >>> import tilelang
 >>> str(MXFP8), MX_KINDS["mxfp4"].element
@@ -41,13 +46,14 @@ from typing import Any
 import tilelang  # noqa: F401  (first: its bundled tvm)
 import tilelang.language as T
 from tvm import tirx
+from tvm.ir import Range
 from tvm.target import datatype as _datatype
 
 from ..ir.expr import static_int
 
 __all__ = ["MXKind", "MX_KINDS", "MXFP8", "MXFP4", "mx_kind", "get_mx_scale_shape",
-           "scale_shape",
-           "mx_pack", "mx_unpack", "gemm_operands", "MX_BLOCK", "SCALE_DTYPE"]
+           "scale_shape", "grid_shape", "grouped_dim",
+           "mx_pack", "mx_unpack", "gemm_operands", "comm_scales", "MX_BLOCK", "SCALE_DTYPE"]
 
 #: elements per scale (OCP MX), and the side of the upstream's MX layout blocks
 MX_BLOCK = 32
@@ -151,6 +157,31 @@ def scale_shape(kind: str, shape: tuple) -> tuple[int, int]:
     return ((m // MX_BLOCK) * (n // MX_BLOCK), MX_BLOCK)
 
 
+def grouped_dim(kind: str) -> int:
+    """The dim along which 32 elements share a scale: 1 (along a row) for MXZZ and
+    the MX row-major layout, 0 (along a column) for MXZNZ and MXZNN."""
+    return 0 if kind in ("mxznz", "mxznn") else 1
+
+
+def grid_shape(kind: str, shape: tuple) -> tuple[int, int]:
+    """The shape of an MX tensor's scale grid: its shape with the grouped dim
+    (:func:`grouped_dim`) divided by 32; element ``(i, j)``'s scale is at
+    ``(i, j // 32)`` (MXZZ) or ``(i // 32, j)`` (MXZNZ). It is how a caller passes an
+    MX ``T.MeshTensor``'s scales, and how meshtensor keeps an MX buffer's scales.
+
+    >>> grid_shape("mxzz", (64, 128)), grid_shape("mxznz", (64, 128))
+    ((64, 4), (2, 128))
+    """
+    dims = [int(d) for d in shape]
+    g = grouped_dim(kind)
+    if len(dims) != 2 or dims[g] % MX_BLOCK:
+        raise ValueError(f"MX scale grid: shape {tuple(dims)} of the {kind.upper()} layout "
+                         f"must be rank 2 with dim {g} a multiple of {MX_BLOCK} (one scale "
+                         f"per {MX_BLOCK} elements along it)")
+    dims[g] //= MX_BLOCK
+    return (dims[0], dims[1])
+
+
 # -- the containers of the kernel being built -------------------------------------------
 def _builder() -> Any:
     from tilelang.language.eager.builder import Builder
@@ -221,8 +252,11 @@ def _scales(rec: tuple, op: str) -> tirx.Buffer:
             raise ValueError(f"{op}: {buf.name!r} needs an MX layout (make_mxzz_layout, "
                              f"make_mxznz_layout), got {layout}")
         shape = tuple(static_int(s) for s in buf.shape)
-        holder[0] = T.alloc_shared(scale_shape(kind_name, shape), SCALE_DTYPE,
+        scale_shape(kind_name, shape)  # the layout's checks (whole blocks)
+        holder[0] = T.alloc_shared(grid_shape(kind_name, shape), SCALE_DTYPE,
                                    scope=buf.scope())
+        from tvm.script.ir_builder import IRBuilder
+        IRBuilder.name(f"{buf.name}_scales", holder[0])  # messages and reports name it
         holder[1] = kind_name
     return holder[0]
 
@@ -265,7 +299,7 @@ def _check(op: str, data: tirx.Buffer, scale: tirx.Buffer, mx: tirx.Buffer) -> t
         raise ValueError(f"{op}: data {data.name!r} has shape {dshape}, mx {mx.name!r} "
                          f"{mshape}; they must be equal")
     scales = _scales(rec, op)
-    want = tuple(static_int(s) for s in scales.shape)
+    want = scale_shape(rec[2][1], mshape)
     got = tuple(static_int(s) for s in scale.shape)
     if got != want:
         raise ValueError(f"{op}: scale {scale.name!r} has shape {got}; the MX layout of "
@@ -286,9 +320,10 @@ def mx_pack(data: Any, scale: Any, mx: Any) -> None:
     the MX buffer ``mx`` (module docstring)."""
     op = "T.mx_pack"
     d, s, m = _full(data, op, "data"), _full(scale, op, "scale"), _full(mx, op, "mx")
-    _, scales = _check(op, d, s, m)
+    rec, scales = _check(op, d, s, m)
     _stock_copy()(d, m)
-    _stock_copy()(s, scales)
+    nbc = static_int(m.shape[1]) // MX_BLOCK
+    (_blocks_to_cols if rec[2][1] == "mxznz" else _blocks_to_rows)(s, scales, nbc)
 
 
 def mx_unpack(mx: Any, data: Any, scale: Any) -> None:
@@ -296,9 +331,10 @@ def mx_unpack(mx: Any, data: Any, scale: Any) -> None:
     scales out (module docstring)."""
     op = "T.mx_unpack"
     m, d, s = _full(mx, op, "mx"), _full(data, op, "data"), _full(scale, op, "scale")
-    _, scales = _check(op, d, s, m)
+    rec, scales = _check(op, d, s, m)
     _stock_copy()(m, d)
-    _stock_copy()(scales, s)
+    nbc = static_int(m.shape[1]) // MX_BLOCK
+    (_cols_to_blocks if rec[2][1] == "mxznz" else _rows_to_blocks)(scales, s, nbc)
 
 
 def copy_wrapper(stock: Any) -> Any:
@@ -308,22 +344,25 @@ def copy_wrapper(stock: Any) -> Any:
         rd = container(getattr(dst, "buffer", dst))
         if rs is None and rd is None:
             return stock(src, dst, *args, **kw)
-        if rs is None or rd is None or rs[1] is not rd[1] or \
-                not isinstance(src, tirx.Buffer) or not isinstance(dst, tirx.Buffer):
+        if rs is None or rd is None or rs[1] is not rd[1]:
             mxb = (rs or rd)[0]
             raise ValueError(f"T.copy: {mxb.name!r} is an MX buffer; copying between it "
-                             f"and anything but a whole MX buffer of the same kind is not "
-                             f"emulated yet (its scales live apart from its elements "
-                             f"here); use T.mx_unpack / T.mx_pack")
+                             f"and anything but an MX buffer (or region) of the same kind "
+                             f"is not emulated yet; use T.mx_unpack / T.mx_pack")
         from tilelang.language.common import evaluate
-        src_scales = _scales(rs, "T.copy")
+        _scales(rs, "T.copy")
         if rd[2][0] is None and _layout_of(rd[0]) is None:
             rd[2][1] = rs[2][1]  # an unannotated destination groups as its source
-        dst_scales = _scales(rd, "T.copy")
-        if rd[2][1] != rs[2][1]:
-            raise ValueError(f"T.copy: {rs[0].name!r} groups its scales as "
-                             f"{rs[2][1].upper()}, {rd[0].name!r} as {rd[2][1].upper()}; "
-                             f"a copy between them is not emulated yet")
+        _scales(rd, "T.copy")
+        if grouped_dim(rd[2][1]) != grouped_dim(rs[2][1]):
+            raise ValueError(f"T.copy: {rs[0].name!r} groups its scales along dim "
+                             f"{grouped_dim(rs[2][1])} ({rs[2][1].upper()}), "
+                             f"{rd[0].name!r} along dim {grouped_dim(rd[2][1])} "
+                             f"({rd[2][1].upper()}); a copy moves elements with their "
+                             f"scales and cannot regroup them (requantise: T.mx_unpack, "
+                             f"compute, T.mx_pack)")
+        src_scales = _scale_operand("T.copy", "src", src, rs)
+        dst_scales = _scale_operand("T.copy", "dst", dst, rd)
         evaluate(stock(src, dst, *args, **kw))
         evaluate(stock(src_scales, dst_scales))
         return None
@@ -333,32 +372,146 @@ def copy_wrapper(stock: Any) -> Any:
     return copy
 
 
+# The layout's scale field (blocks, 32), as T.mx_pack / T.mx_unpack take it, and the
+# scale grid meshtensor keeps (grid_shape): block b = (b // nbc, b % nbc) of 32 x 32.
 @T.macro
-def _scale_rows(vals, sf, nbc):
+def _blocks_to_rows(blk, grid, nbc):
+    for b, r in T.grid(*blk.shape):
+        grid[(b // nbc) * 32 + r, b % nbc] = blk[b, r]
+
+
+@T.macro
+def _blocks_to_cols(blk, grid, nbc):
+    for b, c in T.grid(*blk.shape):
+        grid[b // nbc, (b % nbc) * 32 + c] = blk[b, c]
+
+
+@T.macro
+def _rows_to_blocks(grid, blk, nbc):
+    for b, r in T.grid(*blk.shape):
+        blk[b, r] = grid[(b // nbc) * 32 + r, b % nbc]
+
+
+@T.macro
+def _cols_to_blocks(grid, blk, nbc):
+    for b, c in T.grid(*blk.shape):
+        blk[b, c] = grid[b // nbc, (b % nbc) * 32 + c]
+
+
+def _group_index(op: str, side: str, name: str, v: Any, what: str) -> Any:
+    """``v // 32`` where ``v`` (a start or an extent along the grouped dim) is a
+    multiple of 32, else a ValueError: a scale group moves whole."""
+    from tvm import arith
+    an = arith.Analyzer()
+    if not an.can_prove_equal(tirx.floormod(v, MX_BLOCK), 0):
+        raise ValueError(f"{op}: {side} {name!r} is an MX buffer; its {what} {v} along "
+                         f"the grouped dim is not a multiple of {MX_BLOCK}, so the region "
+                         f"cuts a scale group (32 elements share one scale and move "
+                         f"together)")
+    return an.simplify(tirx.floordiv(v, MX_BLOCK))
+
+
+def _scale_operand(op: str, side: str, x: Any, rec: tuple) -> Any:
+    """The scale-grid operand that goes with an MX comm operand ``x`` (a buffer, a
+    region, or an element that starts one)."""
+    buf, _, holder = rec
+    grid = _scales(rec, op)
+    g = grouped_dim(holder[1])
+    name = str(buf.name)
+    if isinstance(x, tirx.Buffer):
+        return grid
+    if isinstance(x, tirx.BufferRegion):
+        rng = [Range.from_min_extent(
+            _group_index(op, side, name, r.min, "start") if d == g else r.min,
+            _group_index(op, side, name, r.extent, "extent") if d == g else r.extent)
+            for d, r in enumerate(x.region)]
+        return tirx.BufferRegion(grid, rng)
+    if isinstance(x, tirx.BufferLoad):
+        return tirx.BufferLoad(grid, [_group_index(op, side, name, i, "start") if d == g
+                                      else i for d, i in enumerate(x.indices)])
+    raise TypeError(f"{op}: {side} must be a buffer or a region of one, got "
+                    f"{type(x).__name__}")
+
+
+def comm_scales(op: str, src: Any, dst: Any, size: Any = -1, axis: Any = None
+                ) -> tuple | None:
+    """For a comm op that moves MX data: ``(src scales, dst scales, scale size)``,
+    the same op on the scale grids (run before the elements' op: the scales move with
+    their elements); ``None`` when neither operand is an MX buffer. Both must be MX
+    buffers of one kind and grouping; a region must cover whole scale groups."""
+    rs = container(getattr(src, "buffer", src))
+    rd = container(getattr(dst, "buffer", dst))
+    if rs is None and rd is None:
+        return None
+    if rs is None or rd is None or rs[1] is not rd[1]:
+        def what(r: Any, x: Any) -> str:
+            b = getattr(x, "buffer", x)
+            return (f"{r[1].name} buffer {r[0].name!r}" if r is not None
+                    else f"{getattr(b, 'dtype', type(b).__name__)} buffer "
+                         f"{getattr(b, 'name', '?')!r}")
+        raise ValueError(f"{op}: src is the {what(rs, src)}, dst the {what(rd, dst)}; a "
+                         f"comm op moves MX data between MX buffers of one kind (elements "
+                         f"and scales together); T.mx_unpack / T.mx_pack to move parts")
+    _scales(rs, op)
+    if rd[2][0] is None and _layout_of(rd[0]) is None:
+        rd[2][1] = rs[2][1]  # an unannotated destination groups as its source
+    _scales(rd, op)
+    g = grouped_dim(rs[2][1])
+    if grouped_dim(rd[2][1]) != g:
+        raise ValueError(f"{op}: {rs[0].name!r} groups its scales along dim {g}, "
+                         f"{rd[0].name!r} along dim {grouped_dim(rd[2][1])}; the chip moves "
+                         f"bytes, which cannot regroup scales")
+    ssize = size
+    if size is not None and size != -1:
+        n = static_int(size)
+        if n is None or n % MX_BLOCK or (g == 0 and n % (MX_BLOCK * _width(src))):
+            raise ValueError(f"{op}: size={size} on the MX buffer {rs[0].name!r} is not "
+                             f"whole {MX_BLOCK}-element scale groups of its "
+                             f"{rs[2][1].upper()} layout")
+        ssize = n // MX_BLOCK
+    return (_scale_operand(op, "src", src, rs), _scale_operand(op, "dst", dst, rd), ssize)
+
+
+def _width(x: Any) -> int:
+    """The last extent of a comm operand (static; a load's is its buffer's)."""
+    if isinstance(x, tirx.BufferRegion):
+        w = static_int(x.region[-1].extent)
+    else:
+        w = static_int(getattr(x, "buffer", x).shape[-1])
+    return int(w or 1)
+
+
+@T.macro
+def _scale_rows(vals, sf):
     """Each element times the scale of its 32-element row segment (MXZZ)."""
     for i, j in T.grid(*vals.shape):
-        vals[i, j] = vals[i, j] * sf[(i // 32) * nbc + j // 32, i % 32]
+        vals[i, j] = vals[i, j] * sf[i, j // 32]
 
 
 @T.macro
-def _scale_cols(vals, sf, nbc):
+def _scale_cols(vals, sf):
     """Each element times the scale of its 32-element column segment (MXZNZ)."""
     for i, j in T.grid(*vals.shape):
-        vals[i, j] = vals[i, j] * sf[(i // 32) * nbc + j // 32, j % 32]
+        vals[i, j] = vals[i, j] * sf[i // 32, j]
 
 
-def _dequantized(rec: tuple) -> tirx.Buffer:
-    """An MX buffer's values, element times scale, in a float32 buffer of its own
-    (exact: an element has at most 4 significant bits, a scale is a power of two)."""
+def _dequantized(x: Any, rec: tuple) -> tirx.Buffer:
+    """An MX buffer's (or region's) values, element times scale, in a float32 buffer
+    of its own (exact: an element has at most 4 significant bits, a scale is a power
+    of two). A region must cover whole scale groups along the grouped dim."""
+    from tilelang.utils.language import retrieve_shape, to_buffer_region
     buf, kind, holder = rec
-    scales = _scales(rec, "T.gemm")
-    shape = [static_int(s) for s in buf.shape]
+    sx = _scale_operand("T.gemm", "operand", x, rec)
+    shape = [static_int(s) for s in retrieve_shape(to_buffer_region(x))]
+    sshape = [static_int(s) for s in retrieve_shape(to_buffer_region(sx))]
+    if any(d is None for d in shape + sshape):
+        raise ValueError(f"T.gemm: the region {x} of the MX buffer {buf.name!r} has "
+                         f"symbolic extents; an MX operand's extents must be static")
     vals = T.alloc_shared(shape, "float32")
-    sf = T.alloc_shared([static_int(s) for s in scales.shape], "float32")
-    _stock_copy()(buf, vals)
-    _stock_copy()(scales, sf)
-    nbc = shape[1] // MX_BLOCK
-    (_scale_cols if holder[1] == "mxznz" else _scale_rows)(vals, sf, nbc)
+    sf = T.alloc_shared(sshape, "float32")
+    _stock_copy()(x, vals)
+    _stock_copy()(sx, sf)
+    (_scale_cols if grouped_dim(holder[1]) == 0 else _scale_rows)(vals, sf)
     return vals
 
 
@@ -366,18 +519,15 @@ def gemm_operands(A: Any, B: Any) -> tuple[Any, Any]:
     """``T.gemm``'s operands with an MX buffer's dequantised values in its place (and
     the other operand in float32, exactly): the chip's block-scaled MMA multiplies each
     element by its scale; the accumulation is ``T.gemm``'s, in the accumulator's dtype.
-    A region of an MX buffer is not emulated yet (a ``ValueError``)."""
+    A region of an MX buffer must cover whole 32-element scale groups along its
+    grouped dim (a ``ValueError`` otherwise)."""
     recs = [container(getattr(x, "buffer", x)) for x in (A, B)]
     if all(r is None for r in recs):
         return A, B
     out = []
     for x, rec in zip((A, B), recs):
-        if rec is not None and not isinstance(x, tirx.Buffer):
-            raise ValueError(f"T.gemm: a region of the {rec[1].name} buffer "
-                             f"{rec[0].name!r} as an operand is not emulated yet; pass "
-                             f"the whole buffer")
         if rec is not None:
-            out.append(_dequantized(rec))
+            out.append(_dequantized(x, rec))
         else:
             from tilelang.utils.language import retrieve_shape, to_buffer_region
             shape = [static_int(s) for s in retrieve_shape(to_buffer_region(x))]

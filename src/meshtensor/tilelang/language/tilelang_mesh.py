@@ -58,7 +58,7 @@ from ...sharding import Sharding
 from ...reduction import REDUCTIONS, kinds
 from ..ir.comm_op import encode
 from ..ir.expr import static_int
-from ..ir.mesh_param import MeshParam, with_mesh_params
+from ..ir.mesh_param import MX_PARAMS as MX_PARAMS_ATTR, MeshParam, with_mesh_params
 from . import dist as _dist
 from . import mx as _mx
 from . import placement as _placement
@@ -258,6 +258,9 @@ class MeshTensorType:
     world: int = 1
     #: the global tensor's hierarchical layout (``hierarchical_dims=`` ...), if named
     hierarchical: HierarchicalLayout | None = None
+    #: an MX tensor (``T.mxfp8``/``T.mxfp4``): ``(kind, layout kind, the scale grid's
+    #: T.MeshTensor)``; ``dtype`` is then its element dtype
+    mx: tuple | None = None
 
     @property
     def local_layout(self) -> HierarchicalLayout | None:
@@ -351,6 +354,41 @@ class MeshTensorType:
         return _MeshTensorArg(self, T.Tensor(self.local_shape, self.dtype))
 
 
+def _mx_mesh_tensor(kind: Any, shape: Any, placement: Any, mesh: Any, layout: Any,
+                    rank_placement: Any, hdims: Any) -> tuple:
+    """An MX ``T.MeshTensor``'s record: ``(kind, layout kind, the scale grid's
+    T.MeshTensor)``. The caller passes the elements and the scale grid
+    (:func:`~meshtensor.tilelang.language.mx.grid_shape`), which must split with them:
+    every core's part covers whole 32-element scale groups."""
+    lk = "mxzz" if layout is None else _mx._layout_kind(layout)
+    if lk not in ("mxzz", "mxznz", "mxznn", "mx_row_major"):
+        raise ValueError(f"T.MeshTensor: an {kind.name} tensor needs an MX layout "
+                         f"(make_mxzz_layout, make_mxznz_layout, make_mxznn_layout, "
+                         f"make_mx_row_major_layout), got {layout}")
+    if rank_placement is not None or hdims is not None:
+        raise ValueError(f"T.MeshTensor: an {kind.name} tensor split over ranks or with a "
+                         f"hierarchical layout is not defined by the upstream's MX layouts")
+    dims = tuple(static_int(d) if not isinstance(d, int) else d
+                 for d in (shape if isinstance(shape, (tuple, list)) else (shape,)))
+    if len(dims) != 2 or any(not isinstance(d, int) for d in dims):
+        raise ValueError(f"T.MeshTensor: an {kind.name} tensor is rank 2 with static sizes "
+                         f"(its MX layout's), got shape {tuple(shape)}")
+    grid = _mx.grid_shape(lk, dims)
+    scales = MeshTensor(grid, placement, mesh, _mx.SCALE_DTYPE)
+    elems = MeshTensor(dims, placement, mesh, kind.element)
+    g = _mx.grouped_dim(lk)
+    (es, ee), (ss, se) = elems.param("x").regions(), scales.param("x").regions()
+    if not (np.array_equal(es[:, g], ss[:, g] * _mx.MX_BLOCK)
+            and np.array_equal(ee[:, g], se[:, g] * _mx.MX_BLOCK)):
+        raise ValueError(f"T.MeshTensor: an {kind.name} tensor of shape {dims} "
+                         f"({lk.upper()}: 32 elements of dim {g} share a scale) split "
+                         f"{elems.policy} gives a core a part that is not whole scale "
+                         f"groups along dim {g} (its parts {es[:, g].tolist()}..."
+                         f"{ee[:, g].tolist()}); each part must start and end on a "
+                         f"multiple of {_mx.MX_BLOCK}")
+    return (kind, lk, scales)
+
+
 @dataclass(frozen=True, eq=False)
 class _MeshTensorArg:
     """A ``T.MeshTensor`` parameter on its way into TileLang's builder, which the
@@ -362,13 +400,6 @@ class _MeshTensorArg:
 
 def _dtype_name(dtype: Any) -> str:
     name = str(getattr(dtype, "dtype", dtype))
-    kind = _mx.mx_kind(name)
-    if kind is not None:
-        raise ValueError(f"T.MeshTensor: dtype {kind.name} (an MX block-scaled tensor) is "
-                         f"not emulated yet as a kernel parameter: the upstream passes it "
-                         f"as packed storage whose byte layout meshtensor does not model; "
-                         f"pass the {kind.element} elements and float8_e8m0fnu scales as "
-                         f"two tensors and T.mx_pack them in the kernel")
     try:
         import tvm
         tvm.runtime.DataType(name)
@@ -438,13 +469,19 @@ def MeshTensor(shape: Any, placement: Any = None, device_mesh_config: Any = None
             raise TypeError(f"T.MeshTensor: rank_placement must be a T.dist.placement value, "
                             f"got {type(rank_placement).__name__}")
         slot = rank_placement.check(len(static)).rank_shape(static, _dist.current_world())
+    kind = _mx.mx_kind(str(getattr(dtype, "dtype", dtype)))
+    mx = None
+    if kind is not None:
+        mx = _mx_mesh_tensor(kind, shape, placement, device_mesh_config, layout,
+                             rank_placement, hierarchical_dims)
+        dtype = kind.element
     hier = _hierarchical(static, layout, rank_placement, hierarchical_dims,
                          hierarchical_strides, hierarchical_groups)
     out = MeshTensorType(tuple(static), place.local_shape(mesh, slot), place,  # type: ignore
                          text, mesh, _dtype_name(dtype),
                          None if layout is None else str(layout),
                          None if rank_placement is None else repr(rank_placement), _split(),
-                         rank_placement, _dist.current_world(), hier)
+                         rank_placement, _dist.current_world(), hier, mx)
     if hier is not None:  # checks the shard rule now; the record names both layouts
         from dataclasses import replace
         try:
@@ -658,14 +695,6 @@ class _Operand:
 
 
 def _operand(op: str, side: str, x: Any) -> _Operand:
-    buf = x.buffer if isinstance(x, (tirx.BufferRegion, tirx.BufferLoad)) else x
-    if isinstance(buf, tirx.Buffer) and (str(buf.dtype) == "float4_e2m1fn"
-                                         or _mx.container(buf) is not None):
-        raise ValueError(f"{op}: {side} {buf.name!r} holds {buf.dtype} "
-                         f"{'MX elements' if _mx.container(buf) else 'values'}; comm ops on "
-                         f"4-bit elements and MX buffers are not emulated yet (their "
-                         f"traffic is half a byte an element, plus the scales); move "
-                         f"float8_e4m3fn or bfloat16 values")
     if isinstance(x, tirx.Buffer):
         return _Operand("buffer", x, [tirx.IntImm("int32", 0)] * len(x.shape), list(x.shape))
     if isinstance(x, tirx.BufferRegion):
@@ -911,6 +940,12 @@ def _reduce_operands(op: str, buffer: Any, out: Any, dim: Any
                      ) -> tuple[tirx.Call, tirx.Call, tirx.Buffer, tirx.Buffer, int]:
     full = f"T.comm.{op}"
     s, o = _operand(full, "src", buffer), _operand(full, "dst", out)
+    for side, b in (("src", s.buffer), ("dst", o.buffer)):
+        if _mx.container(b) is not None:
+            raise ValueError(f"{full}: {side} {b.name!r} is an MX buffer; a reduction "
+                             f"combines values, and an MX buffer's are elements times "
+                             f"per-group scales that no reduction of the chip requantises: "
+                             f"T.mx_unpack it and reduce the values")
     _memory(full, "src", s.buffer)
     _memory(full, "dst", o.buffer)
     if s.kind == "load" and o.kind == "load":
@@ -1035,6 +1070,9 @@ class TilelangMeshComm:
         s_call, d_call, n = _transfer("broadcast", src, dst, size)
         code = _direction(direction, "broadcast")
         core = _core_exprs(src_core, "src_core", mesh)
+        scales = _mx.comm_scales("T.comm.broadcast", src, dst, size)
+        if scales is not None:  # the elements' scales move alike (same phase)
+            TilelangMeshComm.broadcast(scales[0], scales[1], src_core, direction, scales[2])
         return _statement(encode("tm_broadcast", mesh, _DIR_AXES[code],
                                  {"src_core": core, "size": n}, s_call, d_call))
 
@@ -1051,6 +1089,9 @@ class TilelangMeshComm:
         dc = _core_exprs(dst_core, "dst_core", mesh)
         if arith.Analyzer().can_prove_equal(_linear(sc, mesh), _linear(dc, mesh)):
             raise ValueError("T.comm.put requires src_core and dst_core to be different")
+        scales = _mx.comm_scales("T.comm.put", src, dst, size)
+        if scales is not None:
+            TilelangMeshComm.put(scales[0], scales[1], src_core, dst_core, scales[2])
         return _statement(encode("tm_put", mesh, (0, 1),
                                  {"src_core": sc, "dst_core": dc, "size": n}, s_call, d_call))
 
@@ -1076,6 +1117,9 @@ class TilelangMeshComm:
             raise ValueError(f"T.comm.all_gather: src_offset_byte={src_offset_byte} is the "
                              f"fork's compiler-internal offset; kernels pass 0 (the default)")
         params = {"size": n, "stacked": axis is None, "axis": 0 if axis is None else axis}
+        scales = _mx.comm_scales("T.comm.all_gather", send_buffer, recv_buffer, size, axis)
+        if scales is not None:
+            TilelangMeshComm.all_gather(scales[0], scales[1], direction, scales[2], axis)
         return _statement(encode("tm_all_gather", mesh, _DIR_AXES[code], params, s_call,
                                  d_call))
 
@@ -1269,14 +1313,10 @@ def _reduce_wrapper(stock: Any) -> Any:
         copy = getattr(T.copy, "_meshtensor", T.copy)
         if str(src_b.dtype) != str(out_b.dtype) or not _whole(buffer):
             # TileLang's CPU lowering reads the whole source buffer: a region, or an
-            # operand converted to the output's dtype, is staged in a buffer of its own
-            if str(src_b.dtype) != str(out_b.dtype) and reduce_type not in _ORDER_REDUCTIONS:
-                raise ValueError(
-                    f"reduce_{reduce_type}: {src_b.name!r} is {src_b.dtype} and "
-                    f"{out_b.name!r} {out_b.dtype}; a {reduce_type} from one dtype into "
-                    f"another is not emulated yet (its rounding depends on the dtype the "
-                    f"chip adds in); reduce into a {src_b.dtype} buffer, or T.copy the "
-                    f"operand to {out_b.dtype} first")
+            # operand converted to the output's dtype, is staged in a buffer of its own.
+            # The upstream's reduction converts each element to the output's dtype and
+            # accumulates there (ReduceOpNode::MakeReduce: Cast(acc dtype, element)),
+            # which is this staging for every kind, sums included
             tmp = T.alloc_shared(shape, str(out_b.dtype), scope=src_b.scope())
             evaluate(copy(buffer, tmp))
             buffer = tmp
@@ -1297,12 +1337,6 @@ def _reduce_wrapper(stock: Any) -> Any:
 
     reduce._meshtensor = stock  # type: ignore[attr-defined]
     return reduce
-
-
-#: reductions whose result does not depend on the dtype they run in: converting each
-#: element to the output's dtype first (rounding is monotonic and symmetric) gives the
-#: converted result of the same reduction
-_ORDER_REDUCTIONS = ("max", "min", "absmax")
 
 
 def _whole(x: Any) -> bool:
@@ -1398,9 +1432,17 @@ def _install_builder_hooks() -> None:
     def prim_func_arg(self: Any, name: str, value: Any) -> Any:
         if isinstance(value, _MeshTensorArg):
             buf = stock_arg(self, name, value.buffer)
-            self.__dict__.setdefault("_meshtensor_params", {})[name] = (buf, value.type)
+            params = self.__dict__.setdefault("_meshtensor_params", {})
+            params[name] = (buf, value.type)
             if not _STATE.legacy_shape:  # the kernel's code sees SUNMMIO's value (no shape)
                 buf.__class__ = _mesh_buffer_class(type(buf))
+            if value.type.mx is not None:  # its scale grid: the parameter after it
+                kind, lk, st = value.type.mx
+                sbuf = stock_arg(self, f"{name}_scales", T.Tensor(st.local_shape, st.dtype))
+                params[f"{name}_scales"] = (sbuf, st)
+                self.__dict__.setdefault("_meshtensor_mx", []).append(
+                    (buf, kind, [sbuf, lk]))
+                self.__dict__.setdefault("_meshtensor_mx_params", []).append(name)
             return buf
         return stock_arg(self, name, value)
 
@@ -1423,6 +1465,12 @@ def _install_builder_hooks() -> None:
                 if i is not None:
                     recs[i] = t.param(str(buf.name))
             pf = with_mesh_params(pf, recs)
+            mxp = getattr(builder, "_meshtensor_mx_params", None)
+            if mxp:  # (elements, scales) parameter indices of each MX T.MeshTensor
+                pairs = [[index[str(params[n][0].name)],
+                          index[str(params[f"{n}_scales"][0].name)]] for n in mxp
+                         if str(params[n][0].name) in index]
+                pf = pf.with_attr(MX_PARAMS_ATTR, pairs)
         layouts = getattr(builder, "_meshtensor_layouts", None)
         if layouts:
             pf = pf.with_attr("meshtensor.layouts", dict(layouts))
