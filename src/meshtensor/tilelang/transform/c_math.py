@@ -25,7 +25,7 @@ from typing import Any
 import tvm
 from tvm import tirx
 
-__all__ = ["CMathCalls", "c_math_calls", "MATH_OPS"]
+__all__ = ["CMathCalls", "c_math_calls", "c_math_call", "MATH_OPS"]
 
 #: TVM's float intrinsics (what ``T.exp`` and the others build; ``fabs`` is ``T.abs``)
 MATH_OPS = frozenset(f"tirx.{n}" for n in (
@@ -59,6 +59,18 @@ def _rewrite(call: Any) -> Any:
     dtype = "float32" if half else call.dtype
     out = _fabs(args[0]) if call.op.name == "tirx.fabs" else tirx.Call(dtype, call.op, args)
     return tirx.Cast(call.dtype, out) if half else out
+
+
+def c_math_call(call: tirx.Call) -> tirx.PrimExpr:
+    """``call`` in the form the C code generator prints, with the same value (the
+    narrow-float lowering builds its ``float32`` calls after this pass ran).
+
+    >>> import tilelang
+    >>> str(c_math_call(tirx.abs(tirx.Var("x", "float32"))))
+    'T.call_pure_extern("float32", "fabsf", x)'
+    """
+    out = _rewrite(call)
+    return call if out is None else out
 
 
 def _has_math(stmt: tirx.Stmt) -> bool:

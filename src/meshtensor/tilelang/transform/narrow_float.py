@@ -45,6 +45,8 @@ import numpy as np
 import tvm
 from tvm import ir, tirx
 
+from .c_math import c_math_call
+
 __all__ = ["FORMATS", "NarrowFloat", "narrow_dtypes", "legalize_narrow_floats",
            "LegalizeNarrowFloats", "UNSUPPORTED_NARROW", "f32_const", "exact_float_constants"]
 
@@ -187,6 +189,18 @@ def exact_float_constants(stmt: tirx.Stmt) -> tirx.Stmt:
 
 
 # -- the conversions, as TIR expressions ------------------------------------------------
+def _bind(value: tirx.PrimExpr, name: str, body: Callable[[tirx.PrimExpr], tirx.PrimExpr]
+          ) -> tirx.PrimExpr:
+    """``body(v)`` with ``v`` bound once to ``value`` (a ``Let``) where ``value`` is more
+    than a variable, a load or a constant: the conversions read their operand several
+    times, and an operation nested in ``k`` others of the format would otherwise be
+    written about ``5 ** k`` times (softplus in bfloat16 did not finish compiling)."""
+    if isinstance(value, (tirx.Var, tirx.BufferLoad, tirx.IntImm, tirx.FloatImm)):
+        return body(value)
+    var = tirx.Var(name, value.dtype)
+    return tirx.Let(var, value, body(var))
+
+
 def decode(code: tirx.PrimExpr, fmt: NarrowFloat) -> tirx.PrimExpr:
     """The ``float32`` value of ``code`` (the format's bits in its storage dtype): exact.
 
@@ -196,9 +210,12 @@ def decode(code: tirx.PrimExpr, fmt: NarrowFloat) -> tirx.PrimExpr:
     """
     n = _lanes(code.dtype)
     u32, f32 = _vec("uint32", n), _vec("float32", n)
-    c = tirx.Cast(u32, code)
     if fmt.name == "bfloat16":
-        return tirx.reinterpret(f32, c << _c(16, u32))
+        return tirx.reinterpret(f32, tirx.Cast(u32, code) << _c(16, u32))
+    return _bind(code, "nf_code", lambda c: _decode(tirx.Cast(u32, c), fmt, u32, f32))
+
+
+def _decode(c: tirx.PrimExpr, fmt: NarrowFloat, u32: str, f32: str) -> tirx.PrimExpr:
     E, M = fmt.exp, fmt.man
     sign = (c >> _c(E + M, u32)) & _c(1, u32)
     e = (c >> _c(M, u32)) & _c((1 << E) - 1, u32)
@@ -229,6 +246,10 @@ def encode(x: tirx.PrimExpr, fmt: NarrowFloat) -> tirx.PrimExpr:
     src = _scalar(x.dtype)
     if src not in ("float32", "float64"):
         raise AssertionError(f"encode from {src}")  # pragma: no cover (callers widen)
+    return _bind(x, "nf_value", lambda v: _encode(v, fmt, src))
+
+
+def _encode(x: tirx.PrimExpr, fmt: NarrowFloat, src: str) -> tirx.PrimExpr:
     n = _lanes(x.dtype)
     W, Ms, bias_s = (32, 23, 127) if src == "float32" else (64, 52, 1023)
     ut, it = _vec(f"uint{W}", n), _vec("int32", n)
@@ -554,7 +575,9 @@ class _Rewriter:
             return v if n == 1 else tirx.Broadcast(v, n)
         args = [self.expr(a) for a in e.args]
         if fmt is not None:
-            return self._rounded(tirx.Call(_vec("float32", n), e.op, args, e.annotations), fmt)
+            # (T.abs of a narrow value is a float32 fabs now: C's fabsf)
+            call = c_math_call(tirx.Call(_vec("float32", n), e.op, args, e.annotations))
+            return self._rounded(call, fmt)
         return tirx.Call(e.dtype, e.op, args, e.annotations)
 
     def _pointer_call(self, e: tirx.Call) -> tirx.PrimExpr:
