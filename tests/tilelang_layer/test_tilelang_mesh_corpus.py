@@ -2220,6 +2220,42 @@ def run_case(case: Case, seed: int = 0) -> None:
         tm.enable(mesh=(4, 4))
 
 
+# --- i27 (branch i27, issue 27): the current SUNMMIO/Tilelang's codegen tests whose steps
+# call C math functions (corpus/upstream_codegen_math.py), checked against references
+# that call the C library's float32 functions as the generated C does ------------------
+UPM = "SUNMMIO/Tilelang@{} testing/python/sunmmio/codegen/{}.py::{}"
+
+
+def check_softplus(dtype):
+    """mesh_as_line(0) over the 16 cores, N = 9000 (balanced shards of 563 and 562: the
+    last tile of each a partial one, under T.Tiles' T.min extent): every element is
+    max(v, 0) + logf(1 + expf(-|v|)), the C library's float32 functions, each
+    operation rounded to ``dtype`` (bfloat16: expf's result, 1 + e, logf's result and
+    the sum each rounded once)."""
+    def check(inp, obs, out):
+        v = rnd(inp.arrays[0], dtype)
+        op = references.op
+        e = op(references.expf(-np.abs(v)), dtype)
+        lg = op(references.logf(op(np.float32(1) + e, dtype)), dtype)
+        want = op(np.maximum(v, np.float32(0)) + lg, dtype)
+        np.testing.assert_array_equal(out["B"], want)
+    return check
+
+
+_SP = ("ebc40d27", "test_softplus_1d_dynamic_opt_validate")
+CASES += [
+    Case(f"upstream_codegen_softplus_{name}", UPM.format(*_SP, fn), "upstream_codegen_math",
+         lambda m, fn=fn, bn=bn, dt=dt: getattr(m, fn)(block_N=bn, in_dtype=getattr(T, dt),
+                                                       out_dtype=getattr(T, dt)),
+         shapes={"A": (9000,), "B": (9000,)}, check=check_softplus(dt))
+    for name, fn, bn, dt in (
+        ("bound_value", "softplus_1d_dynamic", 256, "float32"),
+        ("inline_load", "softplus_1d_dynamic_inline", 256, "float32"),
+        ("bound_value_bf16", "softplus_1d_dynamic", 512, "bfloat16"),
+        ("inline_load_bf16", "softplus_1d_dynamic_inline", 512, "bfloat16"))
+]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_corpus_kernel(case):
