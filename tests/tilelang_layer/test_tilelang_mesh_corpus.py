@@ -2256,6 +2256,44 @@ CASES += [
 ]
 
 
+def _roundf(x):
+    """C's roundf: halves away from zero."""
+    x = np.asarray(x, np.float32)
+    return np.where(np.abs(x - np.trunc(x)) == np.float32(0.5),
+                    np.trunc(x) + np.sign(x), np.round(x)).astype(np.float32)
+
+
+def check_tile_ops(inp, obs, out):
+    """Replicated A, B, C (bfloat16): every core computes all of C. As the generated C
+    computes it: x = max(a, b); y = min(x, bf(expf(b))); z = logf(|y| + 1) in float32
+    (the T.float32 constant); C = bf(z > 0.5 ? 1 / sqrtf(z + 1) : 1 / (z + 2)) (T.rsqrt
+    is TVM's 1 / sqrt, T.ieee_frcp 1 / x in round-to-nearest); then C = bf(bf(bf(bf(
+    bf(ceilf(C)) + bf(floorf(a))) + bf(roundf(b))) + bf(truncf(a))) - a + fmodf(b, 3)),
+    the last two terms float32 (bf: one rounding to bfloat16)."""
+    bf = lambda v: rnd(v, "bfloat16")  # noqa: E731
+    a, b = (bf(v) for v in inp.arrays[:2])
+    f1 = np.float32(1)
+    y = np.minimum(np.maximum(a, b), bf(references.expf(b)))
+    z = references.logf(np.abs(y) + f1)
+    c = bf(np.where(z > np.float32(0.5), f1 / references.sqrtf(z + f1),
+                    f1 / (z + np.float32(2))))
+    s = bf(bf(np.ceil(c)) + bf(np.floor(a)))
+    s = bf(s + bf(_roundf(b)))
+    s = bf(s + bf(np.trunc(a)))
+    want = bf((s + (np.float32(0) - a)) + np.fmod(b, np.float32(3)))
+    np.testing.assert_array_equal(out["C"], want)
+
+
+_TO = ("14d16e11", "test_tile_ops_opt_validate")
+CASES += [
+    Case("upstream_codegen_tile_elementwise_ops_2d", UPM.format(
+        *_TO, "tile_elementwise_ops_2d_test"), "upstream_codegen_math",
+        lambda m: m.tile_elementwise_ops_2d_test(), check=check_tile_ops),
+    Case("upstream_codegen_tile_elementwise_ops", UPM.format(*_TO, "tile_elementwise_ops_test"),
+         "upstream_codegen_math", lambda m: m.tile_elementwise_ops_test(), check=check_tile_ops),
+]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_corpus_kernel(case):

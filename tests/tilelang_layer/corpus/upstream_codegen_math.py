@@ -81,3 +81,165 @@ def softplus_1d_dynamic_inline(block_N=256, in_dtype=T.float32, out_dtype=T.floa
                 T.copy(B_shared, B[bx * block_N : (bx + 1) * block_N])
 
     return elem_softplus_inline
+
+
+# ---- testing/python/sunmmio/codegen/test_tile_ops_opt_validate.py
+# @ 14d16e110bd5ad5caf1afa844857c8a6847d40e3
+
+@target("Sunmmio")
+def tile_elementwise_ops_test(
+    batch=2,
+    m=256,
+    n=128,
+    block_b=2,
+    block_m=256,
+    block_n=128,
+    dtype="bfloat16",
+):
+    shard_policy = T.placement.replicated()
+    tensor_shape = (batch, m, n)
+    tensor_layout = make_zz_layout(tensor_shape, [1, 2], (32, 32))
+    grid_b = T.ceildiv(batch, block_b)
+    grid_m = T.ceildiv(m, block_m)
+    grid_n = T.ceildiv(n, block_n)
+
+    @T.prim_func
+    def main(
+        A: T.MeshTensor(tensor_shape, shard_policy, dtype, layout=tensor_layout),  # type: ignore
+        B: T.MeshTensor(tensor_shape, shard_policy, dtype, layout=tensor_layout),  # type: ignore
+        C: T.MeshTensor(tensor_shape, shard_policy, dtype, layout=tensor_layout),  # type: ignore
+    ):
+        with T.Kernel():
+            A_shared = T.alloc_shared((block_b, block_m, block_n), dtype)
+            B_shared = T.alloc_shared((block_b, block_m, block_n), dtype)
+            C_shared = T.alloc_shared((block_b, block_m, block_n), dtype)
+
+            for bz in T.serial(grid_b):
+                for by in T.serial(grid_m):
+                    for bx in T.serial(grid_n):
+                        for bb in T.serial(block_b):
+                            T.copy(
+                                A[
+                                    bz * block_b + bb,
+                                    by * block_m : (by + 1) * block_m,
+                                    bx * block_n : (bx + 1) * block_n,
+                                ],
+                                A_shared[bb, :, :],
+                            )
+                            T.copy(
+                                B[
+                                    bz * block_b + bb,
+                                    by * block_m : (by + 1) * block_m,
+                                    bx * block_n : (bx + 1) * block_n,
+                                ],
+                                B_shared[bb, :, :],
+                            )
+
+                        for b, i, j in T.Tiles(A_shared, parallel=True):
+                            x = T.max(A_shared[b, i, j], B_shared[b, i, j])
+                            y = T.min(x, T.exp(B_shared[b, i, j]))
+                            z = T.log(T.abs(y) + T.float32(1.0))
+                            C_shared[b, i, j] = T.if_then_else(
+                                z > T.float32(0.5),
+                                T.rsqrt(z + T.float32(1.0)),
+                                T.ieee_frcp(z + T.float32(2.0)),
+                            )
+
+                        for b, i, j in T.Tiles(A_shared, parallel=True):
+                            neg_a = T.float32(0.0) - T.Cast("float32", A_shared[b, i, j])
+                            rem_b = T.fmod(T.Cast("float32", B_shared[b, i, j]), T.float32(3.0))
+                            C_shared[b, i, j] = (
+                                T.ceil(C_shared[b, i, j])
+                                + T.floor(A_shared[b, i, j])
+                                + T.round(B_shared[b, i, j])
+                                + T.trunc(A_shared[b, i, j])
+                                + neg_a
+                                + rem_b
+                            )
+
+                        for bb in T.serial(block_b):
+                            T.copy(
+                                C_shared[bb, :, :],
+                                C[
+                                    bz * block_b + bb,
+                                    by * block_m : (by + 1) * block_m,
+                                    bx * block_n : (bx + 1) * block_n,
+                                ],
+                            )
+
+    return main
+
+
+@target("Sunmmio")
+def tile_elementwise_ops_2d_test(
+    m=256,
+    n=1024,
+    block_m=256,
+    block_n=512,
+    dtype="bfloat16",
+):
+    shard_policy = T.placement.replicated()
+    tensor_shape = (m, n)
+    tensor_layout = make_zz_layout(tensor_shape, [0, 1], (32, 32))
+    grid_m = T.ceildiv(m, block_m)
+    grid_n = T.ceildiv(n, block_n)
+
+    @T.prim_func
+    def main(
+        A: T.MeshTensor(tensor_shape, shard_policy, dtype, layout=tensor_layout),  # type: ignore
+        B: T.MeshTensor(tensor_shape, shard_policy, dtype, layout=tensor_layout),  # type: ignore
+        C: T.MeshTensor(tensor_shape, shard_policy, dtype, layout=tensor_layout),  # type: ignore
+    ):
+        with T.Kernel():
+            A_shared = T.alloc_shared((block_m, block_n), dtype)
+            B_shared = T.alloc_shared((block_m, block_n), dtype)
+            C_shared = T.alloc_shared((block_m, block_n), dtype)
+
+            for by in T.serial(grid_m):
+                for bx in T.serial(grid_n):
+                    T.copy(
+                        A[
+                            by * block_m : (by + 1) * block_m,
+                            bx * block_n : (bx + 1) * block_n,
+                        ],
+                        A_shared,
+                    )
+                    T.copy(
+                        B[
+                            by * block_m : (by + 1) * block_m,
+                            bx * block_n : (bx + 1) * block_n,
+                        ],
+                        B_shared,
+                    )
+
+                    for i, j in T.Tiles(A_shared, parallel=True):
+                        x = T.max(A_shared[i, j], B_shared[i, j])
+                        y = T.min(x, T.exp(B_shared[i, j]))
+                        z = T.log(T.abs(y) + T.float32(1.0))
+                        C_shared[i, j] = T.if_then_else(
+                            z > T.float32(0.5),
+                            T.rsqrt(z + T.float32(1.0)),
+                            T.ieee_frcp(z + T.float32(2.0)),
+                        )
+
+                    for i, j in T.Tiles(A_shared, parallel=True):
+                        neg_a = T.float32(0.0) - T.Cast("float32", A_shared[i, j])
+                        rem_b = T.fmod(T.Cast("float32", B_shared[i, j]), T.float32(3.0))
+                        C_shared[i, j] = (
+                            T.ceil(C_shared[i, j])
+                            + T.floor(A_shared[i, j])
+                            + T.round(B_shared[i, j])
+                            + T.trunc(A_shared[i, j])
+                            + neg_a
+                            + rem_b
+                        )
+
+                    T.copy(
+                        C_shared,
+                        C[
+                            by * block_m : (by + 1) * block_m,
+                            bx * block_n : (bx + 1) * block_n,
+                        ],
+                    )
+
+    return main
