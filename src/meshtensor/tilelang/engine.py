@@ -29,6 +29,7 @@ from .transform.lower_comm import WORKSPACE_ATTR, lower_mesh_comm
 from .transform.narrow_float import FORMATS, legalize_narrow_floats, narrow_dtypes
 from .transform.select_min_max import select_min_max
 from .transform.c_math import c_math_calls
+from .transform.region_reduce import region_reductions
 from .transform.shared_scope import one_dynamic_shared
 from .transform.tilelang_mesh import SIZE_PARAMS, prepare_tilelang_mesh
 from .transform.protect_indices import protect_folded_indices
@@ -225,10 +226,12 @@ def mesh_pipeline(config: MeshPassConfig = DEFAULT, target: str = "c") -> tuple[
        the checked run is planned);
     5. ``VerifyMeshTensors``: copies of annotated tensors stay in whole blocks;
     6. ``LowerMeshComm``: comm ops become supersteps over the cores' buffers;
-    7. ``SelectMinMax`` (target ``c``): min/max of loaded values as selects;
-    8. ``OneDynamicShared`` (target ``c``): several ``shared.dyn`` buffers as ``shared``;
-    9. ``CMathCalls`` (target ``c``): math calls in a form its C code prints;
-    10. ``ProtectFoldedIndices``: indices TileLang would fold wrongly computed first.
+    7. ``RegionReductions`` (target ``c``): a reduction over part of a buffer as its
+       loops;
+    8. ``SelectMinMax`` (target ``c``): min/max of loaded values as selects;
+    9. ``OneDynamicShared`` (target ``c``): several ``shared.dyn`` buffers as ``shared``;
+    10. ``CMathCalls`` (target ``c``): math calls in a form its C code prints;
+    11. ``ProtectFoldedIndices``: indices TileLang would fold wrongly computed first.
 
     >>> [s.name for s in mesh_pipeline(MeshPassConfig(spmdize=True))][:3]
     ['SpmdizeMeshCopies', 'PrepareTilelangMesh', 'WrapNarrowingCasts']
@@ -241,7 +244,10 @@ def mesh_pipeline(config: MeshPassConfig = DEFAULT, target: str = "c") -> tuple[
                Stage("WrapNarrowingCasts", lambda f, b: wrap_narrowing_casts(f)),
                Stage("CheckRaces", _check_races),
                Stage("VerifyMeshTensors", _verify), Stage("LowerMeshComm", _lower)]
-    if on_c:  # TVM's C code generator reuses a min/max operand's load across a store
+    if on_c:
+        # TileLang's CPU reduction reads and writes whole buffers, whatever region
+        stages.append(Stage("RegionReductions", lambda f, b: region_reductions(f)))
+        # TVM's C code generator reuses a min/max operand's load across a store
         stages.append(Stage("SelectMinMax", lambda f, b: select_min_max(f, b.config)))
         # one core's shared and shared.dyn memory are the same on the C back end
         stages.append(Stage("OneDynamicShared", lambda f, b: one_dynamic_shared(f)))
