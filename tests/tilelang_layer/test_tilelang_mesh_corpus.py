@@ -2294,6 +2294,85 @@ CASES += [
 ]
 
 
+def check_softmax_dynamic(bm, bn):
+    """full_shard(0, 1) on 4x4 (float32): core (r, c) holds a quarter of X's rows and of
+    its columns, in bm x bn tiles. Per row tile, over the core's column tiles: m = the
+    tile's row max, s = the sum from 0 of exp2f(x * scale - m * scale), lse = m * scale
+    + log2f(exp2f(lse - m * scale) + s) (from -inf); the row gathers the four lse, top =
+    their max, g = top + log2f(the sum from 0, in column order, of exp2f(lse_c -
+    top)); Y = exp2f(x * scale - g). Each operation in float32, the C library's exp2f
+    and log2f."""
+    def check(inp, obs, out):
+        x = inp.arrays[0]
+        sc = np.float32(1.44269504)
+        exp2f, log2f = references.exp2f, references.log2f
+        lm, ln = x.shape[0] // 4, x.shape[1] // 4
+        want = np.zeros(x.shape, np.float32)
+        for r in range(4):
+            for bx in range(lm // bm):
+                rows = slice(lm * r + bm * bx, lm * r + bm * bx + bm)
+                lses = []
+                for c in range(4):
+                    lse = np.full(bm, -np.inf, np.float32)
+                    for by in range(ln // bn):
+                        t = x[rows, ln * c + bn * by:ln * c + bn * by + bn]
+                        m = t.max(axis=1)
+                        e = exp2f(t * sc - (m * sc)[:, None])
+                        lse = m * sc + log2f(exp2f(lse - m * sc) + references.row_sum(e))
+                    lses.append(lse)
+                top = np.max(lses, axis=0)
+                g = np.zeros(bm, np.float32)
+                for c in range(4):
+                    g = g + exp2f(lses[c] - top)
+                g = top + log2f(g)
+                want[rows] = exp2f(x[rows] * sc - g[:, None])
+        assert np.isfinite(want).all() and want.any()
+        np.testing.assert_array_equal(out["Y"], want)
+    return check
+
+
+def check_sinkhorn(inp, obs, out):
+    """mesh_as_line(0) over the 16 cores, 4096 tokens (256 a core): each core takes its
+    first token t = 256 c. rms = 1 / sqrtf(sqrsum[t] / 512 + 1e-6) (T.rsqrt: TVM's 1 /
+    sqrt); cm = 0 but its 4x4 corner cm[i, j] = gemm_mul[t, 8 + 4i + j] * rms *
+    scale[0, 2] + base[0, 8 + 4i + j]; on the corner only (the reductions name
+    cm[0:4, 0:4]): cm = expf(cm - its row max), / (its row sum from 0 + 1e-6), / (its
+    column sum from 0 + 1e-6); CombMix[t] = cm, the other tokens as given. float32
+    throughout; a core whose sqrsum is negative computes NaN (compared as NaN)."""
+    gm, sq, scale, base, comb = inp.arrays[:5]
+    want = comb.copy()
+    f1, eps = np.float32(1), np.float32(1e-6)
+    with np.errstate(invalid="ignore"):
+        for c in range(16):
+            t = 256 * c
+            rms = f1 / references.sqrtf(np.float32(sq[t] / np.float32(512)) + eps)
+            mixes = gm[t] * rms
+            cm = np.zeros((4, 32), np.float32)
+            k = 8 + np.arange(16).reshape(4, 4)
+            cm[:, :4] = mixes[k] * scale[0, 2] + base[0, k]
+            cm[:, :4] = references.expf(cm[:, :4] - cm[:, :4].max(axis=1)[:, None])
+            cm[:, :4] = cm[:, :4] / (references.row_sum(cm[:, :4]) + eps)[:, None]
+            cm[:, :4] = cm[:, :4] / (references.row_sum(cm[:, :4].T) + eps)[None, :]
+            want[t] = cm
+    assert np.isfinite(want[::256]).any()
+    np.testing.assert_array_equal(out["CombMix"], want)
+
+
+CASES += [
+    # the test's default 128x128 tiles at (1024, 1024): two tiles a dim on each core
+    Case("upstream_codegen_hybrid_loop_softmax_dynamic", UPM.format(
+        "60b0c120", "test_hybrid_loop_opt_validate", "softmax_dynamic"),
+        "upstream_codegen_math", lambda m: m.softmax_dynamic(),
+        shapes={"X": (1024, 1024), "Y": (1024, 1024)}, check=check_softmax_dynamic(128, 128)),
+    Case("upstream_codegen_hybrid_tail_predicate_mask", UPM.format(
+        "75d8f2ee", "test_hybrid_tail_predicate_mask_opt_validate",
+        "hybrid_tail_predicate_mask_kernel"), "upstream_codegen_math",
+        lambda m: m.hybrid_tail_predicate_mask_kernel(),
+        shapes={"GemmOutMul": (4096, 32), "GemmOutSqrsum": (4096,), "HcScale": (1, 32),
+                "HcBase": (1, 32), "CombMix": (4096, 4, 32)}, check=check_sinkhorn),
+]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_corpus_kernel(case):

@@ -243,3 +243,218 @@ def tile_elementwise_ops_2d_test(
                     )
 
     return main
+
+
+# ---- testing/python/sunmmio/codegen/test_hybrid_loop_opt_validate.py
+# @ 60b0c120d27f3f23e5e917b0fa0c106fb1357c94
+
+@target("Sunmmio")
+def softmax_dynamic(block_M=128, block_N=128, in_dtype=T.float32, out_dtype=T.float32):
+    """JIT kernel factory for dynamic-(M, N) row-wise softmax."""
+    M = T.dynamic("m")
+    N = T.dynamic("n")
+    mesh_cols = 4
+
+    zz_layout = make_zz_layout((M, N), [0, 1], (32, 32))
+    placement = T.placement.full_shard(0, 1)
+
+    accum_dtype = T.float32
+    scale = 1.44269504
+
+    @T.prim_func
+    def softmax(
+        X: T.MeshTensor((M, N), placement, in_dtype, layout=zz_layout),
+        Y: T.MeshTensor((M, N), placement, out_dtype, layout=zz_layout),
+    ):
+        with T.Kernel():
+            sharded_M, sharded_N = X.local_shape
+
+            X_shared = T.alloc_shared((block_M, block_N), in_dtype)
+            Y_shared = T.alloc_shared((block_M, block_N), out_dtype)
+            exp_x = T.alloc_shared((block_M, block_N), accum_dtype)
+            tile_max = T.alloc_shared((block_M,), accum_dtype)
+            tile_sum = T.alloc_shared((block_M,), accum_dtype)
+            local_lse = T.alloc_shared((block_M,), accum_dtype)
+            lse_dist = T.alloc_shared((mesh_cols, block_M), accum_dtype)
+            lse_max = T.alloc_shared((block_M,), accum_dtype)
+            global_lse = T.alloc_shared((block_M,), accum_dtype)
+
+            for bx in T.serial(T.ceildiv(sharded_M, block_M)):
+                T.fill(local_lse, -T.infinity(accum_dtype))
+                for by in T.serial(T.ceildiv(sharded_N, block_N)):
+                    T.copy(
+                        X[
+                            bx * block_M : (bx + 1) * block_M,
+                            by * block_N : (by + 1) * block_N,
+                        ],
+                        X_shared,
+                    )
+                    T.reduce_max(X_shared, tile_max, dim=1, clear=True)
+                    for i, j in T.Tiles([block_M, block_N]):
+                        exp_x[i, j] = T.exp2(X_shared[i, j] * scale - tile_max[i] * scale)
+                    T.reduce_sum(exp_x, tile_sum, dim=1, clear=True)
+                    for i in T.Tiles([block_M]):
+                        local_lse[i] = tile_max[i] * scale + T.log2(T.exp2(local_lse[i] - tile_max[i] * scale) + tile_sum[i])
+
+                T.comm.all_gather(local_lse, lse_dist, direction="h")
+                T.reduce_max(lse_dist, lse_max, dim=0, clear=True)
+                for i, j in T.Tiles([mesh_cols, block_M]):
+                    lse_dist[i, j] = T.exp2(lse_dist[i, j] - lse_max[j])
+                T.reduce_sum(lse_dist, global_lse, dim=0, clear=True)
+                for i in T.Tiles([block_M]):
+                    global_lse[i] = lse_max[i] + T.log2(global_lse[i])
+
+                for by in T.serial(T.ceildiv(sharded_N, block_N)):
+                    T.copy(
+                        X[
+                            bx * block_M : (bx + 1) * block_M,
+                            by * block_N : (by + 1) * block_N,
+                        ],
+                        X_shared,
+                    )
+                    for i, j in T.Tiles([block_M, block_N]):
+                        Y_shared[i, j] = T.exp2(X_shared[i, j] * scale - global_lse[i])
+                    T.copy(
+                        Y_shared,
+                        Y[
+                            bx * block_M : (bx + 1) * block_M,
+                            by * block_N : (by + 1) * block_N,
+                        ],
+                    )
+
+    return softmax
+
+
+# ---- testing/python/sunmmio/codegen/test_hybrid_tail_predicate_mask_opt_validate.py
+# @ 75d8f2ee3b563cced0214eb90fb2dda2551943c4
+
+SUNMMIO_A4E_NCORES = 16
+
+
+@target("Sunmmio")
+def hybrid_tail_predicate_mask_kernel(
+    num_tokens=4096,
+    hc=4,
+    mix_pad=32,
+    comb_pad=32,
+    sqrsum_align_bytes=1024,
+    accum_dtype=T.float32,
+):
+    """MHC-like sinkhorn subgraph for hybrid tail predicate mask lowering.
+
+    The important pattern is a small logical `(hc, hc)` tile-domain over a
+    physical `(hc, 32)` RSRAM buffer, interleaved with `T.reduce_sum/max`.
+    Before the canonical-mask fix, the hybrid scope lowered predicates such as
+    `j * 32 + kj < 4` to `tile<1x32xi1>` and then emitted an illegal bool
+    `tile.broadcast` to `tile<4x32xi1>`.
+    """
+
+    local_token_capacity = num_tokens // SUNMMIO_A4E_NCORES
+    assert num_tokens % SUNMMIO_A4E_NCORES == 0
+    assert local_token_capacity * 4 == sqrsum_align_bytes
+    assert hc * 2 + hc * hc <= mix_pad
+    assert hc <= comb_pad
+    assert mix_pad % 32 == 0
+    assert comb_pad % 32 == 0
+
+    token_policy = T.placement.mesh_as_line(0)
+    replicated_policy = T.placement.replicated()
+
+    gemm_mul_shape = (num_tokens, mix_pad)
+    sqrsum_shape = (num_tokens,)
+    scale_shape = (1, mix_pad)
+    base_shape = (1, mix_pad)
+    comb_shape = (num_tokens, hc, comb_pad)
+
+    gemm_mul_layout = make_zz_layout(gemm_mul_shape, [0, 1], (32, 32))
+    sqrsum_layout = make_aligned_row_major(sqrsum_shape, accum_dtype, align_bytes=sqrsum_align_bytes)
+    scale_layout = make_zz_layout(scale_shape, [0, 1], (32, 32))
+    base_layout = make_zz_layout(base_shape, [0, 1], (32, 32))
+    comb_layout = make_zz_layout(comb_shape, [1, 2], (32, 32))
+
+    row_layout = make_zz_layout((1, mix_pad), [0, 1], (32, 32))
+    vector_layout = make_aligned_row_major((mix_pad,), accum_dtype, align_bytes=64)
+    sqrsum_stage_layout = make_aligned_row_major(
+        (local_token_capacity,),
+        accum_dtype,
+        align_bytes=sqrsum_align_bytes,
+    )
+    cm_layout = make_zz_layout((hc, mix_pad), [0, 1], (32, 32))
+
+    @T.prim_func
+    def main(
+        GemmOutMul: T.MeshTensor(gemm_mul_shape, token_policy, accum_dtype, layout=gemm_mul_layout),  # type: ignore
+        GemmOutSqrsum: T.MeshTensor(sqrsum_shape, token_policy, accum_dtype, layout=sqrsum_layout),  # type: ignore
+        HcScale: T.MeshTensor(scale_shape, replicated_policy, accum_dtype, layout=scale_layout),  # type: ignore
+        HcBase: T.MeshTensor(base_shape, replicated_policy, accum_dtype, layout=base_layout),  # type: ignore
+        CombMix: T.MeshTensor(comb_shape, token_policy, accum_dtype, layout=comb_layout),  # type: ignore
+    ):
+        with T.Kernel():
+            scale_shared = T.alloc_shared((1, mix_pad), accum_dtype)
+            base_shared = T.alloc_shared((1, mix_pad), accum_dtype)
+            gemm_mul_shared = T.alloc_shared((1, mix_pad), accum_dtype)
+            sqrsum_stage_shared = T.alloc_shared((local_token_capacity,), accum_dtype)
+            sqrsum_norm_shared = T.alloc_shared((mix_pad,), accum_dtype)
+            rms_shared = T.alloc_shared((mix_pad,), accum_dtype)
+            mixes_shared = T.alloc_shared((mix_pad,), accum_dtype)
+            cm = T.alloc_shared((hc, mix_pad), accum_dtype)
+            row_max = T.alloc_shared((hc,), accum_dtype)
+            row_sum = T.alloc_shared((hc,), accum_dtype)
+            col_sum = T.alloc_shared((mix_pad,), accum_dtype)
+
+            T.annotate_layout(
+                {
+                    scale_shared: row_layout,
+                    base_shared: row_layout,
+                    gemm_mul_shared: row_layout,
+                    sqrsum_stage_shared: sqrsum_stage_layout,
+                    sqrsum_norm_shared: vector_layout,
+                    rms_shared: vector_layout,
+                    mixes_shared: vector_layout,
+                    cm: cm_layout,
+                }
+            )
+
+            T.copy(HcScale[0:1, 0:mix_pad], scale_shared)
+            T.copy(HcBase[0:1, 0:mix_pad], base_shared)
+            T.copy(GemmOutSqrsum[0:local_token_capacity], sqrsum_stage_shared)
+
+            scale2 = T.alloc_var(accum_dtype)
+            sqrsum_value = T.alloc_var(accum_dtype)
+            mix_value = T.alloc_var(accum_dtype)
+            base_value = T.alloc_var(accum_dtype)
+            scale2 = scale_shared[0, 2]
+
+            for token in T.serial(1):
+                T.copy(GemmOutMul[token : token + 1, 0:mix_pad], gemm_mul_shared)
+
+                sqrsum_value = sqrsum_stage_shared[token]
+                for m in T.Tiles([mix_pad]):
+                    sqrsum_norm_shared[m] = sqrsum_value / T.float32(512.0) + T.float32(1.0e-6)
+                for m in T.Tiles([mix_pad]):
+                    rms_shared[m] = T.rsqrt(sqrsum_norm_shared[m])
+                for m in T.Tiles([mix_pad]):
+                    mixes_shared[m] = gemm_mul_shared[0, m] * rms_shared[m]
+
+                T.fill(cm, 0)
+                for i in T.serial(hc):
+                    for j in T.serial(hc):
+                        mix_value = mixes_shared[2 * hc + i * hc + j]
+                        base_value = base_shared[0, 2 * hc + i * hc + j]
+                        cm[i, j] = mix_value * scale2 + base_value
+
+                T.reduce_max(cm[0:hc, 0:hc], row_max[0:hc], dim=1, clear=True)
+                for i, j in T.Tiles([hc, hc]):
+                    cm[i, j] = T.exp(cm[i, j] - row_max[i])
+
+                T.reduce_sum(cm[0:hc, 0:hc], row_sum[0:hc], dim=1, clear=True)
+                for i, j in T.Tiles([hc, hc]):
+                    cm[i, j] = cm[i, j] / (row_sum[i] + T.float32(1.0e-6))
+
+                T.reduce_sum(cm[0:hc, 0:hc], col_sum[0:hc], dim=0, clear=True)
+                for i, j in T.Tiles([hc, hc]):
+                    cm[i, j] = cm[i, j] / (col_sum[j] + T.float32(1.0e-6))
+
+                T.copy(cm, CombMix[token, 0:hc, 0:comb_pad])
+
+    return main
