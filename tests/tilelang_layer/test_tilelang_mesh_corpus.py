@@ -2373,6 +2373,64 @@ CASES += [
 ]
 
 
+def check_window_attention(groups, local_window=None, global_window=0):
+    """Causal GQA attention (bfloat16, float32 accumulators), 64x64 blocks: query tile
+    bx of head h attends to key blocks 0..bx of KV head h // groups; a key is masked
+    (-inf before the T.gemm adds q k^T) past the causal diagonal and, with
+    ``local_window``, at or before q - local_window; in key block 0 of a query tile
+    past the first, the first ``global_window`` keys are unmasked. Then attention_tile
+    (libm's exp2f, sums in index order), the output rounded to bfloat16."""
+    def check(inp, obs, out):
+        q, k, v = (rnd(x, "bfloat16") for x in inp.arrays[:3])
+        nb, seq, nh, dim = q.shape
+        scale = (1.0 / dim) ** 0.5 * 1.44269504
+        want = np.zeros(q.shape, np.float32)
+        ii, jj = np.arange(64)[:, None], np.arange(64)[None, :]
+        for b in range(nb):
+            for h in range(nh):
+                kh = h // groups
+                for bx in range(seq // 64):
+                    def scores(kk, b=b, kh=kh, bx=bx, h=h):
+                        qp, kp = bx * 64 + ii, kk * 64 + jj
+                        ok = qp >= kp
+                        if local_window is not None:
+                            ok = ok & (kp > qp - local_window)
+                        if kk == 0 and bx > 0:
+                            ok = ok | (jj < global_window)
+                        mask = np.where(ok, 0, -np.inf).astype(np.float32)
+                        return gemm(mask, q[b, bx * 64:bx * 64 + 64, h],
+                                    k[b, kk * 64:kk * 64 + 64, kh].T)
+                    o, _, _ = references.attention_tile(
+                        scores, lambda kk, b=b, kh=kh: v[b, kk * 64:kk * 64 + 64, kh], bx + 1,
+                        scale)
+                    want[b, bx * 64:bx * 64 + 64, h] = rnd(o, "bfloat16")
+        assert np.isfinite(want).all() and want.any()
+        np.testing.assert_array_equal(out["Output"], want)
+    return check
+
+
+def _qkv(b, s, hq, hkv, d):
+    return {"Q": (b, s, hq, d), "K": (b, s, hkv, d), "V": (b, s, hkv, d),
+            "Output": (b, s, hq, d)}
+
+
+CASES += [
+    # the test's own sizes: batch 1 (mesh row 0 holds it, the other rows none), 4 heads
+    Case("upstream_codegen_flashattn_gqa_fwd_bhsd", UPM.format(
+        "3cb87329", "test_flash_attention_gqa_fwd_bhsd_opt_validate", "flashattn_gqa_fwd_bhsd"),
+        "upstream_codegen_math", lambda m: m.flashattn_gqa_fwd_bhsd(),
+        shapes=_qkv(1, 128, 4, 4, 64), check=check_window_attention(1)),
+] + [
+    Case(f"upstream_codegen_sliding_window_attention_qh{hq}_lw{lw}", UPM.format(
+        "b7b0ca69", "test_sliding_window_attention_gqa_fwd_bhsd_opt_validate",
+        "sliding_window_attention_gqa_fwd_bhsd"), "upstream_codegen_math",
+        lambda m, hq=hq, lw=lw: m.sliding_window_attention_gqa_fwd_bhsd(
+            1, hq, 8, 128, 128, 4, lw), shapes=_qkv(1, 128, hq, 8, 128),
+        check=check_window_attention(hq // 8, lw, 4))
+    for hq, lw in ((32, 64), (48, 96))
+]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_corpus_kernel(case):
