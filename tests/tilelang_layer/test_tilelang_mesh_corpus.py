@@ -2431,6 +2431,49 @@ CASES += [
 ]
 
 
+def check_gqa_decode_pr223(masked):
+    """The test's sizes on 4x4 (float16, float32 accumulators): batch 1 on mesh row 0,
+    one query head a core (core (0, c): head c), the one KV head on column 0 only
+    (balanced split: the others hold none). block_H = 4: each core copies Q[0, 0:4] of
+    its one-head shard (the rows past it read zeros, as every access past a shard) and
+    K, V of KV head 0 of its own shard (zeros off column 0); acc_s = Q K^T (-inf where
+    mask == 0 with the mask), attention_tile over the one key block, and the output's
+    row 0 (the others fall past the shard) is Output[0, c], rounded to float16."""
+    def check(inp, obs, out):
+        q, k, v, mask = (inp.arrays[i] for i in range(4))
+        scale = (1.0 / 64) ** 0.5 * 1.44269504
+        want = np.zeros(q.shape, np.float32)
+        for c in range(4):
+            qs = np.zeros((4, 64), np.float32)
+            qs[0] = q[0, c]
+            kc = k[0, :, 0] if c == 0 else np.zeros((128, 64), np.float32)
+            vc = v[0, :, 0] if c == 0 else np.zeros((128, 64), np.float32)
+
+            def scores(_, qs=qs, kc=kc):
+                s_ = gemm(np.zeros((4, 128), np.float32), qs, kc.T)
+                if masked:
+                    s_ = np.where(mask[0][None, :] != 0, s_, -np.inf).astype(np.float32)
+                return s_
+            o, _, _ = references.attention_tile(scores, lambda _, vc=vc: vc, 1, scale,
+                                                 "float16")
+            want[0, c] = rnd(o[0], "float16")
+        assert np.isfinite(want).all() and want.any()
+        np.testing.assert_array_equal(out["Output"], want)
+    return check
+
+
+CASES += [
+    Case(f"upstream_codegen_gqa_decode_pr223_{'with' if masked else 'without'}_mask",
+         UPM.format("4a06af7a", "test_gqa_decode_pr223_opt_validate", "gqa_decode_pr223"),
+         "upstream_codegen_math",
+         lambda m, masked=masked: m.gqa_decode_pr223(heads=4, kv_heads=1, dim=64,
+                                                     enable_mask=masked),
+         shapes={"Q": (1, 4, 64), "K": (1, 128, 1, 64), "V": (1, 128, 1, 64),
+                 "mask": (1, 128), "Output": (1, 4, 64)}, check=check_gqa_decode_pr223(masked))
+    for masked in (False, True)
+]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_corpus_kernel(case):
