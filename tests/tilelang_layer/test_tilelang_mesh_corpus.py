@@ -2474,6 +2474,33 @@ CASES += [
 ]
 
 
+def check_mixed_product(a_dt, b_dt, out_dt):
+    """full_shard(0, 1) on 4x4 at (256, 512): C = A * B elementwise, in float32 when an
+    operand is float32 (TileLang promotes the bfloat16 one, exactly), rounded to
+    bfloat16 when both are, then stored in ``out_dt`` (one rounding)."""
+    def check(inp, obs, out):
+        a, b = rnd(inp.arrays[0], a_dt), rnd(inp.arrays[1], b_dt)
+        prod = a * b
+        if a_dt == b_dt == "bfloat16":
+            prod = rnd(prod, "bfloat16")
+        np.testing.assert_array_equal(out["C"], rnd(prod, out_dt))
+    return check
+
+
+_MP = "SUNMMIO/Tilelang@89a2375c testing/python/sunmmio/codegen/test_mixed_precision_tiles_" \
+    "opt_validate.py::test_mixed_precision_tiles_preserve_multiply_and_cast_dtypes"
+CASES += [
+    Case(f"upstream_codegen_mixed_precision_tiles_{a[0]}{a[-2:]}_{b[0]}{b[-2:]}_{o[0]}{o[-2:]}",
+         _MP, "upstream_codegen_math",
+         lambda m, a=a, b=b, o=o: m.mixed_precision_mul.get_tir(a_dtype=a, b_dtype=b,
+                                                                out_dtype=o),
+         shapes={"A": (256, 512), "B": (256, 512), "C": (256, 512)},
+         check=check_mixed_product(a, b, o))
+    for a, b, o in (("bfloat16", "bfloat16", "float32"), ("float32", "float32", "bfloat16"),
+                    ("bfloat16", "float32", "bfloat16"), ("bfloat16", "float32", "float32"))
+]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_corpus_kernel(case):

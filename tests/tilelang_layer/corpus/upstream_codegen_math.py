@@ -789,3 +789,34 @@ def gqa_decode_pr223(
                     T.copy(acc_o_cast, Output[bid, hid * block_H : (hid + 1) * block_H, :])
 
     return main
+
+
+# ---- examples/sunmmio/elementwise/mixed_precision_mul.py, the stored version with
+# dtype arguments that testing/python/sunmmio/codegen/test_mixed_precision_tiles_opt_
+# validate.py (@ 89a2375c6aec8ad34715f5102b38a8f5280e6ef5) imports (the index names no
+# commit for this version; the older one, @ 11b567a9, is in upstream_current.py)
+
+@tilelang.jit(target="sunmmio", execution_backend="sunmmio_sunsim")
+def mixed_precision_mul(M=256, N=512, block_M=64, block_N=128, a_dtype="bfloat16", b_dtype="bfloat16", out_dtype="float32"):
+    placement = T.placement.full_shard(0, 1)
+
+    @T.prim_func
+    def mixed_mul(
+        A: T.MeshTensor((M, N), placement, a_dtype),
+        B: T.MeshTensor((M, N), placement, b_dtype),
+        C: T.MeshTensor((M, N), placement, out_dtype),
+    ):
+        with T.Kernel():
+            local_m, local_n = A.local_shape
+            A_shared = T.alloc_shared((block_M, block_N), a_dtype)
+            B_shared = T.alloc_shared((block_M, block_N), b_dtype)
+            C_shared = T.alloc_shared((block_M, block_N), out_dtype)
+            for bm in T.serial(T.ceildiv(local_m, block_M)):
+                for bn in T.serial(T.ceildiv(local_n, block_N)):
+                    T.copy(A[bm * block_M, bn * block_N], A_shared)
+                    T.copy(B[bm * block_M, bn * block_N], B_shared)
+                    for i, j in T.Tiles(A_shared):
+                        C_shared[i, j] = A_shared[i, j] * B_shared[i, j]
+                    T.copy(C_shared, C[bm * block_M, bn * block_N])
+
+    return mixed_mul
