@@ -12,8 +12,6 @@ identity along ``dim`` in index order (the order TileLang's own loop adds in), t
 reduction does. A reduction over whole buffers is left to TileLang.
 """
 
-from __future__ import annotations
-
 from typing import Any
 
 import tvm
