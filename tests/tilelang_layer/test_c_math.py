@@ -96,3 +96,72 @@ def test_a_kernel_without_such_calls_is_unchanged():
             for i in T.Parallel(4):
                 Y[i] = Y[i] * 2.0
     assert c_math_calls(k).same_as(k)
+
+
+def test_ieee_intrinsics_and_fmod_before_after():
+    """``T.ieee_frcp`` (the upstream's tile-ops test) and ``T.fmod`` stopped in the C
+    generator ("Unresolved call tl.ieee_frcp", "tirx.fmod"): round-to-nearest is C's own
+    operation, fmod C's fmodf."""
+    @T.prim_func
+    def before(Y: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=1) as bx:
+            Y[0] = T.ieee_frcp(Y[1])
+            Y[1] = T.ieee_fsqrt(Y[2])
+            Y[2] = T.fmod(Y[3], T.float32(3.0))
+
+    @T.prim_func
+    def after(Y: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=1) as bx:
+            Y[0] = T.float32(1.0) / Y[1]
+            Y[1] = T.call_pure_extern("float32", "sqrtf", Y[2])
+            Y[2] = T.call_pure_extern("float32", "fmodf", Y[3], T.float32(3.0))
+
+    tvm.ir.assert_structural_equal(c_math_calls(before), after.with_attr("global_symbol", "before"))
+
+
+def test_an_ieee_intrinsic_in_another_rounding_mode_is_refused():
+    @T.prim_func
+    def k(Y: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=1) as bx:
+            Y[0] = T.ieee_frcp(Y[1], "rz")
+
+    with pytest.raises(ValueError, match=r"T.ieee_frcp\(\.\.\., rounding_mode='rz'\) on "
+                                         r"float32 has no C form here"):
+        c_math_calls(k)
+
+
+@pytest.mark.slow
+def test_ieee_frcp_and_fmod_run_with_c_values():
+    @T.prim_func
+    def k(X: T.Tensor((N,), "float32"), Y: T.Tensor((N,), "float32"),
+          Z: T.Tensor((N,), "float32")):
+        with T.Kernel(1, threads=1) as bx:
+            for i in T.serial(N):
+                Y[i] = T.ieee_frcp(X[i])
+                Z[i] = T.fmod(X[i], T.float32(0.7))
+
+    x = np.linspace(-3.0, 3.0, N + 1)[1:].astype(np.float32)
+    y, z = torch.zeros(N), torch.zeros(N)
+    compile_mesh_kernel(k)(torch.from_numpy(x), y, z)
+    assert np.array_equal(y.numpy(), np.float32(1) / x)
+    assert np.array_equal(z.numpy(), np.fmod(x, np.float32(0.7)))
+
+
+@pytest.mark.slow
+def test_default_flags_round_each_float_operation():
+    """``compile_mesh_kernel``'s own flags (-O3 -march=native) let g++ fuse ``x * s -
+    m * s`` into one FMA, rounded once: 1164 of 4096 results differed from float32
+    arithmetic (a softmax's exp2 argument; a float32 T.gemm's sums likewise)."""
+    @T.prim_func
+    def k(X: T.Tensor((4096,), "float32"), M: T.Tensor((4096,), "float32"),
+          Y: T.Tensor((4096,), "float32")):
+        with T.Kernel(1, threads=1) as bx:
+            for i in T.serial(4096):
+                Y[i] = X[i] * T.float32(1.44269504) - M[i] * T.float32(1.44269504)
+
+    rng = np.random.default_rng(0)
+    x, m = (rng.standard_normal(4096).astype(np.float32) for _ in range(2))
+    y = torch.zeros(4096)
+    compile_mesh_kernel(k)(torch.from_numpy(x), torch.from_numpy(m), y)
+    s = np.float32(1.44269504)
+    assert np.array_equal(y.numpy(), x * s - m * s)

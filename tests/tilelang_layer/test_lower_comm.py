@@ -604,7 +604,8 @@ def test_the_pipeline_is_written_once_and_spmdize_is_a_stage():
     from meshtensor.tilelang.pass_config import MeshPassConfig
     names = [s.name for s in mesh_pipeline()]
     assert names == ["PrepareTilelangMesh", "WrapNarrowingCasts", "CheckRaces",
-                     "VerifyMeshTensors", "LowerMeshComm", "SelectMinMax", "OneDynamicShared",
+                     "VerifyMeshTensors", "LowerMeshComm", "RegionReductions", "SelectMinMax",
+                     "OneDynamicShared",
                      "CMathCalls",
                      "ProtectFoldedIndices"]
     assert [s.name for s in mesh_pipeline(MeshPassConfig(spmdize=True))][0] == "SpmdizeMeshCopies"

@@ -341,3 +341,35 @@ def test_an_assert_in_a_narrow_float_kernel_compiles_and_holds():
     b = torch.zeros(4, dtype=torch.bfloat16)
     kernel(a, b)
     assert torch.equal(b, a + a)
+def test_nested_narrow_operations_are_written_once():
+    """Each rounding reads its operand about five times: an operation nested in six
+    others of bfloat16 was written 5 ** 6 times (bfloat16 softplus, six deep, never
+    finished compiling); each operand is now bound once."""
+    @T.prim_func
+    def k(A: T.Buffer((8,), "bfloat16"), B: T.Buffer((8,), "bfloat16")):
+        for i in T.serial(8):
+            x = A[i]
+            B[i] = ((((((x + x) * x) - x) * x) + x) * x) - x
+
+    text = legalize_narrow_floats(k).script()
+    assert len(text) < 20_000, len(text)
+
+
+@pytest.mark.slow
+def test_abs_of_a_narrow_value_is_c_fabsf():
+    """``T.abs`` of a bfloat16 value (softplus's ``-T.abs(x)``) stopped in the C code
+    generator ("Unresolved call tirx.fabs"): it is C's fabsf of the exact float32 value,
+    stored in bfloat16."""
+    @T.prim_func
+    def k(A: T.Tensor((8,), "bfloat16"), B: T.Tensor((8,), "bfloat16")):
+        with T.Kernel(1, threads=1) as bx:
+            for i in T.serial(8):
+                B[i] = -T.abs(A[i]) * T.bfloat16(3.0)
+
+    kernel = compile_mesh_kernel(k, compile_flags=FLAGS)
+    a = np.array([1.5, -2.25, 0, -0.0, 3.1, -7.7, 1e30, -1e-30], np.float32)
+    bf = a.astype(ml_dtypes.bfloat16)
+    b = torch.zeros(8, dtype=torch.bfloat16)
+    kernel(torch.from_numpy(bf.astype(np.float32)).to(torch.bfloat16), b)
+    want = (-np.abs(bf.astype(np.float32)) * 3).astype(ml_dtypes.bfloat16).astype(np.float32)
+    assert _same(b.float().numpy(), want).all()

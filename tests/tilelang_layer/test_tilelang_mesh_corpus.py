@@ -2356,6 +2356,287 @@ def test_mx_mma_rounds_real_values_as_the_upstream_defines(kind, name):
         tm.enable(mesh=(4, 4))
 
 
+# --- i27 (branch i27, issue 27): the current SUNMMIO/Tilelang's codegen tests whose steps
+# call C math functions (corpus/upstream_codegen_math.py), checked against references
+# that call the C library's float32 functions as the generated C does ------------------
+UPM = "SUNMMIO/Tilelang@{} testing/python/sunmmio/codegen/{}.py::{}"
+
+
+def check_softplus(dtype):
+    """mesh_as_line(0) over the 16 cores, N = 9000 (balanced shards of 563 and 562: the
+    last tile of each a partial one, under T.Tiles' T.min extent): every element is
+    max(v, 0) + logf(1 + expf(-|v|)), the C library's float32 functions, each
+    operation rounded to ``dtype`` (bfloat16: expf's result, 1 + e, logf's result and
+    the sum each rounded once)."""
+    def check(inp, obs, out):
+        v = rnd(inp.arrays[0], dtype)
+        op = references.op
+        e = op(references.expf(-np.abs(v)), dtype)
+        lg = op(references.logf(op(np.float32(1) + e, dtype)), dtype)
+        want = op(np.maximum(v, np.float32(0)) + lg, dtype)
+        np.testing.assert_array_equal(out["B"], want)
+    return check
+
+
+_SP = ("ebc40d27", "test_softplus_1d_dynamic_opt_validate")
+CASES += [
+    Case(f"upstream_codegen_softplus_{name}", UPM.format(*_SP, fn), "upstream_codegen_math",
+         lambda m, fn=fn, bn=bn, dt=dt: getattr(m, fn)(block_N=bn, in_dtype=getattr(T, dt),
+                                                       out_dtype=getattr(T, dt)),
+         shapes={"A": (9000,), "B": (9000,)}, check=check_softplus(dt))
+    for name, fn, bn, dt in (
+        ("bound_value", "softplus_1d_dynamic", 256, "float32"),
+        ("inline_load", "softplus_1d_dynamic_inline", 256, "float32"),
+        ("bound_value_bf16", "softplus_1d_dynamic", 512, "bfloat16"),
+        ("inline_load_bf16", "softplus_1d_dynamic_inline", 512, "bfloat16"))
+]
+
+
+def _roundf(x):
+    """C's roundf: halves away from zero."""
+    x = np.asarray(x, np.float32)
+    return np.where(np.abs(x - np.trunc(x)) == np.float32(0.5),
+                    np.trunc(x) + np.sign(x), np.round(x)).astype(np.float32)
+
+
+def check_tile_ops(inp, obs, out):
+    """Replicated A, B, C (bfloat16): every core computes all of C. As the generated C
+    computes it: x = max(a, b); y = min(x, bf(expf(b))); z = logf(|y| + 1) in float32
+    (the T.float32 constant); C = bf(z > 0.5 ? 1 / sqrtf(z + 1) : 1 / (z + 2)) (T.rsqrt
+    is TVM's 1 / sqrt, T.ieee_frcp 1 / x in round-to-nearest); then C = bf(bf(bf(bf(
+    bf(ceilf(C)) + bf(floorf(a))) + bf(roundf(b))) + bf(truncf(a))) - a + fmodf(b, 3)),
+    the last two terms float32 (bf: one rounding to bfloat16)."""
+    bf = lambda v: rnd(v, "bfloat16")  # noqa: E731
+    a, b = (bf(v) for v in inp.arrays[:2])
+    f1 = np.float32(1)
+    y = np.minimum(np.maximum(a, b), bf(references.expf(b)))
+    z = references.logf(np.abs(y) + f1)
+    c = bf(np.where(z > np.float32(0.5), f1 / references.sqrtf(z + f1),
+                    f1 / (z + np.float32(2))))
+    s = bf(bf(np.ceil(c)) + bf(np.floor(a)))
+    s = bf(s + bf(_roundf(b)))
+    s = bf(s + bf(np.trunc(a)))
+    want = bf((s + (np.float32(0) - a)) + np.fmod(b, np.float32(3)))
+    np.testing.assert_array_equal(out["C"], want)
+
+
+_TO = ("14d16e11", "test_tile_ops_opt_validate")
+CASES += [
+    Case("upstream_codegen_tile_elementwise_ops_2d", UPM.format(
+        *_TO, "tile_elementwise_ops_2d_test"), "upstream_codegen_math",
+        lambda m: m.tile_elementwise_ops_2d_test(), check=check_tile_ops),
+    Case("upstream_codegen_tile_elementwise_ops", UPM.format(*_TO, "tile_elementwise_ops_test"),
+         "upstream_codegen_math", lambda m: m.tile_elementwise_ops_test(), check=check_tile_ops),
+]
+
+
+def check_softmax_dynamic(bm, bn):
+    """full_shard(0, 1) on 4x4 (float32): core (r, c) holds a quarter of X's rows and of
+    its columns, in bm x bn tiles. Per row tile, over the core's column tiles: m = the
+    tile's row max, s = the sum from 0 of exp2f(x * scale - m * scale), lse = m * scale
+    + log2f(exp2f(lse - m * scale) + s) (from -inf); the row gathers the four lse, top =
+    their max, g = top + log2f(the sum from 0, in column order, of exp2f(lse_c -
+    top)); Y = exp2f(x * scale - g). Each operation in float32, the C library's exp2f
+    and log2f."""
+    def check(inp, obs, out):
+        x = inp.arrays[0]
+        sc = np.float32(1.44269504)
+        exp2f, log2f = references.exp2f, references.log2f
+        lm, ln = x.shape[0] // 4, x.shape[1] // 4
+        want = np.zeros(x.shape, np.float32)
+        for r in range(4):
+            for bx in range(lm // bm):
+                rows = slice(lm * r + bm * bx, lm * r + bm * bx + bm)
+                lses = []
+                for c in range(4):
+                    lse = np.full(bm, -np.inf, np.float32)
+                    for by in range(ln // bn):
+                        t = x[rows, ln * c + bn * by:ln * c + bn * by + bn]
+                        m = t.max(axis=1)
+                        e = exp2f(t * sc - (m * sc)[:, None])
+                        lse = m * sc + log2f(exp2f(lse - m * sc) + references.row_sum(e))
+                    lses.append(lse)
+                top = np.max(lses, axis=0)
+                g = np.zeros(bm, np.float32)
+                for c in range(4):
+                    g = g + exp2f(lses[c] - top)
+                g = top + log2f(g)
+                want[rows] = exp2f(x[rows] * sc - g[:, None])
+        assert np.isfinite(want).all() and want.any()
+        np.testing.assert_array_equal(out["Y"], want)
+    return check
+
+
+def check_sinkhorn(inp, obs, out):
+    """mesh_as_line(0) over the 16 cores, 4096 tokens (256 a core): each core takes its
+    first token t = 256 c. rms = 1 / sqrtf(sqrsum[t] / 512 + 1e-6) (T.rsqrt: TVM's 1 /
+    sqrt); cm = 0 but its 4x4 corner cm[i, j] = gemm_mul[t, 8 + 4i + j] * rms *
+    scale[0, 2] + base[0, 8 + 4i + j]; on the corner only (the reductions name
+    cm[0:4, 0:4]): cm = expf(cm - its row max), / (its row sum from 0 + 1e-6), / (its
+    column sum from 0 + 1e-6); CombMix[t] = cm, the other tokens as given. float32
+    throughout; a core whose sqrsum is negative computes NaN (compared as NaN)."""
+    gm, sq, scale, base, comb = inp.arrays[:5]
+    want = comb.copy()
+    f1, eps = np.float32(1), np.float32(1e-6)
+    with np.errstate(invalid="ignore"):
+        for c in range(16):
+            t = 256 * c
+            rms = f1 / references.sqrtf(np.float32(sq[t] / np.float32(512)) + eps)
+            mixes = gm[t] * rms
+            cm = np.zeros((4, 32), np.float32)
+            k = 8 + np.arange(16).reshape(4, 4)
+            cm[:, :4] = mixes[k] * scale[0, 2] + base[0, k]
+            cm[:, :4] = references.expf(cm[:, :4] - cm[:, :4].max(axis=1)[:, None])
+            cm[:, :4] = cm[:, :4] / (references.row_sum(cm[:, :4]) + eps)[:, None]
+            cm[:, :4] = cm[:, :4] / (references.row_sum(cm[:, :4].T) + eps)[None, :]
+            want[t] = cm
+    assert np.isfinite(want[::256]).any()
+    np.testing.assert_array_equal(out["CombMix"], want)
+
+
+CASES += [
+    # the test's default 128x128 tiles at (1024, 1024): two tiles a dim on each core
+    Case("upstream_codegen_hybrid_loop_softmax_dynamic", UPM.format(
+        "60b0c120", "test_hybrid_loop_opt_validate", "softmax_dynamic"),
+        "upstream_codegen_math", lambda m: m.softmax_dynamic(),
+        shapes={"X": (1024, 1024), "Y": (1024, 1024)}, check=check_softmax_dynamic(128, 128)),
+    Case("upstream_codegen_hybrid_tail_predicate_mask", UPM.format(
+        "75d8f2ee", "test_hybrid_tail_predicate_mask_opt_validate",
+        "hybrid_tail_predicate_mask_kernel"), "upstream_codegen_math",
+        lambda m: m.hybrid_tail_predicate_mask_kernel(),
+        shapes={"GemmOutMul": (4096, 32), "GemmOutSqrsum": (4096,), "HcScale": (1, 32),
+                "HcBase": (1, 32), "CombMix": (4096, 4, 32)}, check=check_sinkhorn),
+]
+
+
+def check_window_attention(groups, local_window=None, global_window=0):
+    """Causal GQA attention (bfloat16, float32 accumulators), 64x64 blocks: query tile
+    bx of head h attends to key blocks 0..bx of KV head h // groups; a key is masked
+    (-inf before the T.gemm adds q k^T) past the causal diagonal and, with
+    ``local_window``, at or before q - local_window; in key block 0 of a query tile
+    past the first, the first ``global_window`` keys are unmasked. Then attention_tile
+    (libm's exp2f, sums in index order), the output rounded to bfloat16."""
+    def check(inp, obs, out):
+        q, k, v = (rnd(x, "bfloat16") for x in inp.arrays[:3])
+        nb, seq, nh, dim = q.shape
+        scale = (1.0 / dim) ** 0.5 * 1.44269504
+        want = np.zeros(q.shape, np.float32)
+        ii, jj = np.arange(64)[:, None], np.arange(64)[None, :]
+        for b in range(nb):
+            for h in range(nh):
+                kh = h // groups
+                for bx in range(seq // 64):
+                    def scores(kk, b=b, kh=kh, bx=bx, h=h):
+                        qp, kp = bx * 64 + ii, kk * 64 + jj
+                        ok = qp >= kp
+                        if local_window is not None:
+                            ok = ok & (kp > qp - local_window)
+                        if kk == 0 and bx > 0:
+                            ok = ok | (jj < global_window)
+                        mask = np.where(ok, 0, -np.inf).astype(np.float32)
+                        return gemm(mask, q[b, bx * 64:bx * 64 + 64, h],
+                                    k[b, kk * 64:kk * 64 + 64, kh].T)
+                    o, _, _ = references.attention_tile(
+                        scores, lambda kk, b=b, kh=kh: v[b, kk * 64:kk * 64 + 64, kh], bx + 1,
+                        scale)
+                    want[b, bx * 64:bx * 64 + 64, h] = rnd(o, "bfloat16")
+        assert np.isfinite(want).all() and want.any()
+        np.testing.assert_array_equal(out["Output"], want)
+    return check
+
+
+def _qkv(b, s, hq, hkv, d):
+    return {"Q": (b, s, hq, d), "K": (b, s, hkv, d), "V": (b, s, hkv, d),
+            "Output": (b, s, hq, d)}
+
+
+CASES += [
+    # the test's own sizes: batch 1 (mesh row 0 holds it, the other rows none), 4 heads
+    Case("upstream_codegen_flashattn_gqa_fwd_bhsd", UPM.format(
+        "3cb87329", "test_flash_attention_gqa_fwd_bhsd_opt_validate", "flashattn_gqa_fwd_bhsd"),
+        "upstream_codegen_math", lambda m: m.flashattn_gqa_fwd_bhsd(),
+        shapes=_qkv(1, 128, 4, 4, 64), check=check_window_attention(1)),
+] + [
+    Case(f"upstream_codegen_sliding_window_attention_qh{hq}_lw{lw}", UPM.format(
+        "b7b0ca69", "test_sliding_window_attention_gqa_fwd_bhsd_opt_validate",
+        "sliding_window_attention_gqa_fwd_bhsd"), "upstream_codegen_math",
+        lambda m, hq=hq, lw=lw: m.sliding_window_attention_gqa_fwd_bhsd(
+            1, hq, 8, 128, 128, 4, lw), shapes=_qkv(1, 128, hq, 8, 128),
+        check=check_window_attention(hq // 8, lw, 4))
+    for hq, lw in ((32, 64), (48, 96))
+]
+
+
+def check_gqa_decode_pr223(masked):
+    """The test's sizes on 4x4 (float16, float32 accumulators): batch 1 on mesh row 0,
+    one query head a core (core (0, c): head c), the one KV head on column 0 only
+    (balanced split: the others hold none). block_H = 4: each core copies Q[0, 0:4] of
+    its one-head shard (the rows past it read zeros, as every access past a shard) and
+    K, V of KV head 0 of its own shard (zeros off column 0); acc_s = Q K^T (-inf where
+    mask == 0 with the mask), attention_tile over the one key block, and the output's
+    row 0 (the others fall past the shard) is Output[0, c], rounded to float16."""
+    def check(inp, obs, out):
+        q, k, v, mask = (inp.arrays[i] for i in range(4))
+        scale = (1.0 / 64) ** 0.5 * 1.44269504
+        want = np.zeros(q.shape, np.float32)
+        for c in range(4):
+            qs = np.zeros((4, 64), np.float32)
+            qs[0] = q[0, c]
+            kc = k[0, :, 0] if c == 0 else np.zeros((128, 64), np.float32)
+            vc = v[0, :, 0] if c == 0 else np.zeros((128, 64), np.float32)
+
+            def scores(_, qs=qs, kc=kc):
+                s_ = gemm(np.zeros((4, 128), np.float32), qs, kc.T)
+                if masked:
+                    s_ = np.where(mask[0][None, :] != 0, s_, -np.inf).astype(np.float32)
+                return s_
+            o, _, _ = references.attention_tile(scores, lambda _, vc=vc: vc, 1, scale,
+                                                 "float16")
+            want[0, c] = rnd(o[0], "float16")
+        assert np.isfinite(want).all() and want.any()
+        np.testing.assert_array_equal(out["Output"], want)
+    return check
+
+
+CASES += [
+    Case(f"upstream_codegen_gqa_decode_pr223_{'with' if masked else 'without'}_mask",
+         UPM.format("4a06af7a", "test_gqa_decode_pr223_opt_validate", "gqa_decode_pr223"),
+         "upstream_codegen_math",
+         lambda m, masked=masked: m.gqa_decode_pr223(heads=4, kv_heads=1, dim=64,
+                                                     enable_mask=masked),
+         shapes={"Q": (1, 4, 64), "K": (1, 128, 1, 64), "V": (1, 128, 1, 64),
+                 "mask": (1, 128), "Output": (1, 4, 64)}, check=check_gqa_decode_pr223(masked))
+    for masked in (False, True)
+]
+
+
+def check_mixed_product(a_dt, b_dt, out_dt):
+    """full_shard(0, 1) on 4x4 at (256, 512): C = A * B elementwise, in float32 when an
+    operand is float32 (TileLang promotes the bfloat16 one, exactly), rounded to
+    bfloat16 when both are, then stored in ``out_dt`` (one rounding)."""
+    def check(inp, obs, out):
+        a, b = rnd(inp.arrays[0], a_dt), rnd(inp.arrays[1], b_dt)
+        prod = a * b
+        if a_dt == b_dt == "bfloat16":
+            prod = rnd(prod, "bfloat16")
+        np.testing.assert_array_equal(out["C"], rnd(prod, out_dt))
+    return check
+
+
+_MP = "SUNMMIO/Tilelang@89a2375c testing/python/sunmmio/codegen/test_mixed_precision_tiles_" \
+    "opt_validate.py::test_mixed_precision_tiles_preserve_multiply_and_cast_dtypes"
+CASES += [
+    Case(f"upstream_codegen_mixed_precision_tiles_{a[0]}{a[-2:]}_{b[0]}{b[-2:]}_{o[0]}{o[-2:]}",
+         _MP, "upstream_codegen_math",
+         lambda m, a=a, b=b, o=o: m.mixed_precision_mul.get_tir(a_dtype=a, b_dtype=b,
+                                                                out_dtype=o),
+         shapes={"A": (256, 512), "B": (256, 512), "C": (256, 512)},
+         check=check_mixed_product(a, b, o))
+    for a, b, o in (("bfloat16", "bfloat16", "float32"), ("float32", "float32", "bfloat16"),
+                    ("bfloat16", "float32", "bfloat16"), ("bfloat16", "float32", "float32"))
+]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["mxfp8", "mxfp4"])
 def test_mx_chain_rounds_real_values_as_the_upstream_defines(kind):
@@ -2623,6 +2904,8 @@ CASES += [
 READS_SHAPE = {
     "fork_codegen_gemm_matmul_persistent", "fork_codegen_summa",
     "upstream_codegen_dynamic_allocate_copy_mma_kernel",
+    "upstream_codegen_gqa_decode_pr223_without_mask",
+    "upstream_codegen_gqa_decode_pr223_with_mask",
     "fork_compile_pipeline_flashattn", "fork_compile_pipeline_mma_3times",
     "fork_compile_pipeline_summa", "fork_example_gemm_with_mesh_tensor",
     "fork_example_gqa_fwd_bhsd", "fork_example_sunmmio_gemm",

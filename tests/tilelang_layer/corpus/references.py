@@ -15,7 +15,7 @@ import ml_dtypes
 import numpy as np
 
 _LIBM = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
-for _name in ("exp2f", "logf", "expf"):
+for _name in ("exp2f", "logf", "expf", "log2f", "sqrtf"):
     getattr(_LIBM, _name).restype = ctypes.c_float
     getattr(_LIBM, _name).argtypes = [ctypes.c_float]
 
@@ -33,6 +33,7 @@ def _libm(name: str) -> Callable[[np.ndarray], np.ndarray]:
 
 
 exp2f, logf = _libm("exp2f"), _libm("logf")
+expf, log2f, sqrtf = _libm("expf"), _libm("log2f"), _libm("sqrtf")
 
 
 def rnd(x: np.ndarray, dtype: str) -> np.ndarray:

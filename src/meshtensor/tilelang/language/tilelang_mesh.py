@@ -1310,47 +1310,22 @@ def _reduce_wrapper(stock: Any) -> Any:
             # SUNMMIO's lowering folds |out|, not out: |out| + sum|x|, max(|out|, |x|)
             reg = to_buffer_region(out)
             _absolute(reg.buffer, [r.min for r in reg.region], [r.extent for r in reg.region])
-        copy = getattr(T.copy, "_meshtensor", T.copy)
-        if str(src_b.dtype) != str(out_b.dtype) or not _whole(buffer):
-            # TileLang's CPU lowering reads the whole source buffer: a region, or an
-            # operand converted to the output's dtype, is staged in a buffer of its own.
+        if str(src_b.dtype) != str(out_b.dtype):
             # The upstream's reduction converts each element to the output's dtype and
-            # accumulates there (ReduceOpNode::MakeReduce: Cast(acc dtype, element)),
-            # which is this staging for every kind, sums included
+            # accumulates there (ReduceOpNode::MakeReduce: Cast(acc dtype, element)):
+            # the operand is staged, converted, in a buffer of its own. (A region of a
+            # buffer is reduced as that region by RegionReductions on target c.)
+            copy = getattr(T.copy, "_meshtensor", T.copy)
             tmp = T.alloc_shared(shape, str(out_b.dtype), scope=src_b.scope())
             evaluate(copy(buffer, tmp))
             buffer = tmp
-        target = out
-        if not _whole(out):
-            # and it writes the whole output buffer: a region is reduced into a buffer
-            # of its shape (holding the region's values unless cleared), then copied
-            target = T.alloc_shared(out_shape, str(out_b.dtype), scope=out_b.scope())
-            if not clear:
-                evaluate(copy(out, target))
-        op = evaluate(tirx.call_intrin(
+        return evaluate(tirx.call_intrin(
             "handle", tirx.op.Op.get("tl.tileop.reduce"),
-            to_tile_region(buffer, access_type="r"), to_tile_region(target, access_type="w"),
+            to_tile_region(buffer, access_type="r"), to_tile_region(out, access_type="w"),
             reduce_type, d, clear, annotations=annotations or {}))
-        if target is not out:
-            evaluate(copy(target, out))
-        return op
 
     reduce._meshtensor = stock  # type: ignore[attr-defined]
     return reduce
-
-
-def _whole(x: Any) -> bool:
-    """``x`` is a buffer, a region covering all of its buffer, or a region of
-    extents known only when it runs (a tail's ``T.min(...)``: a buffer of that shape
-    cannot be allocated, and TileLang's lowering reads such a region as given)."""
-    if isinstance(x, tirx.Buffer):
-        return True
-    if isinstance(x, tirx.BufferRegion):
-        if any(static_int(r.extent) is None for r in x.region):
-            return True
-        return all(static_int(r.min) == 0 and static_int(r.extent) == static_int(n)
-                   for r, n in zip(x.region, x.buffer.shape))
-    return False
 
 
 def _shifted(mins: Sequence[Any], idx: Any) -> tuple:

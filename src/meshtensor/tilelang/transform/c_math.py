@@ -10,11 +10,17 @@ this pass writes each in a form it prints, with the same value:
   the result to float16 once, and so does the rewrite (each float16 argument
   converted to float32, exactly; the call in float32; the result converted back,
   round to nearest even);
-- ``fabs`` (``T.abs`` of a float), which the generator has no name for: the C
-  library's ``fabsf`` / ``fabs``, which is what it means (``-0.0`` and NaN included);
+- ``fabs`` (``T.abs`` of a float) and ``fmod``, which the generator has no name for:
+  the C library's ``fabsf`` / ``fabs`` and ``fmodf`` / ``fmod``, which is what they
+  mean (``-0.0`` and NaN included; C's remainder is exact);
 - a call in a ``T.Parallel`` or vectorized loop, which TileLang would make a vector
   call the generator cannot print: the loop runs as the serial loop it means (its
   iterations are independent, so the order changes no value).
+
+- TileLang's IEEE intrinsics (``T.ieee_frcp``, ``T.ieee_fsqrt``, ``T.ieee_add`` ...)
+  in round-to-nearest: C's own ``float32``/``float64`` operation (``1 / x``,
+  ``sqrtf``, ``fmaf``), which IEEE 754 rounds correctly; another rounding mode is a
+  ``ValueError``.
 
 Other calls are left as written. ``bfloat16`` and the float8 kinds are the narrow-float
 lowering's (:mod:`.narrow_float`), which already computes in float32.
@@ -25,7 +31,7 @@ from typing import Any
 import tvm
 from tvm import tirx
 
-__all__ = ["CMathCalls", "c_math_calls", "MATH_OPS"]
+__all__ = ["CMathCalls", "c_math_calls", "c_math_call", "MATH_OPS", "IEEE_OPS"]
 
 #: TVM's float intrinsics (what ``T.exp`` and the others build; ``fabs`` is ``T.abs``)
 MATH_OPS = frozenset(f"tirx.{n}" for n in (
@@ -48,9 +54,43 @@ def _fabs(x: tirx.PrimExpr) -> tirx.PrimExpr:
     return tirx.call_pure_extern(str(x.dtype), name, x) if name else tirx.abs(x)
 
 
+#: TileLang's IEEE intrinsics with a rounding mode (``T.ieee_frcp`` and the others):
+#: the C operation each is in round-to-nearest, IEEE 754's correctly rounded result
+IEEE_OPS = {"tl.ieee_add": lambda a: a[0] + a[1], "tl.ieee_sub": lambda a: a[0] - a[1],
+            "tl.ieee_mul": lambda a: a[0] * a[1], "tl.ieee_fdiv": lambda a: a[0] / a[1],
+            "tl.ieee_frcp": lambda a: tirx.const(1, a[0].dtype) / a[0],
+            "tl.ieee_fsqrt": lambda a: _libm("sqrt", a[0]),
+            "tl.ieee_fmaf": lambda a: _libm("fma", *a)}
+
+
+def _libm(name: str, *args: tirx.PrimExpr) -> tirx.PrimExpr:
+    dtype = str(args[0].dtype)
+    return tirx.call_pure_extern(dtype, name + ("f" if dtype == "float32" else ""), *args)
+
+
+def _ieee(call: Any) -> Any:
+    """A ``tl.ieee_*`` call in round-to-nearest on ``float32``/``float64``: C's own
+    operation (IEEE 754, correctly rounded); another rounding mode or dtype has no C
+    form here: a ValueError naming it."""
+    name = call.op.name
+    *args, mode = call.args
+    dtype = _scalar(call.dtype)
+    mode = getattr(mode, "value", str(mode))
+    if mode != "rn" or dtype not in ("float32", "float64"):
+        raise ValueError(
+            f"T.{name[3:]}(..., rounding_mode={mode!r}) on {call.dtype} has no C form "
+            f"here: the C back end runs only 'rn' (round to nearest, C's own float32 and "
+            f"float64 arithmetic); write rounding_mode='rn', or the plain operator")
+    return IEEE_OPS[name](list(args))
+
+
 def _rewrite(call: Any) -> Any:
+    if isinstance(call, tirx.Call) and getattr(call.op, "name", None) in IEEE_OPS:
+        return _ieee(call)
     if not _is_math(call):
         return None
+    if call.op.name == "tirx.fmod" and _scalar(call.dtype) in ("float32", "float64"):
+        return _libm("fmod", *call.args)  # (TVM has no C rule for it; C's is exact)
     half = _scalar(call.dtype) == "float16"
     if not half and call.op.name != "tirx.fabs":
         return None
@@ -59,6 +99,18 @@ def _rewrite(call: Any) -> Any:
     dtype = "float32" if half else call.dtype
     out = _fabs(args[0]) if call.op.name == "tirx.fabs" else tirx.Call(dtype, call.op, args)
     return tirx.Cast(call.dtype, out) if half else out
+
+
+def c_math_call(call: tirx.Call) -> tirx.PrimExpr:
+    """``call`` in the form the C code generator prints, with the same value (the
+    narrow-float lowering builds its ``float32`` calls after this pass ran).
+
+    >>> import tilelang
+    >>> str(c_math_call(tirx.abs(tirx.Var("x", "float32"))))
+    'T.call_pure_extern("float32", "fabsf", x)'
+    """
+    out = _rewrite(call)
+    return call if out is None else out
 
 
 def _has_math(stmt: tirx.Stmt) -> bool:

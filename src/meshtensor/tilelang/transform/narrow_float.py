@@ -48,6 +48,8 @@ import tvm
 from tvm import ir, tirx
 from tvm.tirx import _ffi_api as _tirx_api
 
+from .c_math import c_math_call
+
 __all__ = ["FORMATS", "NarrowFloat", "narrow_dtypes", "legalize_narrow_floats",
            "LegalizeNarrowFloats", "UNSUPPORTED_NARROW", "f32_const", "exact_float_constants"]
 
@@ -208,7 +210,10 @@ def _bound(x: tirx.PrimExpr, body: Any) -> tirx.PrimExpr:
     reinterprets its operand's bits, and TVM's C code generator names a reinterpreted
     expression by its text, then reuses that name for the same text later in the
     kernel: a load of ``A[i]`` reinterpreted after a store to ``A[i]`` read the value
-    from before the store. A variable is its own name."""
+    from before the store. A variable is its own name. And a conversion reads its
+    operand several times: an operation nested in ``k`` others of the format, its
+    operand unbound, was written about ``5 ** k`` times (softplus in bfloat16 did not
+    finish compiling)."""
     v = tirx.Var("nf", x.dtype)
     return tirx.Let(v, x, body(v))
 
@@ -233,6 +238,10 @@ def decode(code: tirx.PrimExpr, fmt: NarrowFloat) -> tirx.PrimExpr:
                             tirx.reinterpret(f32, c << _c(23, u32)))
         return tirx.Select(c == _c(0xFF, u32), tirx.reinterpret(f32, _c(0x7FC00000, u32)),
                            value)
+    return _decode(c, fmt, u32, f32)
+
+
+def _decode(c: tirx.PrimExpr, fmt: NarrowFloat, u32: str, f32: str) -> tirx.PrimExpr:
     E, M = fmt.exp, fmt.man
     sign = (c >> _c(E + M, u32)) & _c(1, u32)
     e = (c >> _c(M, u32)) & _c((1 << E) - 1, u32)
@@ -267,6 +276,10 @@ def encode(x: tirx.PrimExpr, fmt: NarrowFloat) -> tirx.PrimExpr:
     src = _scalar(x.dtype)
     if src not in ("float32", "float64"):
         raise AssertionError(f"encode from {src}")  # pragma: no cover (callers widen)
+    return _encode(x, fmt, src)
+
+
+def _encode(x: tirx.PrimExpr, fmt: NarrowFloat, src: str) -> tirx.PrimExpr:
     n = _lanes(x.dtype)
     W, Ms, bias_s = (32, 23, 127) if src == "float32" else (64, 52, 1023)
     ut, it = _vec(f"uint{W}", n), _vec("int32", n)
@@ -618,7 +631,9 @@ class _Rewriter:
             return v if n == 1 else tirx.Broadcast(v, n)
         args = [self.expr(a) for a in e.args]
         if fmt is not None:
-            return self._rounded(tirx.Call(_vec("float32", n), e.op, args, e.annotations), fmt)
+            # (T.abs of a narrow value is a float32 fabs now: C's fabsf)
+            call = c_math_call(tirx.Call(_vec("float32", n), e.op, args, e.annotations))
+            return self._rounded(call, fmt)
         return tirx.Call(e.dtype, e.op, args, e.annotations)
 
     def _pointer_call(self, e: tirx.Call) -> tirx.PrimExpr:
