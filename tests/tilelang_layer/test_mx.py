@@ -115,7 +115,7 @@ def test_pack_then_unpack_gives_back_every_code(kind, layout, copy_between):
     np.testing.assert_array_equal(ins[3].view(torch.uint8).numpy(), s)
 
 
-# -- what the upstream refuses, and what is not emulated yet -----------------------------------
+# -- what the upstream refuses or does not define ----------------------------------------------
 def _pack_kernel(data_dtype="float8_e4m3fn", scale_shape=(8, 32), data_scope="shared",
                  layout="mxzz", op="pack"):
     L = _layouts()
@@ -245,9 +245,9 @@ def test_a_gemm_operand_region_that_cuts_a_scale_group_is_refused():
                 T.gemm(a[0:32, 16:48], b, c)
 
 
-def test_copying_an_mx_buffer_to_a_plain_one_is_not_emulated_yet():
-    with pytest.raises(ValueError, match="'box' is an MX buffer; copying between it and "
-                                         "anything but an MX buffer"):
+def test_copying_an_mx_buffer_to_a_plain_one_is_refused_as_undefined():
+    with pytest.raises(ValueError, match="'box' is an MX buffer; SUNMMIO's TileLang does "
+                                         "not define a copy between it and anything but"):
         @T.prim_func
         def k():
             with T.Kernel(1) as _:

@@ -346,9 +346,10 @@ def copy_wrapper(stock: Any) -> Any:
             return stock(src, dst, *args, **kw)
         if rs is None or rd is None or rs[1] is not rd[1]:
             mxb = (rs or rd)[0]
-            raise ValueError(f"T.copy: {mxb.name!r} is an MX buffer; copying between it "
-                             f"and anything but an MX buffer (or region) of the same kind "
-                             f"is not emulated yet; use T.mx_unpack / T.mx_pack")
+            raise ValueError(f"T.copy: {mxb.name!r} is an MX buffer; SUNMMIO's TileLang "
+                             f"does not define a copy between it and anything but an MX "
+                             f"buffer (or region) of the same kind (its codes or its "
+                             f"values?); use T.mx_unpack / T.mx_pack")
         from tilelang.language.common import evaluate
         _scales(rs, "T.copy")
         if rd[2][0] is None and _layout_of(rd[0]) is None:
