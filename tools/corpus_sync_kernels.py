@@ -7,8 +7,9 @@ hard-coded 1024x1024 float16 buffers on every core (a 1024^3 T.gemm per block): 
 parameter makes them smaller, and one run takes minutes here, so they are not corpus
 cases of the suite (docs/tilelang_mesh.md, "The corpus"). This runs each as the corpus
 would (``tm.enable(mesh=(4, 4))``, import lines changed only, on-chip buffers observed)
-and checks what the kernel defines: on row 0, after ten rounds of a row broadcast from
-core (0, 0) and an increment, D_shared = E_shared = zeros but [0, 0] = 10. The rest
+and checks what the kernel defines: on row 0, after rounds of a row broadcast from
+core (0, 0) and an increment, D_shared = E_shared = zeros but [0, 0] (10 where each
+core runs one tile step, 50 for the upstream's, which walks 16). The rest
 (the T.gemm's C_shared, never cleared, read from A_shared and B_shared, never written;
 D_shared elsewhere) has no defined value.
 
@@ -27,19 +28,23 @@ import time
 import numpy as np
 
 CORPUS = pathlib.Path(__file__).resolve().parents[1] / "tests" / "tilelang_layer" / "corpus"
-#: kernel -> (corpus module, factory, its arguments, the caller's tensor shapes)
+#: kernel -> (corpus module, factory, its arguments, the caller's tensor shapes, the
+#: value row 0's D_shared[0, 0] and E_shared[0, 0] end with)
 KERNELS = {
     # the test's own arguments (256^3, 64^3 tiles: a 4x4 grid)
     "skeleton": ("fork_skeleton_sync", "func_sync_kernel", (256, 256, 256, 64, 64, 64),
-                 {n: (256, 256) for n in "ABC"}),
+                 {n: (256, 256) for n in "ABC"}, 10),
     # the test's is (16384,) * 3 + (1024,) * 3: 16384^2 float16 tensors the kernel never
     # reads; these keep its T.Persistent tile domain (4x4 per core) and launch T.Kernel(16)
     "compile_pipeline": ("fork_cp_sync", "kernel_sync", (4096, 4096, 4096, 256, 256, 256),
-                         {n: (4096, 4096) for n in "ABC"}),
-    # the current upstream's (pipeline/test_sync.py): the same kernel under T.Kernel(),
-    # the test's (16384,) * 3 + (1024,) * 3 shrunk the same way (4x4 tiles per core)
+                         {n: (4096, 4096) for n in "ABC"}, 10),
+    # the current upstream's (pipeline/test_sync.py): the same body under T.Kernel(),
+    # the test's (16384,) * 3 + (1024,) * 3 shrunk the same way (4x4 tiles per core).
+    # Each core walks all 16 tile steps (the fork's T.Persistent gives each core one):
+    # D_shared is cleared on the 12 steps with bx <= 2, then the 4 steps of bx = 3 add
+    # their 10 rounds to it: 10 + 4 * 10
     "upstream_pipeline": ("upstream_sync", "kernel_sync", (4096, 4096, 4096, 256, 256, 256),
-                          {n: (4096, 4096) for n in "ABC"}),
+                          {n: (4096, 4096) for n in "ABC"}, 50),
 }
 
 
@@ -57,7 +62,7 @@ def run(name: str) -> bool:
     from meshtensor.tilelang import tilelang_mesh as tm
 
     harness = _harness()
-    module, factory, args, shapes = KERNELS[name]
+    module, factory, args, shapes, last = KERNELS[name]
     tm.enable(mesh=(4, 4))
     func = harness.observe(getattr(harness.load(module), factory)(*args),
                            ["D_shared", "E_shared"])
@@ -69,11 +74,16 @@ def run(name: str) -> bool:
     kernel(*inp.tensors)
     t3 = time.perf_counter()
     want = np.zeros((1024, 1024), np.float32)
-    want[0, 0] = 10
-    ok = all(np.array_equal(harness.as_np(inp.obs[b])[core], want)
-             for b in ("D_shared", "E_shared") for core in range(4))
+    want[0, 0] = last
+    got = {(b, core): harness.as_np(inp.obs[b])[core]
+           for b in ("D_shared", "E_shared") for core in range(4)}
+    ok = all(np.array_equal(g, want) for g in got.values())
     print(f"{name}: {factory}{args}: compiled in {t1 - t0:.0f} s, ran in {t3 - t2:.0f} s; "
           f"row 0's D_shared and E_shared {'as defined' if ok else 'DIFFER'}")
+    if not ok:
+        for (b, core), g in got.items():
+            print(f"  {b} core (0, {core}): [0, 0] = {g[0, 0]} (want {last}), "
+                  f"{int(np.count_nonzero(g != want))} cells differ")
     return ok
 
 
