@@ -210,10 +210,11 @@ def _bound(x: tirx.PrimExpr, body: Any) -> tirx.PrimExpr:
     reinterprets its operand's bits, and TVM's C code generator names a reinterpreted
     expression by its text, then reuses that name for the same text later in the
     kernel: a load of ``A[i]`` reinterpreted after a store to ``A[i]`` read the value
-    from before the store. A variable is its own name. And a conversion reads its
-    operand several times: an operation nested in ``k`` others of the format, its
+    from before the store. A variable is its own name. And a float8 conversion reads
+    its operand several times: an operation nested in ``k`` others of the format, its
     operand unbound, was written about ``5 ** k`` times (softplus in bfloat16 did not
-    finish compiling)."""
+    finish compiling). A bfloat16 code computed by a rounding is read once and is not
+    bound: binding it made TileLang's passes take minutes on that softplus."""
     v = tirx.Var("nf", x.dtype)
     return tirx.Let(v, x, body(v))
 
@@ -225,7 +226,9 @@ def decode(code: tirx.PrimExpr, fmt: NarrowFloat) -> tirx.PrimExpr:
     >>> str(decode(tirx.Var("c", "uint16"), FORMATS["bfloat16"]))
     'T.reinterpret("float32", T.shift_left(T.Cast("uint32", c), T.uint32(16)))'
     """
-    if not isinstance(code, (tirx.Var, tirx.IntImm)):
+    if isinstance(code, tirx.BufferLoad) or (
+            fmt.name != "bfloat16" and not isinstance(code, (tirx.Var, tirx.IntImm))):
+        # (bfloat16 reads a computed code once: binding it only slows TVM's passes)
         return _bound(code, lambda v: decode(v, fmt))
     n = _lanes(code.dtype)
     u32, f32 = _vec("uint32", n), _vec("float32", n)
